@@ -1,0 +1,68 @@
+"""One exception hierarchy for grid-sql.
+
+Every bad input (grammar, policy, schema, tokenizer, URL, question) surfaces as a typed
+subclass of :class:`GridSQLError` whose message names the problem, so callers can tell a
+configuration mistake from a model failure and nothing gets executed on error.
+"""
+
+from __future__ import annotations
+
+
+class GridSQLError(Exception):
+    """Base class of every error raised by grid-sql."""
+
+
+class GrammarError(GridSQLError):
+    """A grammar is malformed, conflicting (not LALR(1)) or otherwise unusable."""
+
+
+class GrammarConflictError(GrammarError):
+    """The grammar is not LALR(1): lark reported a shift/reduce or reduce/reduce conflict."""
+
+
+class EmptyLanguageError(GrammarError):
+    """A role projection (or lexicon) leaves a grammar that generates no sentence."""
+
+
+class LexiconError(GrammarError):
+    """A schema lexicon is invalid (e.g. a word its terminal's regex cannot scan)."""
+
+
+class ParseError(GridSQLError):
+    """Input bytes left the viable-prefix set of the language."""
+
+
+class TokenizerError(GridSQLError):
+    """A tokenizer/vocabulary could not be loaded or is inconsistent."""
+
+
+class TokenRejected(GridSQLError):
+    """A token outside the current mask was fed to a matcher."""
+
+
+class MaskError(GridSQLError):
+    """Internal invariant broken in mask computation (e.g. empty mask at a viable state)."""
+
+
+class SchemaError(GridSQLError):
+    """The database schema could not be introspected or is inconsistent with a request."""
+
+
+class ConnectionConfigError(GridSQLError):
+    """A database URL or connection setting is invalid, or the server is unreachable."""
+
+
+class PolicyError(GridSQLError):
+    """A policy (grants or application config) is invalid, e.g. names an unknown table."""
+
+
+class PolicyViolation(GridSQLError):
+    """A statement violates the role's policy (raised by the post-parse checker)."""
+
+    def __init__(self, message: str, violations: list[object] | None = None) -> None:
+        super().__init__(message)
+        self.violations: list[object] = list(violations or [])
+
+
+class QuestionError(GridSQLError):
+    """A natural-language question is empty or otherwise unusable."""
