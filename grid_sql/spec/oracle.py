@@ -1,0 +1,221 @@
+"""Executable specification of L (docs/design/foundation.md §2, §4): the slow, obvious oracle.
+
+Independent of the fast path: parsing uses lark's own LALR(1) table construction driven by a
+ten-line shift/reduce loop; lexing runs the ``regex`` package on *bytes* patterns, with
+``partial=True`` for "some extension could still match".  No DFAs, no tries, no caches
+beyond memoizing the allowed-terminal set of a stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Mapping, Optional
+
+import lark
+import regex
+from lark.common import ParserConf
+from lark.grammar import NonTerminal, Rule, Terminal
+from lark.lexer import PatternStr
+from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
+
+from grid_sql.errors import EmptyLanguageError, GrammarError
+
+QUOTE_BYTES = b'"`['
+END = "$END"
+
+
+@dataclass(frozen=True)
+class SpecTerminal:
+    name: str
+    pattern: str  # Python regex source, applied to BYTES (encoded as UTF-8)
+    priority: int
+    is_string: bool
+
+
+@dataclass(frozen=True)
+class SpecGrammar:
+    terminals: tuple[SpecTerminal, ...]
+    rules: tuple[tuple[str, tuple[str, ...]], ...]  # (lhs, rhs symbols)
+    start: str
+    ignored: frozenset[str]
+    # category terminal -> (allowed words, fold_bare_case)
+    lexicon: Mapping[str, tuple[frozenset[bytes], bool]] = field(default_factory=dict)
+
+    @classmethod
+    def from_lark(cls, lark_obj: lark.Lark, start: str = "start", lexicon=None) -> "SpecGrammar":
+        terms = tuple(
+            SpecTerminal(str(t.name), t.pattern.to_regexp(), t.priority, isinstance(t.pattern, PatternStr))
+            for t in lark_obj.terminals
+        )
+        rules = tuple((str(r.origin.name), tuple(str(s.name) for s in r.expansion)) for r in lark_obj.rules)
+        return cls(terms, rules, start, frozenset(map(str, lark_obj.ignore_tokens)), dict(lexicon or {}))
+
+
+def _productive_rules(g: SpecGrammar) -> list[tuple[str, tuple[str, ...]]]:
+    """Drop rules that use a nonterminal deriving no terminal string (keeps 'no error' == 'viable')."""
+    terms = {t.name for t in g.terminals}
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in g.rules:
+            if lhs not in productive and all(s in terms or s in productive for s in rhs):
+                productive.add(lhs)
+                changed = True
+    if g.start not in productive:
+        raise EmptyLanguageError(f"start symbol {g.start!r} derives no sentence")
+    return [(lhs, rhs) for lhs, rhs in g.rules if lhs in productive and all(s in terms or s in productive for s in rhs)]
+
+
+class SpecOracle:
+    """Reference answers for: viable prefix, allowed terminals, EOS legality."""
+
+    def __init__(self, grammar: SpecGrammar):
+        self.g = grammar
+        self.names = [t.name for t in grammar.terminals]
+        self.rx = {t.name: regex.compile(t.pattern.encode("utf-8")) for t in grammar.terminals}
+        # resolution order: priority desc, string before regex, then name
+        self.order = [t.name for t in sorted(grammar.terminals, key=lambda t: (-t.priority, not t.is_string, t.name))]
+        self.lexicon = {}
+        for name, (words, fold) in grammar.lexicon.items():
+            if fold:
+                words = frozenset(w if w[:1] and w[:1] in QUOTE_BYTES else w.lower() for w in words)
+            self.lexicon[name] = (frozenset(words), bool(fold))
+        terms = set(self.names)
+        rules, order = [], {}
+        for lhs, rhs in _productive_rules(grammar):
+            order[lhs] = order.get(lhs, -1) + 1
+            rules.append(Rule(NonTerminal(lhs), [Terminal(s) if s in terms else NonTerminal(s) for s in rhs], order[lhs]))
+        try:
+            an = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]), strict=True)
+            an.compute_lalr()
+        except lark.exceptions.GrammarError as e:
+            raise GrammarError(f"not LALR(1) / malformed: {e}") from e
+        self.table = an.parse_table.states
+        self.start_state = an.parse_table.start_states[grammar.start]
+        self.end_state = an.parse_table.end_states[grammar.start]
+        self.allowed = lru_cache(maxsize=None)(self._allowed)
+
+    @classmethod
+    def from_lark_text(cls, text: str, start: str = "start", import_paths=(), lexicon=None) -> "SpecOracle":
+        kw = dict(parser="lalr", lexer="basic", start=start, import_paths=list(import_paths))
+        try:
+            lk = lark.Lark(text, strict=True, **kw)
+        except lark.exceptions.LexError:  # terminal collisions (e.g. categories sharing IDENT's regex)
+            lk = lark.Lark(text, strict=False, **kw)  # conflicts are still caught by our strict analyzer
+        return cls(SpecGrammar.from_lark(lk, start, lexicon))
+
+    # ---- parser -------------------------------------------------------------------------
+    def shift(self, stack: tuple, term: str):
+        """Feed `term`: new stack after the reduce chain and SHIFT; None on error; True on ACCEPT ($END)."""
+        st = list(stack)
+        while True:
+            act = self.table[st[-1]].get(term)
+            if act is None:
+                return None
+            kind, arg = act
+            if kind is Shift:
+                assert term != END
+                return tuple(st + [arg])
+            if arg.expansion:
+                del st[-len(arg.expansion):]
+            kind2, goto = self.table[st[-1]][arg.origin.name]
+            assert kind2 is Shift
+            st.append(goto)
+            if term == END and goto == self.end_state:
+                return True
+
+    def _allowed(self, stack: tuple) -> frozenset[str]:
+        return frozenset(t for t in self.names if self.shift(stack, t) is not None)
+
+    # ---- lexer --------------------------------------------------------------------------
+    def _lex_key(self, name: str, s: bytes) -> tuple[frozenset[bytes], bytes]:
+        words, fold = self.lexicon[name]
+        if fold and s[:1] and s[:1] not in QUOTE_BYTES:
+            return words, s.lower()
+        return words, s
+
+    def full(self, name: str, s: bytes) -> bool:
+        """s is a complete lexeme of terminal `name` (pattern, and lexicon word if it has one)."""
+        if not s or self.rx[name].fullmatch(s) is None:
+            return False
+        if name in self.lexicon:
+            words, key = self._lex_key(name, s)
+            return key in words
+        return True
+
+    def live(self, name: str, s: bytes, use_lexicon: bool = True) -> bool:
+        """Some extension of s (possibly s itself) is a complete lexeme of `name`."""
+        if self.rx[name].fullmatch(s, partial=True) is None:
+            return False
+        if use_lexicon and name in self.lexicon:
+            words, key = self._lex_key(name, s)
+            return any(w.startswith(key) for w in words)
+        return True
+
+    def emit(self, stack: tuple, lexeme: bytes):
+        """Contextual resolution of one forced lexeme: new stack, or None if no candidate is viable."""
+        for name in self.order:
+            if self.full(name, lexeme):
+                if name in self.g.ignored:
+                    return stack
+                nxt = self.shift(stack, name)
+                if nxt is not None:
+                    return nxt
+        return None
+
+    def scan(self, w: bytes, eos: bool = False):
+        """Run all forced emissions of w. Returns (stack, remainder) or None if some emission fails.
+        With eos=True the trailing remainder is finalized too (remainder is then b"")."""
+        stack, i = (self.start_state,), 0
+        while i < len(w):
+            n = 0  # union-automaton liveness: longest live prefix (patterns of ALL terminals)
+            while i + n < len(w) and any(self.live(t, w[i:i + n + 1], use_lexicon=False) for t in self.names):
+                n += 1
+            if i + n == len(w) and not eos:
+                break  # pending lexeme: could still grow
+            lengths = [k for k in range(n, 0, -1) if any(self.rx[t].fullmatch(w[i:i + k]) for t in self.names)]
+            if not lengths:
+                return None
+            stack = self.emit(stack, w[i:i + lengths[0]])
+            if stack is None:
+                return None
+            i += lengths[0]
+        return stack, w[i:]
+
+    # ---- public answers -----------------------------------------------------------------
+    def config(self, w: bytes):
+        """(stack, remainder) if w is a viable prefix, else None."""
+        res = self.scan(bytes(w))
+        if res is None:
+            return None
+        stack, r = res
+        if r and not any(self.live(t, r) for t in self.names
+                         if t in self.g.ignored or t in self.allowed(stack)):
+            return None
+        return res
+
+    def is_viable_prefix(self, w: bytes) -> bool:
+        return self.config(w) is not None
+
+    def remainder(self, w: bytes) -> Optional[bytes]:
+        res = self.config(w)
+        return None if res is None else res[1]
+
+    def allowed_terminals(self, w: bytes) -> frozenset[str]:
+        """A(stack): terminals the parser can shift after w's forced emissions. The pending
+        remainder (e.g. trailing whitespace, which could still grow) is not emitted yet, so
+        for w = b"select a " this is the set after `select a`; ValueError if w is not viable."""
+        res = self.config(w)
+        if res is None:
+            raise ValueError(f"not a viable prefix: {w!r}")
+        return self.allowed(res[0])
+
+    def accepts(self, w: bytes) -> bool:
+        res = self.scan(bytes(w), eos=True)
+        return res is not None and self.shift(res[0], END) is True
+
+    def next_bytes(self, w: bytes) -> frozenset[int]:
+        """Bytes b such that w+b is still a viable prefix (reference for a byte-level mask)."""
+        return frozenset(b for b in range(256) if self.is_viable_prefix(bytes(w) + bytes([b])))
