@@ -1,0 +1,245 @@
+"""Build a :class:`SchemaSnapshot` from a live database with SQLAlchemy's Inspector.
+
+Why the Inspector and ``get_multi_*``: one adapter covers SQLite, PostgreSQL and MySQL/MariaDB,
+and the bulk calls read a whole schema in a handful of catalog queries instead of several per
+table (PostgreSQL implements them natively; elsewhere SQLAlchemy falls back to a loop).
+
+Least privilege: the snapshot holds what the connected role can see. On PostgreSQL the catalog
+lists every relation to everyone, so we keep only relations in schemas the role has USAGE on and
+on which it holds some table or column privilege; MySQL/MariaDB already hide what the user has
+no privilege on. If a table is listed but cannot be reflected (a race, a privilege quirk), it is
+left out rather than failing the whole reflection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, Inspector
+from sqlalchemy.engine.reflection import ObjectKind, ObjectScope
+
+from grid_sql.errors import ConnectionConfigError, SchemaError
+from grid_sql.schema.model import (
+    ColumnInfo,
+    ForeignKeyInfo,
+    SchemaInfo,
+    SchemaSnapshot,
+    TableInfo,
+    TableKind,
+)
+
+# Namespaces that belong to the engine, not to the application.
+SYSTEM_SCHEMAS: dict[str, frozenset[str]] = {
+    "postgresql": frozenset({"information_schema", "pg_catalog", "pg_toast"}),
+    "mysql": frozenset({"information_schema", "mysql", "performance_schema", "sys"}),
+    "sqlite": frozenset(),
+}
+
+Bind = Engine | Connection | str | sa.URL
+
+
+def dialect_name(bind: Engine | Connection) -> str:
+    """Our dialect key: ``postgresql``, ``mysql`` (MariaDB included) or ``sqlite``."""
+    name = bind.dialect.name
+    return "mysql" if name == "mariadb" else name
+
+
+def make_engine(url: str | sa.URL, **kwargs: Any) -> Engine:
+    """``create_engine`` with configuration mistakes mapped to :class:`ConnectionConfigError`.
+
+    Why: a bad URL or a missing driver is a setup error the caller should see by type and with
+    the URL (password masked) in the message, not a bare SQLAlchemy ArgumentError.
+    """
+    try:
+        parsed = sa.make_url(url)
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise ConnectionConfigError(f"invalid database URL {str(url)!r}: {exc}") from exc
+    try:
+        return sa.create_engine(parsed, **kwargs)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
+        shown = parsed.render_as_string(hide_password=True)
+        raise ConnectionConfigError(f"cannot use database URL {shown!r}: {exc}") from exc
+
+
+def connect(bind: Bind) -> tuple[Connection, bool]:
+    """A connection for ``bind`` and whether we opened it (so we close only what we opened)."""
+    if isinstance(bind, Connection):
+        return bind, False
+    engine = bind if isinstance(bind, Engine) else make_engine(bind)
+    try:
+        return engine.connect(), True
+    except sa.exc.OperationalError as exc:
+        shown = engine.url.render_as_string(hide_password=True)
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise ConnectionConfigError(
+            f"cannot connect to {shown}: {reason} (is the server running and reachable?)"
+        ) from exc
+    except sa.exc.DBAPIError as exc:
+        shown = engine.url.render_as_string(hide_password=True)
+        raise ConnectionConfigError(f"cannot connect to {shown}: {exc.orig}") from exc
+
+
+def introspect(
+    bind: Bind,
+    *,
+    schemas: Sequence[str] | None = None,
+    include_system: bool = False,
+) -> SchemaSnapshot:
+    """Reflect the catalog visible to the connected role.
+
+    ``schemas``: namespaces to read (default: every non-system schema the role can see; on
+    MySQL that is every database it has a privilege in).
+    """
+    conn, owned = connect(bind)
+    try:
+        return _introspect(conn, schemas, include_system)
+    except sa.exc.DBAPIError as exc:
+        raise SchemaError(f"cannot read the database catalog: {exc.orig}") from exc
+    finally:
+        if owned:
+            conn.close()
+
+
+def _introspect(
+    conn: Connection, schemas: Sequence[str] | None, include_system: bool
+) -> SchemaSnapshot:
+    dialect = dialect_name(conn)
+    insp = sa.inspect(conn)
+    default = insp.default_schema_name
+    if schemas is None:
+        system = SYSTEM_SCHEMAS.get(dialect, frozenset()) if not include_system else frozenset()
+        names = [s for s in insp.get_schema_names() if s not in system]
+        if dialect == "postgresql":
+            names = [
+                s for s in names if not s.startswith("pg_temp") and not s.startswith("pg_toast")
+            ]
+    else:
+        names = list(schemas)
+    visible = _pg_visible_relations(conn) if dialect == "postgresql" else None
+    out = []
+    for schema in names:
+        tables = _reflect_schema(insp, schema, visible)
+        if tables or schema == default or schemas is not None:
+            out.append(SchemaInfo(schema, tuple(tables)))
+    return SchemaSnapshot(dialect=dialect, default_schema=default, schemas=tuple(out))
+
+
+def _pg_visible_relations(conn: Connection) -> set[tuple[str, str]]:
+    """Relations the role may touch: schema USAGE plus any table or column privilege.
+
+    ``has_*_privilege`` evaluate membership inheritance and PUBLIC exactly (see
+    docs/policy.md), so the lexicon never offers a name the role could not use anyway.
+    """
+    rows = conn.execute(
+        sa.text(
+            "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+            "AND has_schema_privilege(n.oid, 'USAGE') "
+            "AND (has_table_privilege(c.oid, "
+            "'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER') "
+            "OR has_any_column_privilege(c.oid, 'SELECT,INSERT,UPDATE,REFERENCES'))"
+        )
+    )
+    return {(r[0], r[1]) for r in rows}
+
+
+def _kind_names(insp: Inspector, schema: str) -> dict[str, TableKind]:
+    kinds: dict[str, TableKind] = {}
+    for name in insp.get_table_names(schema=schema):
+        kinds[name] = "table"
+    for name in insp.get_view_names(schema=schema):
+        kinds[name] = "view"
+    try:
+        for name in insp.get_materialized_view_names(schema=schema):
+            kinds[name] = "materialized_view"
+    except NotImplementedError:
+        pass
+    return kinds
+
+
+def _reflect_schema(
+    insp: Inspector, schema: str, visible: set[tuple[str, str]] | None
+) -> list[TableInfo]:
+    kinds = _kind_names(insp, schema)
+    if visible is not None:
+        kinds = {n: k for n, k in kinds.items() if (schema, n) in visible}
+    if not kinds:
+        return []
+    names = sorted(kinds)
+    try:
+        cols, pks, fks = _bulk(insp, schema, names)
+    except (sa.exc.DBAPIError, sa.exc.NoSuchTableError):
+        # One unreadable table must not sink the others: fall back to table by table.
+        cols, pks, fks = {}, {}, {}
+        for name in names:
+            try:
+                c, p, f = _bulk(insp, schema, [name])
+            except (sa.exc.DBAPIError, sa.exc.NoSuchTableError):
+                continue
+            cols.update(c)
+            pks.update(p)
+            fks.update(f)
+    dialect = insp.dialect
+    tables = []
+    for name in names:
+        key = (schema, name)
+        if key not in cols:
+            continue
+        columns = tuple(
+            ColumnInfo(
+                name=c["name"],
+                type=_type_string(c["type"], dialect),
+                nullable=bool(c.get("nullable", True)),
+                default=None if c.get("default") is None else str(c.get("default")),
+            )
+            for c in cols[key]
+        )
+        pk = pks.get(key) or {}
+        foreign = tuple(
+            ForeignKeyInfo(
+                columns=tuple(fk["constrained_columns"]),
+                referred_table=fk["referred_table"],
+                referred_columns=tuple(fk["referred_columns"]),
+                referred_schema=fk.get("referred_schema"),
+                name=fk.get("name"),
+            )
+            for fk in fks.get(key, [])
+        )
+        tables.append(
+            TableInfo(
+                name=name,
+                kind=kinds[name],
+                columns=columns,
+                primary_key=tuple(pk.get("constrained_columns") or ()),
+                foreign_keys=foreign,
+            )
+        )
+    return tables
+
+
+def _bulk(
+    insp: Inspector, schema: str, names: Iterable[str]
+) -> tuple[dict[Any, Any], dict[Any, Any], dict[Any, Any]]:
+    """Columns, primary keys and foreign keys of ``names`` in three bulk catalog calls."""
+    filt = list(names)
+    common: dict[str, Any] = {
+        "schema": schema,
+        "filter_names": filt,
+        "kind": ObjectKind.ANY,
+        "scope": ObjectScope.ANY,
+    }
+    cols = dict(insp.get_multi_columns(**common))
+    pks = dict(insp.get_multi_pk_constraint(**common))
+    fks = dict(insp.get_multi_foreign_keys(**common))
+    return cols, pks, fks
+
+
+def _type_string(typ: Any, dialect: sa.Dialect) -> str:
+    """The type as the dialect spells it; falls back to the class name for odd types."""
+    try:
+        return str(typ.compile(dialect=dialect))
+    except Exception:  # noqa: BLE001 - any compile failure: an exotic type, still a column
+        return type(typ).__name__
