@@ -1,0 +1,15 @@
+//! grid-sql-core: the pure-Rust kernels of grid-sql.
+//!
+//! No Python in here (the pyo3 glue lives in `kernels/py`), so everything is tested by
+//! `cargo test` alone. Conventions follow `docs/design/foundation.md`: lexemes are byte
+//! strings and terminal regexes have byte semantics (`unicode(false)`, `utf8(false)`).
+//!
+//! Modules:
+//! - [`lexer`]: the union lexer DFA (paper §2 L1, §4.1) — one deterministic automaton over
+//!   all terminals, with per-state `accept` and `live` pattern bitsets.
+//! - [`fingerprint`]: hex BLAKE2b-256 of canonical byte encodings (design §5).
+
+pub mod fingerprint;
+pub mod lexer;
+
+pub use lexer::{BuildConfig, LexerError, UnionDfa};
