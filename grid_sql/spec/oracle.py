@@ -101,9 +101,12 @@ class SpecOracle:
     def from_lark_text(cls, text: str, start: str = "start", import_paths=(), lexicon=None) -> "SpecOracle":
         kw = dict(parser="lalr", lexer="basic", start=start, import_paths=list(import_paths))
         try:
-            lk = lark.Lark(text, strict=True, **kw)
-        except lark.exceptions.LexError:  # terminal collisions (e.g. categories sharing IDENT's regex)
-            lk = lark.Lark(text, strict=False, **kw)  # conflicts are still caught by our strict analyzer
+            try:
+                lk = lark.Lark(text, strict=True, **kw)
+            except lark.exceptions.LexError:  # terminal collisions (categories share IDENT's regex)
+                lk = lark.Lark(text, strict=False, **kw)  # conflicts are still caught by our analyzer
+        except lark.exceptions.GrammarError as e:
+            raise GrammarError(f"grammar rejected by lark: {e}") from e
         return cls(SpecGrammar.from_lark(lk, start, lexicon))
 
     # ---- parser -------------------------------------------------------------------------
