@@ -173,8 +173,13 @@ class SpecOracle:
         With eos=True the trailing remainder is finalized too (remainder is then b"")."""
         stack, i = (self.start_state,), 0
         while i < len(w):
-            n = 0  # union-automaton liveness: longest live prefix (patterns of ALL terminals)
-            while i + n < len(w) and any(self.live(t, w[i:i + n + 1], use_lexicon=False) for t in self.names):
+            # union-automaton liveness over the patterns of ALL terminals: n = longest live prefix
+            # (a terminal dead at length k stays dead, so only survivors are re-checked)
+            n, alive = 0, self.names
+            while i + n < len(w):
+                alive = [t for t in alive if self.live(t, w[i:i + n + 1], use_lexicon=False)]
+                if not alive:
+                    break
                 n += 1
             if i + n == len(w) and not eos:
                 break  # pending lexeme: could still grow

@@ -119,7 +119,7 @@ def test_random_strings_consistency(frags):
             assert not ORACLE.is_viable_prefix(w + x), (w, x)
 
 
-@PROPS
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sentences(), st.data())
 def test_next_bytes_agree_with_viability(s, data):
     k = data.draw(st.integers(0, len(s)))
