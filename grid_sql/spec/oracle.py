@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Mapping, Optional
 
 import lark
@@ -108,6 +109,13 @@ class SpecOracle:
         except lark.exceptions.GrammarError as e:
             raise GrammarError(f"grammar rejected by lark: {e}") from e
         return cls(SpecGrammar.from_lark(lk, start, lexicon))
+
+    @classmethod
+    def from_lark_file(cls, path, start: str = "start", import_paths=None, lexicon=None) -> "SpecOracle":
+        """A dialect file; `%import`s resolve against its directory unless import_paths is given."""
+        path = Path(path)
+        paths = [path.parent] if import_paths is None else list(import_paths)
+        return cls.from_lark_text(path.read_text(), start, [str(p) for p in paths], lexicon)
 
     # ---- parser -------------------------------------------------------------------------
     def shift(self, stack: tuple, term: str):
