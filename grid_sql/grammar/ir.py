@@ -1,0 +1,420 @@
+"""The grammar pipeline: L1 dialect grammar → L2 role projection → L3 schema lexicon.
+
+A :class:`Grammar` is an immutable IR read from lark syntax (lark does the grammar parsing
+and the LALR(1) construction). Terminal numbering is fixed when the L1 grammar is frozen
+(terminals sorted by name) and never changes under projection or lexicons, so artifacts of
+every role over one dialect share terminal ids (paper §4.3, the cross-family tier).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lark.exceptions import GrammarError as LarkGrammarError
+from lark.exceptions import LarkError
+from lark.grammar import Rule as LarkRule
+from lark.lexer import PatternStr
+
+from ..errors import EmptyLanguageError, GrammarError, LexiconError
+from .fingerprint import fingerprint
+from .lexicon import SchemaLexicon
+
+if TYPE_CHECKING:
+    from .lexer import LexerTables
+    from .tables import LALRTables
+
+PRAGMA_RE = re.compile(r"^\s*//!\s*category\s+(.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """A grammar terminal with its regular lexeme language (a regex over bytes)."""
+
+    id: int
+    name: str
+    pattern: str
+    priority: int
+    is_string: bool
+    ignored: bool
+    category: bool
+
+    @property
+    def resolution_key(self) -> tuple[int, int, str]:
+        """Order of contextual resolution: priority, then strings before regexes, then name."""
+        return (-self.priority, 0 if self.is_string else 1, self.name)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A production ``lhs -> rhs`` (rhs symbols are terminal or nonterminal names)."""
+
+    id: int
+    lhs: str
+    rhs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RoleProjection:
+    """L2: which productions a role keeps.
+
+    ``drop`` names nonterminals (all their productions go) and terminals (every production
+    using them goes). ``keep_statements``, when given, keeps only those alternatives of the
+    ``statement`` rule (e.g. ``{"select_stmt"}``). Useless-symbol elimination always follows.
+    """
+
+    drop: frozenset[str] = frozenset()
+    keep_statements: frozenset[str] | None = None
+    statement_rule: str = "statement"
+
+    @classmethod
+    def select_only(cls) -> RoleProjection:
+        return cls(keep_statements=frozenset({"select_stmt"}))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "drop": sorted(self.drop),
+            "keep_statements": None
+            if self.keep_statements is None
+            else sorted(self.keep_statements),
+            "statement_rule": self.statement_rule,
+        }
+
+
+def _lark_rule_rhs(rule: LarkRule) -> tuple[str, ...]:
+    return tuple(s.name for s in rule.expansion)
+
+
+def _read_pragmas(texts: Iterable[str]) -> set[str]:
+    cats: set[str] = set()
+    for text in texts:
+        for m in PRAGMA_RE.finditer(text):
+            cats.update(m.group(1).split())
+    return cats
+
+
+class Grammar:
+    """An immutable, fingerprinted grammar: terminals, rules, start symbol, lexicon.
+
+    Build with :meth:`from_lark` or :meth:`dialect`; specialise with :meth:`project` (L2) and
+    :meth:`with_lexicon` (L3). Each step returns a new grammar sharing terminal ids.
+    """
+
+    def __init__(
+        self,
+        terminals: Sequence[Terminal],
+        lark_rules: Sequence[LarkRule],
+        start: str,
+        *,
+        l1_fingerprint: str | None = None,
+        projection: RoleProjection | None = None,
+        lexicon: SchemaLexicon | None = None,
+        name: str = "",
+    ) -> None:
+        self.terminals: tuple[Terminal, ...] = tuple(terminals)
+        self.terminal_ids: dict[str, int] = {t.name: t.id for t in self.terminals}
+        self.start = start
+        self.name = name
+        self.projection = projection
+        self.lexicon = lexicon
+        self._lark_rules: tuple[LarkRule, ...] = tuple(
+            sorted(lark_rules, key=lambda r: (r.origin.name, _lark_rule_rhs(r)))
+        )
+        self.rules: tuple[Rule, ...] = tuple(
+            Rule(i, r.origin.name, _lark_rule_rhs(r)) for i, r in enumerate(self._lark_rules)
+        )
+        self.nonterminals: tuple[str, ...] = tuple(sorted({r.lhs for r in self.rules}))
+        body = {
+            "start": start,
+            "terminals": [
+                [t.name, t.pattern, t.priority, t.is_string, t.ignored, t.category]
+                for t in self.terminals
+            ],
+            "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
+        }
+        self.l1_fingerprint = l1_fingerprint or fingerprint("grammar-l1", body)
+        self.fingerprint: str = fingerprint(
+            "grammar",
+            {
+                "l1": self.l1_fingerprint,
+                "body": body,
+                "lexicon": lexicon.fingerprint if lexicon else None,
+            },
+        )
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_lark(
+        cls,
+        text: str,
+        start: str = "start",
+        *,
+        import_paths: Sequence[str | Path] = (),
+        source_path: str | Path | None = None,
+        categories: Iterable[str] = (),
+        name: str = "",
+    ) -> Grammar:
+        """Load a lark grammar; identifier categories come from ``//! category`` pragmas.
+
+        Raises :class:`GrammarError` for malformed grammars and
+        :class:`~grid_sql.errors.GrammarConflictError` if the grammar is not LALR(1).
+        """
+        from lark.load_grammar import load_grammar
+
+        try:
+            lgrammar, used_files = load_grammar(
+                text,
+                str(source_path) if source_path else "<string>",
+                [str(p) for p in import_paths],
+                False,
+            )
+            lterms, lrules, ignore = lgrammar.compile([start], set())
+        except (LarkGrammarError, LarkError) as exc:
+            raise GrammarError(f"malformed grammar: {exc}") from exc
+        except Exception as exc:  # lark raises bare exceptions for some bad input
+            raise GrammarError(f"malformed grammar: {type(exc).__name__}: {exc}") from exc
+
+        texts = [text]
+        for p in used_files:
+            try:
+                texts.append(Path(str(p)).read_text())
+            except OSError:
+                pass
+        cats = _read_pragmas(texts) | set(categories)
+
+        names = sorted(t.name for t in lterms)
+        known = set(names)
+        missing = sorted(c for c in cats if c not in known)
+        # A category declared in a shared core may be unused by one start symbol; only
+        # an explicitly requested category must exist.
+        missing_explicit = sorted(c for c in categories if c not in known)
+        if missing_explicit:
+            raise GrammarError(f"category terminal(s) not in grammar: {missing_explicit}")
+        cats -= set(missing)
+        by_name = {t.name: t for t in lterms}
+        ignored = set(ignore)
+        terminals = []
+        for i, n in enumerate(names):
+            td = by_name[n]
+            terminals.append(
+                Terminal(
+                    id=i,
+                    name=n,
+                    pattern=td.pattern.to_regexp(),
+                    priority=int(td.priority),
+                    is_string=isinstance(td.pattern, PatternStr),
+                    ignored=n in ignored,
+                    category=n in cats,
+                )
+            )
+        for r in lrules:
+            if r.options and r.options.priority:
+                raise GrammarError(
+                    f"rule priorities are not allowed (rule {r.origin.name} has priority "
+                    f"{r.options.priority}): resolve the ambiguity in the grammar instead"
+                )
+        g = cls(terminals, lrules, start, name=name)
+        g.validate()
+        return g
+
+    @classmethod
+    def dialect(cls, name: str) -> Grammar:
+        """The shipped L1 grammar of a SQL dialect (``sqlite``, ``postgresql``, ``mysql``)."""
+        from .dialects import load_dialect
+
+        return load_dialect(name)
+
+    def _derive(
+        self,
+        lark_rules: Sequence[LarkRule],
+        projection: RoleProjection | None,
+        lexicon: SchemaLexicon | None,
+    ) -> Grammar:
+        g = Grammar(
+            self.terminals,
+            lark_rules,
+            self.start,
+            l1_fingerprint=self.l1_fingerprint,
+            projection=projection,
+            lexicon=lexicon,
+            name=self.name,
+        )
+        g.validate()
+        return g
+
+    def project(self, projection: RoleProjection) -> Grammar:
+        """L2: keep a subset of productions, then eliminate useless symbols (mandatory)."""
+        drop = set(projection.drop)
+        unknown = sorted(
+            s for s in drop if s not in self.terminal_ids and s not in set(self.nonterminals)
+        )
+        if unknown:
+            raise GrammarError(f"projection names unknown symbols: {unknown}")
+        rules = [r for r in self._lark_rules if r.origin.name not in drop]
+        rules = [r for r in rules if not any(s.name in drop for s in r.expansion)]
+        if projection.keep_statements is not None:
+            stmt = projection.statement_rule
+            alts = {
+                _lark_rule_rhs(r)[0]
+                for r in self._lark_rules
+                if r.origin.name == stmt and len(r.expansion) == 1
+            }
+            bad = sorted(set(projection.keep_statements) - alts)
+            if bad:
+                raise GrammarError(
+                    f"keep_statements names {bad}, which are not alternatives of "
+                    f"'{stmt}' (alternatives: {sorted(alts)})"
+                )
+            rules = [
+                r
+                for r in rules
+                if r.origin.name != stmt or _lark_rule_rhs(r)[0] in projection.keep_statements
+            ]
+        merged = projection
+        if self.projection is not None:
+            keep = projection.keep_statements
+            if self.projection.keep_statements is not None:
+                keep = (
+                    self.projection.keep_statements
+                    if keep is None
+                    else keep & self.projection.keep_statements
+                )
+            merged = RoleProjection(
+                drop=self.projection.drop | projection.drop,
+                keep_statements=keep,
+                statement_rule=projection.statement_rule,
+            )
+        return self._derive(self._reduce(rules, self.lexicon), merged, self.lexicon)
+
+    def with_lexicon(self, lexicon: SchemaLexicon) -> Grammar:
+        """L3: restrict category terminals to allowed words (validated: W_c ⊆ R_c)."""
+        for name, cat in lexicon.categories.items():
+            if name not in self.terminal_ids:
+                raise LexiconError(f"lexicon names unknown terminal {name!r}")
+            term = self.terminals[self.terminal_ids[name]]
+            if not term.category:
+                raise LexiconError(
+                    f"terminal {name!r} is not an identifier category of this grammar"
+                )
+            self._validate_words(term, cat.words, cat.fold_bare_case)
+        return self._derive(self._reduce(list(self._lark_rules), lexicon), self.projection, lexicon)
+
+    def _validate_words(self, term: Terminal, words: Iterable[bytes], fold: bool) -> None:
+        import regex
+
+        pat = regex.compile(term.pattern.encode())
+        for w in sorted(words):
+            if not w:
+                raise LexiconError(f"empty word in the lexicon of {term.name}")
+            if pat.fullmatch(w) is None:
+                hint = ""
+                if fold:
+                    hint = " (bare words are compared lower-cased)"
+                raise LexiconError(
+                    f"lexicon word {w!r} of {term.name} is not a lexeme of its terminal "
+                    f"(regex {term.pattern!r}){hint}; names outside the identifier regex "
+                    "must be listed in quoted form"
+                )
+
+    def _reduce(
+        self, rules: list[LarkRule], lexicon: SchemaLexicon | None
+    ) -> list[LarkRule]:
+        """Useless-symbol elimination: drop unproductive, then unreachable symbols."""
+        unusable = set()
+        if lexicon is not None:
+            unusable = {n for n, c in lexicon.categories.items() if not c.words}
+        terms = set(self.terminal_ids) - unusable
+        productive: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for r in rules:
+                lhs = r.origin.name
+                if lhs in productive:
+                    continue
+                if all(s.name in terms or s.name in productive for s in r.expansion):
+                    productive.add(lhs)
+                    changed = True
+        if self.start not in productive:
+            raise EmptyLanguageError(
+                f"the projected grammar generates no sentence: start symbol {self.start!r} "
+                "is unproductive after the projection/lexicon"
+            )
+        rules = [
+            r
+            for r in rules
+            if r.origin.name in productive
+            and all(s.name in terms or s.name in productive for s in r.expansion)
+        ]
+        by_lhs: dict[str, list[LarkRule]] = {}
+        for r in rules:
+            by_lhs.setdefault(r.origin.name, []).append(r)
+        reach = {self.start}
+        todo = [self.start]
+        while todo:
+            nt = todo.pop()
+            for r in by_lhs.get(nt, ()):
+                for s in r.expansion:
+                    if not s.is_term and s.name not in reach:
+                        reach.add(s.name)
+                        todo.append(s.name)
+        return [r for r in rules if r.origin.name in reach]
+
+    # ------------------------------------------------------------------ derived artifacts
+    def validate(self) -> None:
+        """Build the LALR(1) tables now, so conflicts surface at construction."""
+        _ = self.tables
+
+    @cached_property
+    def tables(self) -> LALRTables:
+        from .tables import LALRTables
+
+        return LALRTables.build(self)
+
+    @cached_property
+    def lexer(self) -> LexerTables:
+        from .lexer import LexerTables
+
+        return LexerTables.build(self.terminals)
+
+    @property
+    def lark_rules(self) -> tuple[LarkRule, ...]:
+        return self._lark_rules
+
+    @property
+    def used_terminals(self) -> frozenset[str]:
+        """Terminals that occur in some (reduced) production."""
+        return frozenset(s for r in self.rules for s in r.rhs if s in self.terminal_ids)
+
+    @property
+    def category_terminals(self) -> tuple[Terminal, ...]:
+        return tuple(t for t in self.terminals if t.category)
+
+    def to_spec(self) -> Any:
+        """The neutral description the executable specification is built from."""
+        from ..spec.oracle import SpecGrammar, SpecTerminal
+
+        lex: dict[str, tuple[frozenset[bytes], bool]] = {}
+        if self.lexicon is not None:
+            lex = {
+                n: (c.words, c.fold_bare_case) for n, c in self.lexicon.categories.items()
+            }
+        return SpecGrammar(
+            terminals=tuple(
+                SpecTerminal(t.name, t.pattern, t.priority, t.is_string) for t in self.terminals
+            ),
+            rules=tuple((r.lhs, r.rhs) for r in self.rules),
+            start=self.start,
+            ignored=frozenset(t.name for t in self.terminals if t.ignored),
+            lexicon=lex,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Grammar({self.name or 'anonymous'}, {len(self.terminals)} terminals, "
+            f"{len(self.rules)} rules, fp={self.fingerprint[:12]})"
+        )

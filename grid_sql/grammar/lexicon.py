@@ -1,0 +1,93 @@
+"""L3 schema lexicons: finite allow-lists for identifier-category terminals (paper §2).
+
+A lexicon restricts what a category terminal (``TABLE_NAME``, ``COLUMN_NAME``, ...) may
+spell. It is the mechanism that puts forbidden tables outside the language, so it must be
+exact: every word is validated against its terminal's regex at build time (W_c ⊆ R_c),
+because a word the scanner can never complete would be a dead end at a viable state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .fingerprint import fingerprint
+
+QUOTE_BYTES = frozenset(b'"`[')
+
+
+def fold_lexeme(lexeme: bytes, fold_bare_case: bool) -> bytes:
+    """The form of ``lexeme`` compared against a category's words.
+
+    With ``fold_bare_case`` a bare (unquoted) lexeme is compared ASCII-lower-cased, as SQL
+    folds unquoted identifiers; a quoted lexeme is compared exactly.
+    """
+    if fold_bare_case and lexeme and lexeme[0] not in QUOTE_BYTES:
+        return lexeme.lower()
+    return lexeme
+
+
+@dataclass(frozen=True)
+class CategoryWords:
+    """The allowed words of one category terminal, with their prefix closure."""
+
+    words: frozenset[bytes]
+    fold_bare_case: bool = False
+    prefixes: frozenset[bytes] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        folded = frozenset(fold_lexeme(w, self.fold_bare_case) for w in self.words)
+        object.__setattr__(self, "words", folded)
+        pre = {w[:i] for w in folded for i in range(len(w) + 1)}
+        object.__setattr__(self, "prefixes", frozenset(pre))
+
+    def admits(self, lexeme: bytes) -> bool:
+        """Whether ``lexeme`` is one of the allowed words."""
+        return fold_lexeme(lexeme, self.fold_bare_case) in self.words
+
+    def admits_prefix(self, partial: bytes) -> bool:
+        """Whether ``partial`` can still be extended to an allowed word."""
+        return fold_lexeme(partial, self.fold_bare_case) in self.prefixes
+
+
+class SchemaLexicon:
+    """Allowed words per identifier-category terminal.
+
+    ``SchemaLexicon({"TABLE_NAME": [b"Customer", b'"Customer"']}, fold_bare_case=True)``.
+    Categories missing from the mapping stay unrestricted (ordinary terminals). Words are
+    byte strings (``str`` is UTF-8 encoded). A category mapped to no words makes its
+    terminal unusable, and the grammar is reduced accordingly.
+    """
+
+    def __init__(
+        self,
+        words: Mapping[str, Iterable[bytes | str]],
+        fold_bare_case: bool | Mapping[str, bool] = False,
+    ) -> None:
+        cats: dict[str, CategoryWords] = {}
+        for name, ws in words.items():
+            fold = (
+                fold_bare_case.get(name, False)
+                if isinstance(fold_bare_case, Mapping)
+                else bool(fold_bare_case)
+            )
+            bws = frozenset(w.encode() if isinstance(w, str) else bytes(w) for w in ws)
+            cats[name] = CategoryWords(bws, fold)
+        self.categories: dict[str, CategoryWords] = dict(sorted(cats.items()))
+        self.fingerprint: str = fingerprint(
+            "lexicon",
+            {
+                n: {"fold": c.fold_bare_case, "words": sorted(c.words)}
+                for n, c in self.categories.items()
+            },
+        )
+
+    def __contains__(self, terminal: str) -> bool:
+        return terminal in self.categories
+
+    def __getitem__(self, terminal: str) -> CategoryWords:
+        return self.categories[terminal]
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{n}: {len(c.words)}" for n, c in self.categories.items())
+        return f"SchemaLexicon({sizes})"

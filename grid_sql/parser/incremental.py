@@ -1,0 +1,343 @@
+"""The viable-prefix oracle: an incremental LALR(1) parser driven by a byte scanner.
+
+A :class:`Configuration` is the pair (parser stack, scan state over the pending lexeme) of
+paper Definition 1. Feeding bytes applies maximal munch over the union lexer automaton;
+a forced emission picks the highest-priority *parser-viable* candidate (contextual
+resolution). A byte string is a viable prefix iff every forced emission succeeds and the
+pending lexeme is live for an allowed or ignored terminal (paper §3, Proposition 3).
+The exact semantics are written down in ``docs/design/foundation.md`` §2.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+from ..errors import ParseError
+from ..grammar.ir import Grammar
+from ..grammar.lexer import DEAD, START
+from ..grammar.lexicon import CategoryWords
+from .stack import StackNode
+
+
+@dataclass(frozen=True, slots=True)
+class ScanState:
+    """Scanner state over the pending lexeme ``rem`` (paper: the remainder ρ).
+
+    ``dfa`` is the union-DFA state after ``rem``; ``la_len``/``la_state`` the last accepting
+    length (-1 if none) and the DFA state there (its candidates resolve a forced emission).
+    """
+
+    dfa: int = START
+    rem: bytes = b""
+    la_len: int = -1
+    la_state: int = DEAD
+
+
+EMPTY_SCAN = ScanState()
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """Paper Definition 1: the LALR stack σ and the scan state ρ. Immutable and cheap."""
+
+    stack: StackNode
+    scan: ScanState
+
+    @property
+    def config_hash(self) -> int:
+        """Rolling O(1) hash of the stack (paper §6.4)."""
+        return self.stack.hash
+
+
+class ParserRuntime:
+    """Per-grammar tables in the shapes the Python hot path reads fastest."""
+
+    _cache: weakref.WeakKeyDictionary[Grammar, ParserRuntime] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def for_grammar(cls, grammar: Grammar) -> ParserRuntime:
+        rt = cls._cache.get(grammar)
+        if rt is None:
+            rt = cls(grammar)
+            cls._cache[grammar] = rt
+        return rt
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.grammar = grammar
+        tables = grammar.tables
+        lexer = grammar.lexer
+        self.n_terminals = tables.n_terminals
+        self.end_id = tables.n_terminals
+        self.action: list[list[int]] = tables.action.tolist()
+        self.goto: list[list[int]] = tables.goto.tolist()
+        self.rule_lhs: list[int] = tables.rule_lhs.tolist()
+        self.rule_len: list[int] = tables.rule_len.tolist()
+        self.end_state = tables.end_state
+        self.row_terms: list[tuple[int, ...]] = [
+            tuple(t for t in range(self.n_terminals) if row[t] != 0) for row in self.action
+        ]
+        self.trans = lexer.trans
+        self.accept_masks = lexer.accept_masks
+        self.live_masks = lexer.live_masks
+        self.candidates = lexer.accept_candidates
+        self.ignored_mask = 0
+        for t in grammar.terminals:
+            if t.ignored:
+                self.ignored_mask |= 1 << t.id
+        self.lexicon: dict[int, CategoryWords] = {}
+        if grammar.lexicon is not None:
+            for name, words in grammar.lexicon.categories.items():
+                self.lexicon[grammar.terminal_ids[name]] = words
+        self.lexicon_mask = 0
+        for tid in self.lexicon:
+            self.lexicon_mask |= 1 << tid
+        self.root = StackNode(tables.start_state, None, 0)
+        self.initial = Configuration(self.root, EMPTY_SCAN)
+
+    # ------------------------------------------------------------------ LALR side
+    def _simulate(self, node: StackNode, tid: int) -> bool:
+        """Run the reduce chain for ``tid`` on a virtual overlay; True iff it shifts/accepts."""
+        action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
+        overlay: list[int] = []
+        base = node
+        is_end = tid == self.end_id
+        while True:
+            top = overlay[-1] if overlay else base.state
+            a = action[top][tid]
+            if a > 0:
+                return not is_end
+            if a == 0:
+                return False
+            r = -a - 1
+            n = rlen[r]
+            if n <= len(overlay):
+                if n:
+                    del overlay[-n:]
+            else:
+                base = base.ancestor(n - len(overlay))
+                overlay.clear()
+            top = overlay[-1] if overlay else base.state
+            g = goto[top][lhs[r]]
+            if is_end and g == self.end_state:
+                return True
+            overlay.append(g)
+
+    def allowed_mask(self, node: StackNode) -> int:
+        """A(σ): bitmask of terminals whose reduce chain reaches a SHIFT (memoized per node)."""
+        m = node.allowed
+        if m is None:
+            m = 0
+            for t in self.row_terms[node.state]:
+                if self._simulate(node, t):
+                    m |= 1 << t
+            node.allowed = m
+        return m
+
+    def accepts_end(self, node: StackNode) -> bool:
+        """Whether ``$END`` reduces to ACCEPT from ``node`` (memoized per node)."""
+        e = node.eos
+        if e is None:
+            e = self._simulate(node, self.end_id)
+            node.eos = e
+        return e
+
+    def shift(self, node: StackNode, tid: int) -> StackNode:
+        """Apply the reduce chain and the shift of ``tid`` (caller checked viability)."""
+        action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
+        sym_base = self.n_terminals + 1
+        while True:
+            a = action[node.state][tid]
+            if a > 0:
+                return StackNode(a - 1, node, tid)
+            if a == 0:  # unreachable when allowed_mask was consulted
+                raise ParseError(f"terminal {self.grammar.terminals[tid].name} not shiftable")
+            r = -a - 1
+            base = node.ancestor(rlen[r])
+            node = StackNode(goto[base.state][lhs[r]], base, sym_base + lhs[r])
+
+    # ------------------------------------------------------------------ scanner side
+    def _emit(self, node: StackNode, la_state: int, lexeme: bytes) -> StackNode | None:
+        """Contextual resolution of a forced emission; None if no candidate is viable."""
+        allowed = -1
+        for tid in self.candidates[la_state]:
+            words = self.lexicon.get(tid)
+            if words is not None and not words.admits(lexeme):
+                continue
+            if (self.ignored_mask >> tid) & 1:
+                return node
+            if allowed < 0:
+                allowed = self.allowed_mask(node)
+            if (allowed >> tid) & 1:
+                return self.shift(node, tid)
+        return None
+
+    def advance(self, cfg: Configuration, data: bytes) -> Configuration | None:
+        """Feed ``data``; the new configuration, or None if the result is not viable."""
+        r = self._advance(cfg.stack, cfg.scan, data)
+        if r is None:
+            return None
+        node, scan = r
+        if not self.remainder_live(node, scan):
+            return None
+        return Configuration(node, scan)
+
+    def _advance(
+        self, node: StackNode, scan: ScanState, data: bytes
+    ) -> tuple[StackNode, ScanState] | None:
+        trans, accept = self.trans, self.accept_masks
+        st, rem, la_len, la_st = scan.dfa, scan.rem, scan.la_len, scan.la_state
+        queue = data
+        i = 0
+        n = len(queue)
+        while i < n:
+            b = queue[i]
+            s2 = trans[st * 256 + b]
+            if s2 != DEAD:
+                st = s2
+                rem += queue[i : i + 1]
+                i += 1
+                if accept[s2]:
+                    la_len = len(rem)
+                    la_st = s2
+                continue
+            if la_len <= 0:
+                return None
+            nxt = self._emit(node, la_st, rem[:la_len])
+            if nxt is None:
+                return None
+            node = nxt
+            queue = rem[la_len:] + queue[i:]
+            i = 0
+            n = len(queue)
+            st, rem, la_len, la_st = START, b"", -1, DEAD
+        return node, ScanState(st, rem, la_len, la_st)
+
+    def remainder_live(self, node: StackNode, scan: ScanState) -> bool:
+        """The pending lexeme can still become an allowed or ignored terminal."""
+        if not scan.rem:
+            return True
+        m = self.live_masks[scan.dfa] & (self.allowed_mask(node) | self.ignored_mask)
+        if m & ~self.lexicon_mask:
+            return True
+        m &= self.lexicon_mask
+        while m:
+            low = m & -m
+            tid = low.bit_length() - 1
+            if self.lexicon[tid].admits_prefix(scan.rem):
+                return True
+            m ^= low
+        return False
+
+    def finalize(self, cfg: Configuration) -> StackNode | None:
+        """Emit the pending lexeme(s) as at end of input; the stack, or None on failure."""
+        node, scan = cfg.stack, cfg.scan
+        while scan.rem:
+            if scan.la_len <= 0:
+                return None
+            nxt = self._emit(node, scan.la_state, scan.rem[: scan.la_len])
+            if nxt is None:
+                return None
+            r = self._advance(nxt, EMPTY_SCAN, scan.rem[scan.la_len :])
+            if r is None:
+                return None
+            node, scan = r
+        return node
+
+    def eos_allowed(self, cfg: Configuration) -> bool:
+        """EOS gate (paper §3): the output so far is a complete sentence."""
+        node = self.finalize(cfg)
+        return node is not None and self.accepts_end(node)
+
+    def allowed_terminals(self, cfg: Configuration) -> frozenset[str]:
+        m = self.allowed_mask(cfg.stack)
+        terms = self.grammar.terminals
+        return frozenset(terms[t].name for t in range(self.n_terminals) if (m >> t) & 1)
+
+
+class IncrementalParser:
+    """A mutable handle over immutable configurations: feed, ask, copy, roll back.
+
+    Mirrors lark's interactive parser (``feed``/``copy``/``accepts``) at byte level::
+
+        p = IncrementalParser(Grammar.dialect("sqlite"))
+        p.feed(b"SELECT * FRO")      # raises ParseError if not a viable prefix
+        p.is_viable(b"M t")          # would feeding keep it viable?
+        p.accepts_eos()              # may the sentence end here?
+    """
+
+    def __init__(self, grammar: Grammar, config: Configuration | None = None) -> None:
+        self.grammar = grammar
+        self.runtime = ParserRuntime.for_grammar(grammar)
+        self.config: Configuration = config or self.runtime.initial
+        self._history: list[Configuration] = []
+        self._n_bytes = 0
+
+    def feed(self, data: bytes) -> None:
+        """Consume ``data``; raises :class:`ParseError` (state unchanged) if not viable."""
+        nxt = self.runtime.advance(self.config, data)
+        if nxt is None:
+            raise ParseError(
+                f"{data!r} at byte {self._n_bytes} leaves the viable prefixes of "
+                f"{self.grammar!r}"
+            )
+        self._history.append(self.config)
+        self.config = nxt
+        self._n_bytes += len(data)
+
+    def try_feed(self, data: bytes) -> bool:
+        """Like :meth:`feed` but returns False instead of raising."""
+        try:
+            self.feed(data)
+        except ParseError:
+            return False
+        return True
+
+    def is_viable(self, data: bytes) -> bool:
+        """Whether feeding ``data`` would keep the input a viable prefix (no state change)."""
+        return self.runtime.advance(self.config, data) is not None
+
+    def accepts_eos(self) -> bool:
+        """Whether the input so far is a complete sentence (EOS legal)."""
+        return self.runtime.eos_allowed(self.config)
+
+    def allowed_terminals(self) -> frozenset[str]:
+        """Terminals the parser can shift next (A(σ) by reduce-chain simulation)."""
+        return self.runtime.allowed_terminals(self.config)
+
+    @property
+    def pending(self) -> bytes:
+        """The bytes of the pending (not yet emitted) lexeme."""
+        return self.config.scan.rem
+
+    @property
+    def config_hash(self) -> int:
+        return self.config.config_hash
+
+    def copy(self) -> IncrementalParser:
+        """An independent handle sharing all structure (O(1))."""
+        p = IncrementalParser(self.grammar, self.config)
+        p._history = list(self._history)
+        p._n_bytes = self._n_bytes
+        return p
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last ``n`` successful feeds."""
+        if n < 0 or n > len(self._history):
+            raise ValueError(f"cannot roll back {n} feeds (have {len(self._history)})")
+        if n:
+            self.config = self._history[-n]
+            del self._history[-n:]
+
+
+def is_viable_prefix(grammar: Grammar, data: bytes) -> bool:
+    """Whether ``data`` is a viable prefix of the grammar's language."""
+    rt = ParserRuntime.for_grammar(grammar)
+    return rt.advance(rt.initial, data) is not None
+
+
+def accepts(grammar: Grammar, data: bytes) -> bool:
+    """Whether ``data`` is a complete sentence of the grammar's language."""
+    rt = ParserRuntime.for_grammar(grammar)
+    cfg = rt.advance(rt.initial, data)
+    return cfg is not None and rt.eos_allowed(cfg)
