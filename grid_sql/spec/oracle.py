@@ -20,7 +20,7 @@ from lark.grammar import NonTerminal, Rule, Terminal
 from lark.lexer import PatternStr
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-from grid_sql.errors import EmptyLanguageError, GrammarError
+from grid_sql.errors import EmptyLanguageError, GrammarError, LexiconError
 
 QUOTE_BYTES = b'"`['
 END = "$END"
@@ -80,6 +80,11 @@ class SpecOracle:
         self.order = [t.name for t in sorted(grammar.terminals, key=lambda t: (-t.priority, not t.is_string, t.name))]
         self.lexicon = {}
         for name, (words, fold) in grammar.lexicon.items():
+            if name not in self.rx or name in grammar.ignored:
+                raise LexiconError(f"lexicon for unknown or ignored terminal {name!r}")
+            bad = sorted(w for w in words if self.rx[name].fullmatch(w) is None)
+            if bad:  # precondition W_c ⊆ R_c (foundation.md §4)
+                raise LexiconError(f"{name}: words not matching its regex: {bad[:5]!r}")
             if fold:
                 words = frozenset(w if w[:1] and w[:1] in QUOTE_BYTES else w.lower() for w in words)
             self.lexicon[name] = (frozenset(words), bool(fold))

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from grid_sql.errors import EmptyLanguageError, GrammarError
+from grid_sql.errors import EmptyLanguageError, GrammarError, LexiconError
 from grid_sql.spec import SpecGrammar, SpecOracle, SpecTerminal
 
 # A toy SQL: keywords are case-insensitive string terminals, TABLE_NAME is a category
@@ -317,3 +317,22 @@ def test_partial_liveness_matches_brute_force(pattern):
         brute = any(f.startswith(w) for f in full)
         if brute:  # every prefix of a (found) full match must be partially live
             assert rx.fullmatch(w, partial=True) is not None, (pattern, w)
+
+
+def test_lexicon_validated_against_regex():
+    with pytest.raises(LexiconError):  # W_c must be a subset of R_c
+        SpecOracle.from_lark_text(TOY, lexicon={"TABLE_NAME": (frozenset({b"bad name"}), True)})
+    with pytest.raises(LexiconError):
+        SpecOracle.from_lark_text(TOY, lexicon={"NO_SUCH": (frozenset({b"x"}), True)})
+
+
+def test_byte_semantics():
+    # foundation.md §1: patterns act on bytes; (?i) folds ASCII only; `.`/`[^x]` take any byte
+    terms = (SpecTerminal("KW", "(?i:k)", 0, True), SpecTerminal("ANY", "#.", 0, False),
+             SpecTerminal("NOTQ", "'[^']*'", 0, False))
+    rules = (("start", ("KW",)), ("start", ("ANY",)), ("start", ("NOTQ",)))
+    o = SpecOracle(SpecGrammar(terms, rules, "start", frozenset()))
+    assert [b for b in range(256) if o.accepts(bytes([b]))] == [ord("K"), ord("k")]
+    assert sum(o.accepts(b"#" + bytes([b])) for b in range(256)) == 255  # all but \n
+    assert o.accepts("'é'".encode()) and o.accepts(b"'\x80\n\xff'")
+    assert not o.is_viable_prefix(b"#\n")
