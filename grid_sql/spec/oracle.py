@@ -4,6 +4,21 @@ Independent of the fast path: parsing uses lark's own LALR(1) table construction
 ten-line shift/reduce loop; lexing runs the ``regex`` package on *bytes* patterns, with
 ``partial=True`` for "some extension could still match".  No DFAs, no tries, no caches
 beyond memoizing the allowed-terminal set of a stack.
+
+Decisions where foundation.md leaves room (see also tests/spec):
+* The union automaton that fixes the lexeme length uses the *regexes* of all terminals
+  (lexicons are not consulted); the lexicon only filters the candidates of the longest
+  match. If the longest full match has no viable candidate the prefix is dead (no fallback
+  to a shorter match).
+* A category terminal's remainder is live iff its regex can still match an extension AND r
+  is a prefix of an allowed word under the folding rule (bare lexeme lower-cased against the
+  lower-cased bare words; lexemes starting with ``"`` ````` ``[`` compared exactly).
+* ``allowed_terminals(w)`` is A(stack) for the stack after w's *forced* emissions; the
+  pending remainder (e.g. trailing whitespace) is not emitted, so it does not change A.
+* Rules whose nonterminals derive nothing are dropped before building the table (role
+  projections may remove the only rules of a nonterminal); an unproductive start raises.
+* The operational semantics is not prefix-closed for grammars whose lexemes are not
+  "separable" (see tests/spec/test_spec_properties.py::test_semantics_gap_documented).
 """
 
 from __future__ import annotations
@@ -56,6 +71,10 @@ class SpecGrammar:
 def _productive_rules(g: SpecGrammar) -> list[tuple[str, tuple[str, ...]]]:
     """Drop rules that use a nonterminal deriving no terminal string (keeps 'no error' == 'viable')."""
     terms = {t.name for t in g.terminals}
+    lhss = {lhs for lhs, _ in g.rules}
+    unknown = {s for _, rhs in g.rules for s in rhs if s not in terms and s not in lhss and s.isupper()}
+    if unknown:  # lark's convention: upper-case names are terminals; a projection never removes those
+        raise GrammarError(f"rules use terminals missing from the description: {sorted(unknown)}")
     productive: set[str] = set()
     changed = True
     while changed:

@@ -296,6 +296,8 @@ def test_empty_projection_and_conflicts(toy):
         SpecOracle(dataclasses.replace(g, rules=tuple(r for r in g.rules if r[0] != "statement")))
     with pytest.raises(GrammarError):
         SpecOracle.from_lark_text('start: a | b\na: "x"\nb: "x"\n')
+    with pytest.raises(GrammarError):  # a terminal missing from the description
+        SpecOracle(dataclasses.replace(g, terminals=tuple(t for t in g.terminals if t.name != "SEMI")))
 
 
 # ---- regex partial matching sanity --------------------------------------------------------
