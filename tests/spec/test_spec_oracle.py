@@ -338,3 +338,26 @@ def test_byte_semantics():
     assert sum(o.accepts(b"#" + bytes([b])) for b in range(256)) == 255  # all but \n
     assert o.accepts("'é'".encode()) and o.accepts(b"'\x80\n\xff'")
     assert not o.is_viable_prefix(b"#\n")
+
+
+CATS = r"""
+start: COLUMN_NAME | IDENT LPAR RPAR
+COLUMN_NAME: /[A-Za-z_][A-Za-z_0-9]*/
+IDENT: /[A-Za-z_][A-Za-z_0-9]*/
+LPAR: "("
+RPAR: ")"
+"""
+
+
+def test_category_vs_ident_same_regex():
+    # equal priority, both regex: name order decides (COLUMN_NAME < IDENT), unless the lexicon
+    # removes the category candidate -- then the word falls through to IDENT
+    plain = SpecOracle.from_lark_text(CATS)
+    assert plain.accepts(b"count")
+    assert not plain.is_viable_prefix(b"count(")  # emitted as COLUMN_NAME, then `(` is dead
+    cols = SpecOracle.from_lark_text(CATS, lexicon={"COLUMN_NAME": (frozenset({b"age", b"name"}), True)})
+    assert cols.accepts(b"count()") and cols.accepts(b"AGE")
+    assert not cols.accepts(b"count")
+    assert cols.is_viable_prefix(b"coun")  # live via IDENT
+    assert cols.is_viable_prefix(b"ag") and cols.is_viable_prefix(b"age")
+    assert not cols.is_viable_prefix(b"age(")  # a lexicon word is a COLUMN_NAME
