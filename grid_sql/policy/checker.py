@@ -1,0 +1,864 @@
+"""The post-parse checker: what a left-to-right grammar mask cannot enforce.
+
+Paper Proposition 11: column-level rights cannot be judged while decoding, because the SELECT
+list comes before FROM and alias binding is context-sensitive. So once a statement is complete
+we parse it with sqlglot, resolve every alias, CTE and subquery scope against the schema
+snapshot (``optimizer.qualify`` + ``optimizer.scope``), expand ``*`` and ``t.*``, and compare
+each table and column reference with the effective :class:`Policy`.
+
+Every finding is structured data (:class:`Violation`) with a one-sentence ``message`` that a
+repair prompt can quote back to the model; nothing here executes SQL.
+
+The checker is deliberately fail-closed: a statement it cannot parse or resolve is reported
+(``parse_error``), never waved through. It re-checks verb, table and function bans the grammar
+already enforces, because a statement may come from somewhere other than the masked decoder.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.schema import MappingSchema
+from sqlglot.tokenizer_core import TokenType
+
+from grid_sql.errors import PolicyViolation
+from grid_sql.policy.model import Policy, TablePolicy
+from grid_sql.schema.model import SchemaSnapshot, TableInfo
+
+ViolationKind = Literal[
+    "parse_error",
+    "multiple_statements",
+    "statement_not_allowed",
+    "table_not_allowed",
+    "column_not_readable",
+    "column_not_writable",
+    "banned_function",
+    "banned_clause",
+    "unknown_table",
+    "unknown_column",
+]
+
+_SQLGLOT_DIALECT = {
+    "postgresql": "postgres",
+    # MySQL compares column names case-insensitively; sqlglot's default for MySQL is
+    # case-sensitive, which would report `Title` vs `title` as an unknown column.
+    "mysql": "mysql, normalization_strategy = lowercase",
+    "sqlite": "sqlite",
+}
+
+# Statement node → statement verb (policy.STATEMENT_VERBS), or a name that no policy allows.
+_STATEMENT_KIND: tuple[tuple[type[exp.Expr], str], ...] = (
+    (exp.Insert, "insert"),
+    (exp.Update, "update"),
+    (exp.Delete, "delete"),
+    (exp.Merge, "merge"),
+    (exp.TruncateTable, "truncate"),
+    (exp.Create, "create"),
+    (exp.Drop, "drop"),
+    (exp.Alter, "alter"),
+    (exp.Grant, "grant"),
+    (exp.Revoke, "revoke"),
+    (exp.Copy, "copy"),
+    (exp.Pragma, "pragma"),
+    (exp.Attach, "attach"),
+    (exp.Detach, "detach"),
+    (exp.Query, "select"),
+)
+
+# Token sequences (upper-cased keywords, outside strings and quoted names) that mark clauses
+# sqlglot may not parse at all (MySQL's INTO OUTFILE, LOAD DATA).
+_CLAUSE_TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("INTO", "OUTFILE"), "into_outfile"),
+    (("INTO", "DUMPFILE"), "into_dumpfile"),
+    (("LOAD", "DATA"), "load_data"),
+    (("LOAD", "XML"), "load_data"),
+)
+_OPAQUE_TOKENS = frozenset(
+    {
+        TokenType.STRING,
+        TokenType.IDENTIFIER,
+        TokenType.NATIONAL_STRING,
+        TokenType.RAW_STRING,
+        TokenType.HEREDOC_STRING,
+        TokenType.BIT_STRING,
+        TokenType.HEX_STRING,
+        TokenType.BYTE_STRING,
+    }
+)
+# SQLite pragmas that only read, even when given an argument (`PRAGMA table_info(t)`).
+_READ_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_info",
+        "index_xinfo",
+        "index_list",
+        "foreign_key_list",
+        "foreign_key_check",
+        "integrity_check",
+        "quick_check",
+        "database_list",
+        "function_list",
+        "module_list",
+        "pragma_list",
+        "collation_list",
+        "compile_options",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One policy or schema problem in a statement.
+
+    ``kind`` says which rule; ``table`` is ``schema.table`` when one is involved; ``position``
+    is a 0-based character offset into the checked SQL (None when the reference was implicit,
+    e.g. a column reached through ``*``); ``snippet`` is the offending text; ``why`` is the
+    rule behind it; ``message`` is one self-contained sentence for a repair prompt.
+    """
+
+    kind: ViolationKind
+    message: str
+    table: str | None = None
+    column: str | None = None
+    verb: str | None = None
+    position: int | None = None
+    snippet: str | None = None
+    why: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "table": self.table,
+            "column": self.column,
+            "verb": self.verb,
+            "position": self.position,
+            "snippet": self.snippet,
+            "why": self.why,
+        }
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A resolved real table behind an alias."""
+
+    schema: str
+    info: TableInfo
+    rights: TablePolicy | None
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.info.name}"
+
+
+class Checker:
+    """Checks finished statements against one (snapshot, policy) pair.
+
+    Build once per session: the sqlglot schema mapping is derived from the snapshot here.
+    """
+
+    def __init__(
+        self, snapshot: SchemaSnapshot, policy: Policy, dialect: str | None = None
+    ) -> None:
+        self.snapshot = snapshot
+        self.policy = policy
+        self.dialect = dialect or snapshot.dialect
+        if self.dialect not in _SQLGLOT_DIALECT:
+            raise ValueError(f"unsupported dialect {self.dialect!r}")
+        self._read = _SQLGLOT_DIALECT[self.dialect]
+        # PostgreSQL: keep catalog names exact and let sqlglot fold unquoted query identifiers
+        # to lower case, as the server does. SQLite/MySQL: compare case-insensitively.
+        mapping: dict[str, object] = {
+            s.name: {t.name: {c.name: "UNKNOWN" for c in t.columns} for t in s.tables}
+            for s in snapshot.schemas
+        }
+        self._schema = MappingSchema(
+            mapping, dialect=self._read, normalize=self.dialect != "postgresql"
+        )
+        self._all_columns = {c.name.lower() for _, t in snapshot.iter_tables() for c in t.columns}
+
+    # ------------------------------------------------------------------ public API
+    def check(self, sql: str) -> list[Violation]:
+        """Every violation in ``sql`` (empty list: the statement is allowed)."""
+        run = _Run(self, sql)
+        return run.execute()
+
+    def enforce(self, sql: str) -> None:
+        """Raise :class:`PolicyViolation` listing every violation, if there is any."""
+        found = self.check(sql)
+        if found:
+            raise PolicyViolation(format_violations(found), list(found))
+
+
+def check(
+    sql: str, snapshot: SchemaSnapshot, policy: Policy, dialect: str | None = None
+) -> list[Violation]:
+    """One-shot form of :meth:`Checker.check`."""
+    return Checker(snapshot, policy, dialect).check(sql)
+
+
+def format_violations(violations: Iterable[Violation]) -> str:
+    """The messages as a numbered list, ready to quote in a repair prompt."""
+    return "\n".join(f"{i}. {v.message}" for i, v in enumerate(violations, 1))
+
+
+class _Run:
+    """State of one check: the SQL text, the findings, de-duplication."""
+
+    def __init__(self, checker: Checker, sql: str) -> None:
+        self.c = checker
+        self.policy = checker.policy
+        self.sql = sql
+        self.out: list[Violation] = []
+        self._seen: set[tuple[Any, ...]] = set()
+
+    # -------------------------------------------------------------- reporting
+    def add(self, v: Violation) -> None:
+        key: tuple[Any, ...] = (v.kind, v.table, v.column, v.verb, v.position, v.snippet)
+        if v.kind == "table_not_allowed":
+            key = (v.kind, v.table, v.verb)  # one finding per table and verb is enough
+        if key not in self._seen:
+            self._seen.add(key)
+            self.out.append(v)
+
+    def where(self, node: exp.Expr | None) -> tuple[int | None, str | None]:
+        """Character offset and source text of ``node`` when sqlglot kept its position."""
+        if node is None:
+            return None, None
+        for cand in (node, node.args.get("this")):
+            meta = getattr(cand, "meta", None) if isinstance(cand, exp.Expr) else None
+            if meta and "start" in meta and "end" in meta:
+                start, end = int(meta["start"]), int(meta["end"])
+                if isinstance(node, exp.Column) and node.args.get("table") is not None:
+                    tmeta = node.args["table"].meta
+                    if "start" in tmeta:
+                        start = int(tmeta["start"])
+                return start, self.sql[start : end + 1]
+        return None, None
+
+    # -------------------------------------------------------------- driver
+    def execute(self) -> list[Violation]:
+        logger = logging.getLogger("sqlglot")
+        level = logger.level
+        logger.setLevel(logging.ERROR)  # "falling back to Command" warnings are our business
+        try:
+            self._scan_tokens()
+            try:
+                statements = [s for s in sqlglot.parse(self.sql, read=self.c._read) if s]
+            except (ParseError, TokenError) as exc:
+                msg = str(exc).splitlines()[0]
+                self.add(
+                    Violation(
+                        "parse_error",
+                        f"The statement could not be parsed as {self.c.dialect} SQL: {msg}",
+                        why="the checker cannot verify what it cannot parse (fail closed)",
+                    )
+                )
+                return self.out
+            if not statements:
+                self.add(Violation("parse_error", "The input contains no SQL statement."))
+                return self.out
+            if len(statements) > 1:
+                self.add(
+                    Violation(
+                        "multiple_statements",
+                        f"Exactly one SQL statement is allowed, got {len(statements)}; "
+                        "remove everything after the first statement.",
+                        snippet=statements[1].sql(dialect=self.c._read)[:80],
+                        why="one statement per request",
+                    )
+                )
+            for stmt in statements:
+                self._statement(stmt)
+        finally:
+            logger.setLevel(level)
+        return self.out
+
+    def _scan_tokens(self) -> None:
+        try:
+            tokens = sqlglot.Dialect.get_or_raise(self.c._read).tokenize(self.sql)
+        except TokenError:
+            return  # reported by the parse step
+        words = [(t.text.upper(), t.start) for t in tokens if t.token_type not in _OPAQUE_TOKENS]
+        for i in range(len(words)):
+            for seq, clause in _CLAUSE_TOKENS:
+                if tuple(w for w, _ in words[i : i + len(seq)]) == seq:
+                    self._banned_clause(clause, words[i][1], " ".join(seq))
+
+    def _banned_clause(self, clause: str, position: int | None, snippet: str | None) -> None:
+        if clause in self.policy.banned_clauses:
+            self.add(
+                Violation(
+                    "banned_clause",
+                    f"The clause {snippet or clause} is not allowed by policy ({clause}).",
+                    position=position,
+                    snippet=snippet,
+                    why=f"banned clause {clause}",
+                )
+            )
+
+    # -------------------------------------------------------------- one statement
+    def _statement(self, stmt: exp.Expr) -> None:
+        if not isinstance(stmt, exp.Command) and not any(
+            isinstance(stmt, cls) for cls, _ in _STATEMENT_KIND
+        ):
+            # e.g. "SELEC x" parses as the expression `SELEC AS x`: not a statement at all.
+            self.add(
+                Violation(
+                    "parse_error",
+                    f"The input is not a SQL statement: {stmt.sql(dialect=self.c._read)[:80]}",
+                    snippet=self.sql[:80],
+                    why="the checker cannot verify what it cannot parse (fail closed)",
+                )
+            )
+            return
+        verb = self._verb(stmt)
+        self._clauses(stmt)
+        self._functions(stmt)
+        if verb not in self.policy.statement_verbs:
+            pos, snip = self.where(stmt)
+            text = stmt.sql(dialect=self.c._read)
+            self.add(
+                Violation(
+                    "statement_not_allowed",
+                    f"{verb.upper()} statements are not allowed for role {self.policy.role!r}; "
+                    f"allowed: {', '.join(sorted(self.policy.statement_verbs)) or 'none'}.",
+                    verb=verb,
+                    position=0,
+                    snippet=(snip or text)[:80],
+                    why="statement verb not in the policy",
+                )
+            )
+        # Data-modifying statements nested in CTEs (PostgreSQL) need their own verbs.
+        for node in stmt.find_all(exp.Insert, exp.Update, exp.Delete, exp.Merge):
+            if node is stmt:
+                continue
+            nverb = self._verb(node)
+            if nverb not in self.policy.statement_verbs:
+                self.add(
+                    Violation(
+                        "statement_not_allowed",
+                        f"A nested {nverb.upper()} is not allowed for role {self.policy.role!r}.",
+                        verb=nverb,
+                        snippet=node.sql(dialect=self.c._read)[:80],
+                        why="statement verb not in the policy",
+                    )
+                )
+        if isinstance(stmt, exp.Command | exp.Pragma | exp.Attach | exp.Detach | exp.Copy):
+            return  # nothing resolvable inside; the verb check above already failed it
+        if isinstance(stmt, exp.Drop | exp.Alter | exp.Grant | exp.Revoke):
+            return  # DDL: verb-level only (the grants of the server decide object ownership)
+        self._resolve(stmt)
+
+    def _verb(self, stmt: exp.Expr) -> str:
+        """The statement verb; unrecognised node kinds are named after their sqlglot class."""
+        if isinstance(stmt, exp.Command):
+            return str(stmt.this).split()[0].lower() if stmt.this else "command"
+        for cls, name in _STATEMENT_KIND:
+            if isinstance(stmt, cls):
+                return name
+        return type(stmt).__name__.lower()
+
+    def _clauses(self, stmt: exp.Expr) -> None:
+        for node in stmt.walk():
+            if isinstance(node, exp.Into):
+                self._banned_clause("select_into", None, node.sql(dialect=self.c._read))
+            elif isinstance(node, exp.Copy):
+                self._banned_clause("copy", 0, "COPY")
+            elif isinstance(node, exp.Attach):
+                self._banned_clause("attach", 0, "ATTACH")
+            elif isinstance(node, exp.Detach):
+                self._banned_clause("detach", 0, "DETACH")
+            elif isinstance(node, exp.Pragma) and self._pragma_writes(node):
+                self._banned_clause("pragma_write", 0, node.sql(dialect=self.c._read)[:80])
+
+    def _pragma_writes(self, node: exp.Pragma) -> bool:
+        """``PRAGMA x = v`` and ``PRAGMA x(v)`` (sqlglot parses both as EQ) set a value,
+        except for the introspection pragmas that take an argument and only read."""
+        body = node.this
+        if not isinstance(body, exp.EQ):
+            return False
+        target = body.this
+        name = target.expression.name if isinstance(target, exp.Dot) else target.name
+        return name.lower() not in _READ_PRAGMAS
+
+    def _functions(self, stmt: exp.Expr) -> None:
+        banned = self.policy.banned_functions
+        for node in stmt.find_all(exp.Func):
+            names = {node.name.lower()} if isinstance(node, exp.Anonymous) else set()
+            if not isinstance(node, exp.Anonymous):
+                names |= {n.lower() for n in type(node).sql_names()}
+            hit = sorted(names & banned)
+            if hit:
+                pos = self._find_text(hit[0] + "(") if hit else None
+                self.add(
+                    Violation(
+                        "banned_function",
+                        f"The function {hit[0]}() is not allowed by policy.",
+                        position=pos,
+                        snippet=node.sql(dialect=self.c._read)[:80],
+                        why="banned function",
+                    )
+                )
+
+    def _find_text(self, needle: str) -> int | None:
+        i = self.sql.lower().replace(" (", "(").find(needle.lower())
+        return i if i >= 0 else None
+
+    # -------------------------------------------------------------- resolution
+    def _qualified(self, stmt: exp.Expr) -> exp.Expr | None:
+        if self.c.dialect == "sqlite":
+            stmt = self._sqlite_string_fallback(stmt)
+        try:
+            return qualify(
+                stmt,
+                dialect=self.c._read,
+                schema=self.c._schema,
+                db=self.policy.default_schema or self.c.snapshot.default_schema,
+                validate_qualify_columns=False,
+                quote_identifiers=False,
+                identify=False,
+            )
+        except (OptimizeError, ValueError, KeyError) as exc:
+            self.add(
+                Violation(
+                    "parse_error",
+                    f"The statement's names could not be resolved: {exc}",
+                    why="the checker cannot verify what it cannot resolve (fail closed)",
+                )
+            )
+            return None
+
+    def _sqlite_string_fallback(self, stmt: exp.Expr) -> exp.Expr:
+        """SQLite reads a double-quoted word that names no column as a string literal.
+
+        Spider's gold SQL relies on it (``WHERE name = "Aruba"``). Mirror the rule: a bare,
+        double-quoted, unqualified column name matching no column of any table becomes a
+        string, so it is neither an unknown column nor a policy question.
+        """
+        stmt = stmt.copy()
+        aliases = {a.alias.lower() for a in stmt.find_all(exp.Alias)}
+        for col in list(stmt.find_all(exp.Column)):
+            ident = col.this
+            if (
+                not col.table
+                and isinstance(ident, exp.Identifier)
+                and ident.quoted
+                and ident.name.lower() not in self.c._all_columns
+                and ident.name.lower() not in aliases
+            ):
+                col.replace(exp.Literal.string(ident.name))
+        return stmt
+
+    def _lookup(self, table: exp.Table) -> _Ref | None:
+        schema = table.db or self.policy.default_schema or self.c.snapshot.default_schema
+        info = self.c.snapshot.table(table.name, schema)
+        if info is None and table.db:
+            info = self.c.snapshot.table(table.name, None)
+        if info is None:
+            return None
+        sinfo = self.c.snapshot.schema(schema)
+        sname = sinfo.name if sinfo is not None else (schema or "")
+        return _Ref(sname, info, self.policy.table(info.name, sname))
+
+    def _unknown_table(self, table: exp.Table) -> None:
+        pos, snip = self.where(table)
+        name = table.sql(dialect=self.c._read).split(" AS ")[0]
+        self.add(
+            Violation(
+                "unknown_table",
+                f"Table {name} does not exist (or is not visible to role "
+                f"{self.policy.role!r}); use one of: {self._table_names()}.",
+                table=name,
+                position=pos,
+                snippet=snip,
+                why="schema conformance",
+            )
+        )
+
+    def _table_names(self) -> str:
+        names = [t.name for _, t in self.c.snapshot.iter_tables()]
+        return ", ".join(names[:40]) + (" ..." if len(names) > 40 else "")
+
+    def _need_table(self, ref: _Ref, verb: str, node: exp.Expr | None) -> bool:
+        if ref.rights is not None and ref.rights.allows(verb):
+            return True
+        pos, snip = self.where(node)
+        allowed = sorted(t.name for t in self.policy.tables_for(verb))
+        self.add(
+            Violation(
+                "table_not_allowed",
+                f"Role {self.policy.role!r} may not {verb.upper()} table {ref.info.name}; "
+                f"tables allowed for {verb.upper()}: {', '.join(allowed) or 'none'}.",
+                table=ref.qualified,
+                verb=verb,
+                position=pos,
+                snippet=snip or ref.info.name,
+                why=f"no {verb.upper()} privilege on the table",
+            )
+        )
+        return False
+
+    def _need_column(self, ref: _Ref, column: str, verb: str, node: exp.Expr | None) -> None:
+        col = ref.info.column(column)
+        pos, snip = self.where(node)
+        if col is None:
+            self.add(
+                Violation(
+                    "unknown_column",
+                    f"Column {column} does not exist in table {ref.info.name}; its columns "
+                    f"are: {', '.join(ref.info.column_names)}.",
+                    table=ref.qualified,
+                    column=column,
+                    position=pos,
+                    snippet=snip,
+                    why="schema conformance",
+                )
+            )
+            return
+        if ref.rights is not None and ref.rights.column_allows(col.name, verb):
+            return
+        if not (ref.rights is not None and ref.rights.allows(verb)):
+            # The whole table is off limits for this verb: one table-level finding is enough.
+            self._need_table(ref, verb, None)
+            return
+        ok = [c for c, v in ref.rights.columns if verb in v]
+        kind: ViolationKind = "column_not_readable" if verb == "select" else "column_not_writable"
+        what = {"select": "readable", "insert": "insertable", "update": "updatable"}.get(
+            verb, f"usable for {verb.upper()}"
+        )
+        via = "" if pos is not None else " (reached through *)"
+        self.add(
+            Violation(
+                kind,
+                f"Column {ref.info.name}.{col.name}{via} is not {what} by role "
+                f"{self.policy.role!r}; {what} columns of {ref.info.name}: {', '.join(ok)}.",
+                table=ref.qualified,
+                column=col.name,
+                verb=verb,
+                position=pos,
+                snippet=snip or f"{ref.info.name}.{col.name}",
+                why=f"no {verb.upper()} privilege on the column",
+            )
+        )
+
+    def _resolve(self, stmt: exp.Expr) -> None:
+        q = self._qualified(stmt)
+        if q is None:
+            return
+        if isinstance(q, exp.Query):
+            self._queries([q], {})
+            return
+        if isinstance(q, exp.Create):
+            body = q.expression
+            if isinstance(body, exp.Query):
+                self._queries([body], {})
+            return
+        if isinstance(q, exp.TruncateTable):
+            for t in q.expressions:
+                if isinstance(t, exp.Table):
+                    ref = self._lookup(t)
+                    if ref is None:
+                        self._unknown_table(t)
+                    else:
+                        self._need_table(ref, "truncate", t)
+            return
+        if isinstance(q, exp.Insert | exp.Update | exp.Delete | exp.Merge):
+            self._dml(q)
+
+    # -------------------------------------------------------------- queries (scopes)
+    def _queries(self, roots: Iterable[exp.Expr], outer: dict[str, _Ref]) -> None:
+        for root in roots:
+            for scope in traverse_scope(root):
+                self._scope(scope, outer)
+
+    def _scope(self, scope: Scope, outer: dict[str, _Ref]) -> None:
+        refs: dict[str, _Ref | None] = {}
+        for alias, source in scope.sources.items():
+            if isinstance(source, exp.Table):
+                ref = self._lookup(source)
+                if ref is None:
+                    self._unknown_table(source)
+                else:
+                    self._need_table(ref, "select", source)
+                refs[alias] = ref
+        # Every source that is a derived table must resolve to *something*; if any source is
+        # unknown, column names cannot be judged (the unknown table is already reported).
+        opaque = any(r is None for r in refs.values())
+        select_aliases = set()
+        if isinstance(scope.expression, exp.Select):
+            select_aliases = {
+                e.alias.lower() for e in scope.expression.expressions if isinstance(e, exp.Alias)
+            }
+        for col in scope.columns:
+            alias = col.table
+            if alias:
+                found = self._find_alias(scope, alias, outer)
+                if found is _SCOPE:
+                    continue
+                if not isinstance(found, _Ref):
+                    if alias not in refs:  # an alias/table name never introduced
+                        self._unknown_alias(col)
+                    continue
+                self._need_column(found, col.name, "select", col)
+                continue
+            # Unqualified and unresolved by qualify.
+            if isinstance(scope.expression, exp.SetOperation):
+                continue  # ORDER BY of a UNION names output columns
+            if opaque:
+                continue
+            if col.name.lower() in select_aliases and col.find_ancestor(exp.Ordered):
+                continue  # ORDER BY naming an output column
+            if any(not isinstance(s, exp.Table) for s in scope.sources.values()):
+                continue  # may come from a derived table whose columns qualify did not know
+            owner = self._outer_owner(col.name, outer)
+            if owner is not None:
+                self._need_column(owner, col.name, "select", col)
+                continue
+            pos, snip = self.where(col)
+            self.add(
+                Violation(
+                    "unknown_column",
+                    f"Column {col.name} does not exist in "
+                    f"{', '.join(r.info.name for r in refs.values() if r) or 'the query'}.",
+                    column=col.name,
+                    position=pos,
+                    snippet=snip,
+                    why="schema conformance",
+                )
+            )
+        # Star expansion already happened in qualify; a star left over (unknown source) is
+        # covered by the unknown-table report.
+
+    def _find_alias(self, scope: Scope, alias: str, outer: dict[str, _Ref]) -> _Ref | object | None:
+        s: Scope | None = scope
+        while s is not None:
+            if alias in s.sources:
+                src = s.sources[alias]
+                if isinstance(src, exp.Table):
+                    return self._lookup(src)
+                return _SCOPE
+            s = s.parent
+        return outer.get(alias)
+
+    def _outer_owner(self, column: str, outer: dict[str, _Ref]) -> _Ref | None:
+        owners = [r for r in outer.values() if r.info.column(column) is not None]
+        return owners[0] if len(owners) == 1 else None
+
+    def _unknown_alias(self, col: exp.Column) -> None:
+        pos, snip = self.where(col)
+        self.add(
+            Violation(
+                "unknown_table",
+                f"{col.table}.{col.name} refers to {col.table}, which is not a table or alias "
+                "in scope.",
+                table=col.table,
+                column=col.name,
+                position=pos,
+                snippet=snip,
+                why="schema conformance",
+            )
+        )
+
+    # -------------------------------------------------------------- DML
+    def _dml(self, q: exp.Expr) -> None:
+        target = q.this
+        columns_node = None
+        if isinstance(target, exp.Schema):  # INSERT INTO t (a, b)
+            columns_node = target
+            target = target.this
+        if not isinstance(target, exp.Table):
+            return
+        ref = self._lookup(target)
+        if ref is None:
+            self._unknown_table(target)
+            return
+        verb = self._verb(q)
+        env: dict[str, _Ref] = {target.alias_or_name: ref, ref.info.name: ref}
+        for key in ("using", "from", "joins"):
+            extra = q.args.get(key)
+            for t in _tables_in(extra):
+                r = self._lookup(t)
+                if r is None:
+                    self._unknown_table(t)
+                    continue
+                self._need_table(r, "select", t)
+                env[t.alias_or_name] = r
+        if isinstance(q, exp.Merge):
+            self._merge(q, ref, env)
+            return
+        table_ok = self._need_table(ref, verb, target)
+        # Subqueries anywhere in the statement: scoped, correlated names resolve to env.
+        self._queries(_top_queries(q), env)
+        reads: list[exp.Column] = []
+        if isinstance(q, exp.Insert):
+            if table_ok:
+                for name, node in self._insert_columns(q, ref, columns_node):
+                    self._need_column(ref, name, "insert", node)
+            conflict = q.args.get("conflict")
+            if conflict is not None:
+                for eq in conflict.find_all(exp.EQ):
+                    if isinstance(eq.this, exp.Column) and eq.parent is not None:
+                        if self._is_set_target(eq):
+                            self._need_column(ref, eq.this.name, "update", eq.this)
+                reads.extend(_columns_outside_queries(conflict, skip_set_targets=True))
+        elif isinstance(q, exp.Update):
+            for eq in q.expressions:
+                if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
+                    if table_ok:
+                        self._need_column(ref, eq.this.name, "update", eq.this)
+                    reads.extend(_columns_outside_queries(eq.expression))
+            for key in ("where",):
+                if q.args.get(key) is not None:
+                    reads.extend(_columns_outside_queries(q.args[key]))
+        elif isinstance(q, exp.Delete):
+            if q.args.get("where") is not None:
+                reads.extend(_columns_outside_queries(q.args["where"]))
+        returning = q.args.get("returning")
+        if returning is not None:
+            for e in returning.expressions:
+                if isinstance(e, exp.Star):
+                    for c in ref.info.columns:
+                        self._need_column(ref, c.name, "select", None)
+                else:
+                    reads.extend(_columns_outside_queries(e))
+        for col in reads:
+            self._dml_read(col, env)
+
+    def _is_set_target(self, eq: exp.EQ) -> bool:
+        parent = eq.parent
+        return (
+            parent is not None
+            and parent.key in ("onconflict", "duplicate")
+            or (isinstance(parent, exp.OnConflict))
+        )
+
+    def _dml_read(self, col: exp.Column, env: dict[str, _Ref]) -> None:
+        if col.table:
+            ref = env.get(col.table) or next(
+                (r for r in env.values() if r.info.name.lower() == col.table.lower()), None
+            )
+            if ref is None:
+                if col.table.lower() in ("excluded", "new", "old"):
+                    return  # ON CONFLICT's EXCLUDED row / MySQL's alias for the new row
+                self._unknown_alias(col)
+                return
+            self._need_column(ref, col.name, "select", col)
+            return
+        owners = {id(r): r for r in env.values() if r.info.column(col.name) is not None}
+        if len(owners) >= 1:
+            self._need_column(next(iter(owners.values())), col.name, "select", col)
+            return
+        if self.c.dialect == "sqlite" and isinstance(col.this, exp.Identifier) and col.this.quoted:
+            return
+        first = next(iter(env.values()))
+        self._need_column(first, col.name, "select", col)
+
+    def _insert_columns(
+        self, q: exp.Insert, ref: _Ref, columns_node: exp.Schema | None
+    ) -> Iterator[tuple[str, exp.Expr | None]]:
+        if columns_node is not None:
+            for c in columns_node.expressions:
+                yield c.name, c
+            return
+        source = q.expression
+        width: int | None = None
+        if isinstance(source, exp.Values) and source.expressions:
+            first = source.expressions[0]
+            width = len(first.expressions) if isinstance(first, exp.Tuple) else 1
+        elif isinstance(source, exp.Select):
+            width = len(source.expressions)
+        cols = ref.info.columns if width is None else ref.info.columns[:width]
+        for c in cols:
+            yield c.name, None
+
+    def _merge(self, q: exp.Merge, ref: _Ref, env: dict[str, _Ref]) -> None:
+        """MERGE: the target needs the verb of every WHEN action; sources are read."""
+        using = q.args.get("using")
+        for t in _tables_in(using):
+            r = self._lookup(t)
+            if r is None:
+                self._unknown_table(t)
+            else:
+                self._need_table(r, "select", t)
+                env[t.alias_or_name] = r
+        self._queries(_top_queries(q), env)
+        whens = q.args.get("whens")
+        for when in whens.expressions if whens is not None else []:
+            then = when.args.get("then")
+            if isinstance(then, exp.Insert):
+                self._need_table(ref, "insert", q.this)
+            elif isinstance(then, exp.Update):
+                self._need_table(ref, "update", q.this)
+            elif isinstance(then, exp.Var) and then.name.upper() == "DELETE":
+                self._need_table(ref, "delete", q.this)
+        on = q.args.get("on")
+        if on is not None:
+            for col in _columns_outside_queries(on):
+                self._dml_read(col, env)
+
+
+_SCOPE = object()
+
+
+def _tables_in(node: Any) -> Iterator[exp.Table]:
+    """Tables directly named in a USING/FROM/JOIN clause (not inside subqueries)."""
+    nodes = node if isinstance(node, list) else [node]
+    for n in nodes:
+        if not isinstance(n, exp.Expr):
+            continue
+        for t in n.find_all(exp.Table):
+            if not _inside_query(t, n):
+                yield t
+
+
+def _inside_query(node: exp.Expr, root: exp.Expr) -> bool:
+    p = node.parent
+    while p is not None and p is not root:
+        if isinstance(p, exp.Query):
+            return True
+        p = p.parent
+    return False
+
+
+def _top_queries(stmt: exp.Expr) -> list[exp.Expr]:
+    """Outermost query nodes inside a DML statement (each is scoped on its own)."""
+    out: list[exp.Expr] = []
+    for node in stmt.find_all(exp.Query):
+        if node is stmt:
+            continue
+        p = node.parent
+        nested = False
+        while p is not None and p is not stmt:
+            if isinstance(p, exp.Query):
+                nested = True
+                break
+            p = p.parent
+        if not nested:
+            out.append(node)
+    return out
+
+
+def _columns_outside_queries(
+    node: exp.Expr | None, skip_set_targets: bool = False
+) -> list[exp.Column]:
+    if node is None:
+        return []
+    out = []
+    for col in node.find_all(exp.Column):
+        if _inside_query(col, node):
+            continue
+        if skip_set_targets and isinstance(col.parent, exp.EQ) and col.parent.this is col:
+            continue
+        out.append(col)
+    return out
