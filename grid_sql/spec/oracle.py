@@ -23,10 +23,10 @@ Decisions where foundation.md leaves room (see also tests/spec):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping, Optional
 
 import lark
 import regex
@@ -59,21 +59,32 @@ class SpecGrammar:
     lexicon: Mapping[str, tuple[frozenset[bytes], bool]] = field(default_factory=dict)
 
     @classmethod
-    def from_lark(cls, lark_obj: lark.Lark, start: str = "start", lexicon=None) -> "SpecGrammar":
+    def from_lark(cls, lark_obj: lark.Lark, start: str = "start", lexicon=None) -> SpecGrammar:
         terms = tuple(
-            SpecTerminal(str(t.name), t.pattern.to_regexp(), t.priority, isinstance(t.pattern, PatternStr))
+            SpecTerminal(
+                str(t.name), t.pattern.to_regexp(), t.priority, isinstance(t.pattern, PatternStr)
+            )
             for t in lark_obj.terminals
         )
-        rules = tuple((str(r.origin.name), tuple(str(s.name) for s in r.expansion)) for r in lark_obj.rules)
-        return cls(terms, rules, start, frozenset(map(str, lark_obj.ignore_tokens)), dict(lexicon or {}))
+        rules = tuple(
+            (str(r.origin.name), tuple(str(s.name) for s in r.expansion)) for r in lark_obj.rules
+        )
+        return cls(
+            terms, rules, start, frozenset(map(str, lark_obj.ignore_tokens)), dict(lexicon or {})
+        )
 
 
 def _productive_rules(g: SpecGrammar) -> list[tuple[str, tuple[str, ...]]]:
-    """Drop rules that use a nonterminal deriving no terminal string (keeps 'no error' == 'viable')."""
+    """Drop rules using a nonterminal that derives no terminal string (so LR 'no error so far'
+    still means 'some completion exists')."""
     terms = {t.name for t in g.terminals}
     lhss = {lhs for lhs, _ in g.rules}
-    unknown = {s for _, rhs in g.rules for s in rhs if s not in terms and s not in lhss and s.isupper()}
-    if unknown:  # lark's convention: upper-case names are terminals; a projection never removes those
+    unknown = {
+        s for _, rhs in g.rules for s in rhs if s not in terms and s not in lhss and s.isupper()
+    }
+    if (
+        unknown
+    ):  # lark's convention: upper-case names are terminals; a projection never removes those
         raise GrammarError(f"rules use terminals missing from the description: {sorted(unknown)}")
     productive: set[str] = set()
     changed = True
@@ -85,7 +96,11 @@ def _productive_rules(g: SpecGrammar) -> list[tuple[str, tuple[str, ...]]]:
                 changed = True
     if g.start not in productive:
         raise EmptyLanguageError(f"start symbol {g.start!r} derives no sentence")
-    return [(lhs, rhs) for lhs, rhs in g.rules if lhs in productive and all(s in terms or s in productive for s in rhs)]
+    return [
+        (lhs, rhs)
+        for lhs, rhs in g.rules
+        if lhs in productive and all(s in terms or s in productive for s in rhs)
+    ]
 
 
 class SpecOracle:
@@ -96,7 +111,10 @@ class SpecOracle:
         self.names = [t.name for t in grammar.terminals]
         self.rx = {t.name: regex.compile(t.pattern.encode("utf-8")) for t in grammar.terminals}
         # resolution order: priority desc, string before regex, then name
-        self.order = [t.name for t in sorted(grammar.terminals, key=lambda t: (-t.priority, not t.is_string, t.name))]
+        self.order = [
+            t.name
+            for t in sorted(grammar.terminals, key=lambda t: (-t.priority, not t.is_string, t.name))
+        ]
         self.lexicon = {}
         for name, (words, fold) in grammar.lexicon.items():
             if name not in self.rx or name in grammar.ignored:
@@ -111,7 +129,13 @@ class SpecOracle:
         rules, order = [], {}
         for lhs, rhs in _productive_rules(grammar):
             order[lhs] = order.get(lhs, -1) + 1
-            rules.append(Rule(NonTerminal(lhs), [Terminal(s) if s in terms else NonTerminal(s) for s in rhs], order[lhs]))
+            rules.append(
+                Rule(
+                    NonTerminal(lhs),
+                    [Terminal(s) if s in terms else NonTerminal(s) for s in rhs],
+                    order[lhs],
+                )
+            )
         try:
             an = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]), strict=True)
             an.compute_lalr()
@@ -123,19 +147,25 @@ class SpecOracle:
         self.allowed = lru_cache(maxsize=None)(self._allowed)
 
     @classmethod
-    def from_lark_text(cls, text: str, start: str = "start", import_paths=(), lexicon=None) -> "SpecOracle":
+    def from_lark_text(
+        cls, text: str, start: str = "start", import_paths=(), lexicon=None
+    ) -> SpecOracle:
         kw = dict(parser="lalr", lexer="basic", start=start, import_paths=list(import_paths))
         try:
             try:
                 lk = lark.Lark(text, strict=True, **kw)
             except lark.exceptions.LexError:  # terminal collisions (categories share IDENT's regex)
-                lk = lark.Lark(text, strict=False, **kw)  # conflicts are still caught by our analyzer
+                lk = lark.Lark(
+                    text, strict=False, **kw
+                )  # conflicts are still caught by our analyzer
         except lark.exceptions.GrammarError as e:
             raise GrammarError(f"grammar rejected by lark: {e}") from e
         return cls(SpecGrammar.from_lark(lk, start, lexicon))
 
     @classmethod
-    def from_lark_file(cls, path, start: str = "start", import_paths=None, lexicon=None) -> "SpecOracle":
+    def from_lark_file(
+        cls, path, start: str = "start", import_paths=None, lexicon=None
+    ) -> SpecOracle:
         """A dialect file; `%import`s resolve against its directory unless import_paths is given."""
         path = Path(path)
         paths = [path.parent] if import_paths is None else list(import_paths)
@@ -143,7 +173,8 @@ class SpecOracle:
 
     # ---- parser -------------------------------------------------------------------------
     def shift(self, stack: tuple, term: str):
-        """Feed `term`: new stack after the reduce chain and SHIFT; None on error; True on ACCEPT ($END)."""
+        """Feed `term` (reduce chain, then SHIFT): the new stack; None on error;
+        True when `term` is $END and the chain reaches ACCEPT."""
         st = list(stack)
         while True:
             act = self.table[st[-1]].get(term)
@@ -154,7 +185,7 @@ class SpecOracle:
                 assert term != END
                 return tuple(st + [arg])
             if arg.expansion:
-                del st[-len(arg.expansion):]
+                del st[-len(arg.expansion) :]
             kind2, goto = self.table[st[-1]][arg.origin.name]
             assert kind2 is Shift
             st.append(goto)
@@ -190,7 +221,8 @@ class SpecOracle:
         return True
 
     def emit(self, stack: tuple, lexeme: bytes):
-        """Contextual resolution of one forced lexeme: new stack, or None if no candidate is viable."""
+        """Contextual resolution of one forced lexeme: new stack, or None if no candidate
+        is viable (ignored terminals leave the stack unchanged)."""
         for name in self.order:
             if self.full(name, lexeme):
                 if name in self.g.ignored:
@@ -209,16 +241,20 @@ class SpecOracle:
             # (a terminal dead at length k stays dead, so only survivors are re-checked)
             n, alive = 0, self.names
             while i + n < len(w):
-                alive = [t for t in alive if self.live(t, w[i:i + n + 1], use_lexicon=False)]
+                alive = [t for t in alive if self.live(t, w[i : i + n + 1], use_lexicon=False)]
                 if not alive:
                     break
                 n += 1
             if i + n == len(w) and not eos:
                 break  # pending lexeme: could still grow
-            lengths = [k for k in range(n, 0, -1) if any(self.rx[t].fullmatch(w[i:i + k]) for t in self.names)]
+            lengths = [
+                k
+                for k in range(n, 0, -1)
+                if any(self.rx[t].fullmatch(w[i : i + k]) for t in self.names)
+            ]
             if not lengths:
                 return None
-            stack = self.emit(stack, w[i:i + lengths[0]])
+            stack = self.emit(stack, w[i : i + lengths[0]])
             if stack is None:
                 return None
             i += lengths[0]
@@ -231,15 +267,16 @@ class SpecOracle:
         if res is None:
             return None
         stack, r = res
-        if r and not any(self.live(t, r) for t in self.names
-                         if t in self.g.ignored or t in self.allowed(stack)):
+        if r and not any(
+            self.live(t, r) for t in self.names if t in self.g.ignored or t in self.allowed(stack)
+        ):
             return None
         return res
 
     def is_viable_prefix(self, w: bytes) -> bool:
         return self.config(w) is not None
 
-    def remainder(self, w: bytes) -> Optional[bytes]:
+    def remainder(self, w: bytes) -> bytes | None:
         res = self.config(w)
         return None if res is None else res[1]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ SPIDER_TABLES = Path("/work/shared/data/spider/tables.json")
 SPIDER_IDX = (0, 2, 4, 8, 12, 14, 20, 24, 25, 28, 30, 31, 39, 55)
 
 
-@lru_cache(maxsize=None)
+@cache
 def dialect_oracle(name: str) -> SpecOracle:
     path = DIALECTS / f"{name}.lark"
     if not path.is_file():
@@ -38,9 +38,16 @@ def spider_examples():
 
 
 def categories(name: str) -> list[str]:
-    text = (DIALECTS / f"{name}.lark").read_text() + (DIALECTS / "common.lark").read_text() \
-        if (DIALECTS / "common.lark").is_file() else (DIALECTS / f"{name}.lark").read_text()
-    return [c for m in re.finditer(r"^\s*//!\s*category\s+(.*)$", text, re.M) for c in m.group(1).split()]
+    text = (
+        (DIALECTS / f"{name}.lark").read_text() + (DIALECTS / "common.lark").read_text()
+        if (DIALECTS / "common.lark").is_file()
+        else (DIALECTS / f"{name}.lark").read_text()
+    )
+    return [
+        c
+        for m in re.finditer(r"^\s*//!\s*category\s+(.*)$", text, re.M)
+        for c in m.group(1).split()
+    ]
 
 
 @pytest.mark.parametrize("ex", spider_examples(), ids=lambda ex: ex["query"][:40])
@@ -62,7 +69,9 @@ def test_sqlite_spider_gold_with_schema_lexicon(ex):
     tables = {t.lower().encode() for t in db["table_names_original"]}
     columns = {c.lower().encode() for _, c in db["column_names_original"] if c != "*"}
     lex = {"TABLE_NAME": (frozenset(tables), True), "COLUMN_NAME": (frozenset(columns), True)}
-    o = SpecOracle(base.g.__class__(base.g.terminals, base.g.rules, base.g.start, base.g.ignored, lex))
+    o = SpecOracle(
+        base.g.__class__(base.g.terminals, base.g.rules, base.g.start, base.g.ignored, lex)
+    )
     q = ex["query"].encode()
     assert o.accepts(q), q
     for k in range(0, len(q) + 1, 5):

@@ -94,7 +94,11 @@ def test_resolution_order_priority_string_name():
         SpecTerminal("B_STR", "ab", 0, True),
         SpecTerminal("C_HI", "ab", 1, False),
     )
-    rules = (("start", ("A_RE",)), ("start", ("B_STR", "B_STR")), ("start", ("C_HI", "C_HI", "C_HI")))
+    rules = (
+        ("start", ("A_RE",)),
+        ("start", ("B_STR", "B_STR")),
+        ("start", ("C_HI", "C_HI", "C_HI")),
+    )
     o = SpecOracle(SpecGrammar(terms, rules, "start", frozenset()))
     assert o.order == ["C_HI", "B_STR", "A_RE"]
     assert o.accepts(b"ababab") and not o.accepts(b"abab") and not o.accepts(b"ab")
@@ -111,7 +115,8 @@ def test_keyword_vs_identifier_by_viability(toy):
     assert A(toy, "show count")  # keyword position
     # where both WHERE and the alias IDENT can shift, the keyword wins
     assert toy.allowed_terminals(b"select a from t where ") == frozenset(
-        {"IDENT", "NUMBER", "STRING", "LPAR"})
+        {"IDENT", "NUMBER", "STRING", "LPAR"}
+    )
     assert not A(toy, "select a from t where")
     assert A(toy, "select a from t wherex")  # a longer identifier is not the keyword
     # a keyword that could be shifted wins even if it later dead-ends
@@ -239,7 +244,9 @@ def test_lexicon_fold_bare_case_and_quoted(toy_lex):
     assert A(o, 'select a from "Order Details"')
     assert not V(o, 'select a from "order')  # quoted words compare exactly
     assert not V(o, 'select a from "employees"')
-    no_fold = SpecOracle.from_lark_text(TOY, lexicon={"TABLE_NAME": (TABLES["TABLE_NAME"][0], False)})
+    no_fold = SpecOracle.from_lark_text(
+        TOY, lexicon={"TABLE_NAME": (TABLES["TABLE_NAME"][0], False)}
+    )
     assert A(no_fold, "select a from employees")
     assert not V(no_fold, "select a from EMP")
     assert not A(no_fold, "select a from Employees")
@@ -270,7 +277,9 @@ def test_projection_removes_delete(toy):
     assert o.allowed_terminals(b"") == {"SELECT", "SHOW"}
     assert A(toy, "delete from t") and V(toy, "del")
     # dropping only the `statement -> delete_stmt` edge is the same language
-    proj2 = dataclasses.replace(g, rules=tuple(r for r in g.rules if r != ("statement", ("delete_stmt",))))
+    proj2 = dataclasses.replace(
+        g, rules=tuple(r for r in g.rules if r != ("statement", ("delete_stmt",)))
+    )
     assert not V(SpecOracle(proj2), "delete")
 
 
@@ -297,22 +306,37 @@ def test_empty_projection_and_conflicts(toy):
     with pytest.raises(GrammarError):
         SpecOracle.from_lark_text('start: a | b\na: "x"\nb: "x"\n')
     with pytest.raises(GrammarError):  # a terminal missing from the description
-        SpecOracle(dataclasses.replace(g, terminals=tuple(t for t in g.terminals if t.name != "SEMI")))
+        SpecOracle(
+            dataclasses.replace(g, terminals=tuple(t for t in g.terminals if t.name != "SEMI"))
+        )
 
 
 # ---- regex partial matching sanity --------------------------------------------------------
-@pytest.mark.parametrize("pattern", [
-    "'([^']|'')*'", "[0-9]+(e[0-9]+)?", "--[^\\n]*", "(?i:select)", "ab|abc|b*", "a(bc|bd)+",
-    "/\\*([^*]|\\*+[^*/])*\\*+/",
-])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "'([^']|'')*'",
+        "[0-9]+(e[0-9]+)?",
+        "--[^\\n]*",
+        "(?i:select)",
+        "ab|abc|b*",
+        "a(bc|bd)+",
+        "/\\*([^*]|\\*+[^*/])*\\*+/",
+    ],
+)
 def test_partial_liveness_matches_brute_force(pattern):
     import itertools
+
     import regex
+
     rx = regex.compile(pattern.encode())
     alphabet = [b"'", b"a", b"b", b"c", b"d", b"e", b"1", b"-", b"\n", b"/", b"*", b"S"]
     words = [b""] + [b"".join(p) for n in (1, 2, 3) for p in itertools.product(alphabet, repeat=n)]
-    full = {w for w in words + [b"".join(p) for p in itertools.product(alphabet, repeat=4)]
-            if rx.fullmatch(w)}
+    full = {
+        w
+        for w in words + [b"".join(p) for p in itertools.product(alphabet, repeat=4)]
+        if rx.fullmatch(w)
+    }
     for w in words:
         if len(w) > 2:
             continue
@@ -330,8 +354,11 @@ def test_lexicon_validated_against_regex():
 
 def test_byte_semantics():
     # foundation.md §1: patterns act on bytes; (?i) folds ASCII only; `.`/`[^x]` take any byte
-    terms = (SpecTerminal("KW", "(?i:k)", 0, True), SpecTerminal("ANY", "#.", 0, False),
-             SpecTerminal("NOTQ", "'[^']*'", 0, False))
+    terms = (
+        SpecTerminal("KW", "(?i:k)", 0, True),
+        SpecTerminal("ANY", "#.", 0, False),
+        SpecTerminal("NOTQ", "'[^']*'", 0, False),
+    )
     rules = (("start", ("KW",)), ("start", ("ANY",)), ("start", ("NOTQ",)))
     o = SpecOracle(SpecGrammar(terms, rules, "start", frozenset()))
     assert [b for b in range(256) if o.accepts(bytes([b]))] == [ord("K"), ord("k")]
@@ -355,7 +382,9 @@ def test_category_vs_ident_same_regex():
     plain = SpecOracle.from_lark_text(CATS)
     assert plain.accepts(b"count")
     assert not plain.is_viable_prefix(b"count(")  # emitted as COLUMN_NAME, then `(` is dead
-    cols = SpecOracle.from_lark_text(CATS, lexicon={"COLUMN_NAME": (frozenset({b"age", b"name"}), True)})
+    cols = SpecOracle.from_lark_text(
+        CATS, lexicon={"COLUMN_NAME": (frozenset({b"age", b"name"}), True)}
+    )
     assert cols.accepts(b"count()") and cols.accepts(b"AGE")
     assert not cols.accepts(b"count")
     assert cols.is_viable_prefix(b"coun")  # live via IDENT

@@ -19,8 +19,18 @@ SAMPLES = {
     "NUMBER": [b"0", b"42", b"1e5"],
     "STRING": [b"''", b"'x'", b"'it''s'", b"'a -- b'"],
 }
-PUNCT = {"SEMI": b";", "COMMA": b",", "STAR": b"*", "LT": b"<", "LE": b"<=", "EQ": b"=", "MINUS": b"-",
-         "ARROW": b"->", "LPAR": b"(", "RPAR": b")"}
+PUNCT = {
+    "SEMI": b";",
+    "COMMA": b",",
+    "STAR": b"*",
+    "LT": b"<",
+    "LE": b"<=",
+    "EQ": b"=",
+    "MINUS": b"-",
+    "ARROW": b"->",
+    "LPAR": b"(",
+    "RPAR": b")",
+}
 SEPARATORS = [b" ", b"  ", b"\n", b"\t", b" /* c */ ", b" -- note\n", b"/**/"]
 
 
@@ -56,13 +66,24 @@ def sentences(draw, oracle: SpecOracle = ORACLE, max_depth: int = 6):
             elif sym in PUNCT:
                 toks.append(PUNCT[sym])
             else:  # keyword: its spelling in a random case
-                toks.append(_case_bytes(sym.lower().encode(), draw(st.lists(st.booleans(), min_size=len(sym), max_size=len(sym)))))
+                toks.append(
+                    _case_bytes(
+                        sym.lower().encode(),
+                        draw(st.lists(st.booleans(), min_size=len(sym), max_size=len(sym))),
+                    )
+                )
             return
         options = by_lhs[sym]
         if depth >= max_depth:
-            best = min(1 + max([heights.get(s, 0) for s in rhs if s not in terms], default=0) for rhs in options)
-            options = [rhs for rhs in options
-                       if 1 + max([heights.get(s, 0) for s in rhs if s not in terms], default=0) == best]
+            best = min(
+                1 + max([heights.get(s, 0) for s in rhs if s not in terms], default=0)
+                for rhs in options
+            )
+            options = [
+                rhs
+                for rhs in options
+                if 1 + max([heights.get(s, 0) for s in rhs if s not in terms], default=0) == best
+            ]
         for s in draw(st.sampled_from(options)):
             gen(s, depth + 1)
 
@@ -74,7 +95,7 @@ def sentences(draw, oracle: SpecOracle = ORACLE, max_depth: int = 6):
 
 
 def _case_bytes(b: bytes, upper: list[bool]) -> bytes:
-    return bytes(c - 32 if u and 97 <= c <= 122 else c for c, u in zip(b, upper))
+    return bytes(c - 32 if u and 97 <= c <= 122 else c for c, u in zip(b, upper, strict=True))
 
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -97,8 +118,33 @@ def test_lexicon_sentences(s):
         assert ORACLE_LEX.is_viable_prefix(s[:k]), (s, k)
 
 
-FRAGMENTS = [b"select", b"from", b"where", b"delete", b" ", b"a", b"t", b"1", b"e", b"5", b"'", b"-",
-             b"<", b"=", b",", b"(", b")", b";", b"*", b"/", b"\n", b"\"", b"show", b"count", b">"]
+FRAGMENTS = [
+    b"select",
+    b"from",
+    b"where",
+    b"delete",
+    b" ",
+    b"a",
+    b"t",
+    b"1",
+    b"e",
+    b"5",
+    b"'",
+    b"-",
+    b"<",
+    b"=",
+    b",",
+    b"(",
+    b")",
+    b";",
+    b"*",
+    b"/",
+    b"\n",
+    b'"',
+    b"show",
+    b"count",
+    b">",
+]
 
 
 @PROPS
@@ -109,7 +155,8 @@ def test_random_strings_consistency(frags):
     if ORACLE.accepts(w):
         assert viable, w
     if viable:
-        # viability is prefix-closed on this grammar (see test_semantics_gap for one where it is not)
+        # viability is prefix-closed on this grammar
+        # (test_semantics_gap_documented shows a grammar where it is not)
         for k in range(len(w)):
             assert ORACLE.is_viable_prefix(w[:k]), (w, k)
         allowed = ORACLE.allowed_terminals(w)
@@ -135,8 +182,12 @@ def test_semantics_gap_documented():
     """foundation.md §2 operational semantics is not prefix-closed for grammars whose lexemes
     are not 'separable': here `ab` is a prefix of ABC's lexeme only, ABC can't be shifted, so
     `ab` is dead -- yet `abd` falls back to the last accept `a` and parses as A B D."""
-    terms = (SpecTerminal("A", "a", 0, True), SpecTerminal("ABC", "abc", 0, True),
-             SpecTerminal("B", "b", 0, True), SpecTerminal("D", "d", 0, True))
+    terms = (
+        SpecTerminal("A", "a", 0, True),
+        SpecTerminal("ABC", "abc", 0, True),
+        SpecTerminal("B", "b", 0, True),
+        SpecTerminal("D", "d", 0, True),
+    )
     rules = (("start", ("A", "B", "D")), ("start", ("D", "ABC")))
     o = SpecOracle(SpecGrammar(terms, rules, "start", frozenset()))
     assert o.is_viable_prefix(b"a")
