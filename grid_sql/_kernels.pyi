@@ -1,0 +1,41 @@
+"""Contract of the compiled module ``grid_sql._kernels`` (built from ``kernels/py``).
+
+Checked against the built module by ``python -m mypy.stubtest grid_sql._kernels``.
+Byte semantics everywhere (``docs/design/foundation.md`` §1): patterns are regexes over
+bytes (``unicode(false)``, ``utf8(false)``), inputs are ``bytes``.
+"""
+
+from collections.abc import Sequence
+from typing import Final
+
+__version__: Final[str]
+#: Default cap on union-DFA states in :func:`build_union_dfa` (``1 << 20``).
+DEFAULT_MAX_STATES: Final[int]
+#: State 0: every transition leads back to it; ``accept`` and ``live`` are empty.
+DEAD_STATE: Final[int]
+#: State 1: nothing read yet.
+START_STATE: Final[int]
+
+def build_union_dfa(
+    patterns: Sequence[str], *, max_states: int = 1048576
+) -> tuple[bytes, bytes, bytes, int, int]:
+    """Build the union lexer DFA of ``patterns`` (terminal ``p`` is ``patterns[p]``).
+
+    Returns ``(trans_u32_le, accept_u64_le, live_u64_le, n_states, n_words)``:
+
+    - ``trans_u32_le``: ``n_states * 256`` little-endian ``u32``; the next state is
+      ``trans[state * 256 + byte]``.
+    - ``accept_u64_le`` / ``live_u64_le``: ``n_states * n_words`` little-endian ``u64``;
+      bit ``p % 64`` of word ``state * n_words + p // 64`` is set iff pattern ``p`` fully
+      matches exactly the bytes read (accept), resp. some extension of them (live).
+    - ``n_words == ceil(len(patterns) / 64)``.
+
+    The GIL is released during the build. Raises ``ValueError`` (message names the pattern
+    index) for an invalid regex, a look-around assertion, a pattern that matches the empty
+    string, an empty pattern list, or more than ``max_states`` states.
+    """
+
+def dfa_scan(trans: bytes, data: bytes, start: int) -> int:
+    """Walk ``data`` through ``trans`` (layout as returned by :func:`build_union_dfa`)
+    from state ``start`` and return the final state. Raises ``ValueError`` for a malformed
+    table or an out-of-range state."""
