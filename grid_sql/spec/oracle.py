@@ -23,10 +23,11 @@ Decisions where foundation.md leaves room (see also tests/spec):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import lark
 import regex
@@ -38,6 +39,8 @@ from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 from grid_sql.errors import EmptyLanguageError, GrammarError, LexiconError
 
 QUOTE_BYTES = b'"`['
+Stack = tuple[int, ...]  # LALR state ids, bottom first
+Lexicon = Mapping[str, tuple[frozenset[bytes], bool]]
 END = "$END"
 
 
@@ -59,7 +62,9 @@ class SpecGrammar:
     lexicon: Mapping[str, tuple[frozenset[bytes], bool]] = field(default_factory=dict)
 
     @classmethod
-    def from_lark(cls, lark_obj: lark.Lark, start: str = "start", lexicon=None) -> SpecGrammar:
+    def from_lark(
+        cls, lark_obj: lark.Lark, start: str = "start", lexicon: Lexicon | None = None
+    ) -> SpecGrammar:
         terms = tuple(
             SpecTerminal(
                 str(t.name), t.pattern.to_regexp(), t.priority, isinstance(t.pattern, PatternStr)
@@ -126,7 +131,8 @@ class SpecOracle:
                 words = frozenset(w if w[:1] and w[:1] in QUOTE_BYTES else w.lower() for w in words)
             self.lexicon[name] = (frozenset(words), bool(fold))
         terms = set(self.names)
-        rules, order = [], {}
+        rules: list[Rule] = []
+        order: dict[str, int] = {}
         for lhs, rhs in _productive_rules(grammar):
             order[lhs] = order.get(lhs, -1) + 1
             rules.append(
@@ -141,30 +147,40 @@ class SpecOracle:
             an.compute_lalr()
         except lark.exceptions.GrammarError as e:
             raise GrammarError(f"not LALR(1) / malformed: {e}") from e
-        self.table = an.parse_table.states
-        self.start_state = an.parse_table.start_states[grammar.start]
-        self.end_state = an.parse_table.end_states[grammar.start]
+        pt: Any = an.parse_table  # IntParseTable: {state: {symbol: (Shift|Reduce, arg)}}
+        self.table: dict[int, dict[str, tuple[Any, Any]]] = pt.states
+        self.start_state: int = pt.start_states[grammar.start]
+        self.end_state: int = pt.end_states[grammar.start]
         self.allowed = lru_cache(maxsize=None)(self._allowed)
 
     @classmethod
     def from_lark_text(
-        cls, text: str, start: str = "start", import_paths=(), lexicon=None
+        cls,
+        text: str,
+        start: str = "start",
+        import_paths: Sequence[str | Path] = (),
+        lexicon: Lexicon | None = None,
     ) -> SpecOracle:
-        kw = dict(parser="lalr", lexer="basic", start=start, import_paths=list(import_paths))
+        kw: dict[str, Any] = dict(
+            parser="lalr", lexer="basic", start=start, import_paths=[str(p) for p in import_paths]
+        )
         try:
             try:
                 lk = lark.Lark(text, strict=True, **kw)
             except lark.exceptions.LexError:  # terminal collisions (categories share IDENT's regex)
-                lk = lark.Lark(
-                    text, strict=False, **kw
-                )  # conflicts are still caught by our analyzer
+                # conflicts are still caught by our own strict analyzer
+                lk = lark.Lark(text, strict=False, **kw)
         except lark.exceptions.GrammarError as e:
             raise GrammarError(f"grammar rejected by lark: {e}") from e
         return cls(SpecGrammar.from_lark(lk, start, lexicon))
 
     @classmethod
     def from_lark_file(
-        cls, path, start: str = "start", import_paths=None, lexicon=None
+        cls,
+        path: str | Path,
+        start: str = "start",
+        import_paths: Sequence[str | Path] | None = None,
+        lexicon: Lexicon | None = None,
     ) -> SpecOracle:
         """A dialect file; `%import`s resolve against its directory unless import_paths is given."""
         path = Path(path)
@@ -172,7 +188,7 @@ class SpecOracle:
         return cls.from_lark_text(path.read_text(), start, [str(p) for p in paths], lexicon)
 
     # ---- parser -------------------------------------------------------------------------
-    def shift(self, stack: tuple, term: str):
+    def shift(self, stack: Stack, term: str) -> Stack | bool | None:
         """Feed `term` (reduce chain, then SHIFT): the new stack; None on error;
         True when `term` is $END and the chain reaches ACCEPT."""
         st = list(stack)
@@ -192,7 +208,7 @@ class SpecOracle:
             if term == END and goto == self.end_state:
                 return True
 
-    def _allowed(self, stack: tuple) -> frozenset[str]:
+    def _allowed(self, stack: Stack) -> frozenset[str]:
         return frozenset(t for t in self.names if self.shift(stack, t) is not None)
 
     # ---- lexer --------------------------------------------------------------------------
@@ -220,7 +236,7 @@ class SpecOracle:
             return any(w.startswith(key) for w in words)
         return True
 
-    def emit(self, stack: tuple, lexeme: bytes):
+    def emit(self, stack: Stack, lexeme: bytes) -> Stack | None:
         """Contextual resolution of one forced lexeme: new stack, or None if no candidate
         is viable (ignored terminals leave the stack unchanged)."""
         for name in self.order:
@@ -228,14 +244,15 @@ class SpecOracle:
                 if name in self.g.ignored:
                     return stack
                 nxt = self.shift(stack, name)
-                if nxt is not None:
+                if isinstance(nxt, tuple):
                     return nxt
         return None
 
-    def scan(self, w: bytes, eos: bool = False):
+    def scan(self, w: bytes, eos: bool = False) -> tuple[Stack, bytes] | None:
         """Run all forced emissions of w. Returns (stack, remainder) or None if some emission fails.
         With eos=True the trailing remainder is finalized too (remainder is then b"")."""
-        stack, i = (self.start_state,), 0
+        stack: Stack = (self.start_state,)
+        i = 0
         while i < len(w):
             # union-automaton liveness over the patterns of ALL terminals: n = longest live prefix
             # (a terminal dead at length k stays dead, so only survivors are re-checked)
@@ -254,14 +271,14 @@ class SpecOracle:
             ]
             if not lengths:
                 return None
-            stack = self.emit(stack, w[i : i + lengths[0]])
-            if stack is None:
+            nxt = self.emit(stack, w[i : i + lengths[0]])
+            if nxt is None:
                 return None
-            i += lengths[0]
+            stack, i = nxt, i + lengths[0]
         return stack, w[i:]
 
     # ---- public answers -----------------------------------------------------------------
-    def config(self, w: bytes):
+    def config(self, w: bytes) -> tuple[Stack, bytes] | None:
         """(stack, remainder) if w is a viable prefix, else None."""
         res = self.scan(bytes(w))
         if res is None:
