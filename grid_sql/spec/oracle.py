@@ -87,9 +87,8 @@ def _productive_rules(g: SpecGrammar) -> list[tuple[str, tuple[str, ...]]]:
     unknown = {
         s for _, rhs in g.rules for s in rhs if s not in terms and s not in lhss and s.isupper()
     }
-    if (
-        unknown
-    ):  # lark's convention: upper-case names are terminals; a projection never removes those
+    # lark's convention: upper-case names are terminals (a projection never removes those)
+    if unknown:
         raise GrammarError(f"rules use terminals missing from the description: {sorted(unknown)}")
     productive: set[str] = set()
     changed = True
