@@ -345,6 +345,12 @@ def _mysql_policy(conn: Connection, snapshot: SchemaSnapshot) -> Policy:
         quoted = "`" + role.replace("`", "``") + "`"
         for row in conn.execute(sa.text(f"SHOW GRANTS FOR {quoted}")):
             lines.append((f"role {role}", str(row[0])))
+    # MariaDB >= 10.11 has grants TO PUBLIC, listed by neither of the above.
+    try:  # a failed SHOW does not abort a MySQL transaction, so no savepoint is needed
+        public = [str(r[0]) for r in conn.execute(sa.text("SHOW GRANTS FOR PUBLIC"))]
+    except sa.exc.DBAPIError:
+        public = []  # MySQL, older MariaDB: no PUBLIC pseudo-role
+    lines.extend(("PUBLIC", line) for line in public)
 
     # level → list of (grantee, db, table, privs-with-columns, grant option)
     global_privs: dict[str, set[str]] = defaultdict(set)  # priv → grantees

@@ -203,7 +203,9 @@ def _reflect_schema(
                 columns=tuple(fk["constrained_columns"]),
                 referred_table=fk["referred_table"],
                 referred_columns=tuple(fk["referred_columns"]),
-                referred_schema=fk.get("referred_schema"),
+                # SQLAlchemy leaves the schema out when it is the connection's default; the
+                # snapshot spells it out so a reference means the same thing everywhere.
+                referred_schema=fk.get("referred_schema") or insp.default_schema_name or schema,
                 name=fk.get("name"),
             )
             for fk in fks.get(key, [])
