@@ -1,0 +1,165 @@
+"""The write-back mask cache, keyed on configurations (paper §4.3, Definition 5).
+
+Entries are immutable and content addressed: ``entry_id = BLAKE2b-128(key ‖ encoding tag ‖
+payload)``, so two racing writers of one key produce the same id, and a writer that
+produces a *different* payload for an existing key has found a soundness bug (OBL-KEY1) and
+raises. Identifier-position keys (the allowed set meets a lexicon category) are a distinct
+key kind carrying the schema-lexicon fingerprint; consulting an entry of the other kind at
+an identifier position raises in every build (paper Proposition 6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import MaskError
+
+KIND_GENERIC = "generic"
+KIND_IDENT = "ident"
+
+
+@dataclass(frozen=True, slots=True)
+class MaskKey:
+    """Definition 5: (kind, trie node, remainder, allowed set, schema fingerprint)."""
+
+    kind: str
+    node: int
+    remainder: bytes
+    allowed: int  # bitmask over terminal ids (the sorted allowed set, packed)
+    schema_fp: str | None
+
+    def encode(self) -> bytes:
+        a = self.allowed.to_bytes((self.allowed.bit_length() + 7) // 8 or 1, "little")
+        fp = (self.schema_fp or "").encode()
+        return b"".join(
+            [
+                self.kind.encode(),
+                b"\0",
+                struct.pack("<iI", self.node, len(self.remainder)),
+                self.remainder,
+                struct.pack("<I", len(a)),
+                a,
+                fp,
+            ]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MaskEntry:
+    """An immutable cache entry: CI ids plus the CD residue (trie node, terminal, requeue)."""
+
+    key: MaskKey
+    ci_ids: np.ndarray
+    residue: tuple[tuple[int, int, bytes], ...]
+    entry_id: str = field(default="")
+
+    @staticmethod
+    def make(
+        key: MaskKey, ci_ids: np.ndarray, residue: tuple[tuple[int, int, bytes], ...]
+    ) -> MaskEntry:
+        h = hashlib.blake2b(digest_size=16, person=b"grid-sql-entry")
+        h.update(key.encode())
+        h.update(b"ids-i32le/v1")
+        ids = np.ascontiguousarray(ci_ids, dtype="<i4")
+        h.update(struct.pack("<I", ids.size))
+        h.update(ids.tobytes())
+        h.update(struct.pack("<I", len(residue)))
+        for node, term, requeue in residue:
+            h.update(struct.pack("<iiI", node, term, len(requeue)))
+            h.update(requeue)
+        ids.setflags(write=False)
+        return MaskEntry(key, ids, residue, h.hexdigest())
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ci_ids.nbytes) + sum(12 + len(r[2]) for r in self.residue) + 128
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    publishes: int = 0
+    evictions: int = 0
+
+
+class MaskCache:
+    """Bounded, thread-safe, namespaced write-back cache of :class:`MaskEntry`.
+
+    A namespace names the artifacts the entries were computed against (lexer automaton,
+    token trie); publishing under a new namespace for the same slot rolls the old one over.
+    """
+
+    def __init__(self, max_bytes: int = 256 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, MaskKey], MaskEntry] = OrderedDict()
+        self._bytes = 0
+        self.stats = CacheStats()
+        self.enabled = True
+
+    def get(self, namespace: str, key: MaskKey) -> MaskEntry | None:
+        if not self.enabled:
+            return None
+        with self._lock:
+            e = self._entries.get((namespace, key))
+            if e is None:
+                self.stats.misses += 1
+                return None
+            self._entries.move_to_end((namespace, key))
+            self.stats.hits += 1
+        if e.key.kind != key.kind or e.key != key:
+            raise MaskError(
+                f"mask cache returned a {e.key.kind} entry for a {key.kind} key: "
+                "identifier composition rule violated (Proposition 6)"
+            )
+        return e
+
+    def publish(self, namespace: str, entry: MaskEntry) -> MaskEntry:
+        """Insert idempotently; the resident entry wins. Divergent payloads raise."""
+        if not self.enabled:
+            return entry
+        k = (namespace, entry.key)
+        with self._lock:
+            old = self._entries.get(k)
+            if old is not None:
+                if old.entry_id != entry.entry_id:
+                    raise MaskError(
+                        f"two different masks published for one key (entry ids "
+                        f"{old.entry_id} vs {entry.entry_id}): cache key unsound (OBL-KEY1)"
+                    )
+                return old
+            self._entries[k] = entry
+            self._bytes += entry.nbytes
+            self.stats.publishes += 1
+            while self._bytes > self.max_bytes and len(self._entries) > 1:
+                _, ev = self._entries.popitem(last=False)
+                self._bytes -= ev.nbytes
+                self.stats.evictions += 1
+        return entry
+
+    def roll_over(self, keep_namespaces: set[str]) -> int:
+        """Drop every entry outside ``keep_namespaces`` (a superseded grammar); count them."""
+        with self._lock:
+            drop = [k for k in self._entries if k[0] not in keep_namespaces]
+            for k in drop:
+                self._bytes -= self._entries.pop(k).nbytes
+        return len(drop)
+
+    def _inject(self, namespace: str, key: MaskKey, entry: MaskEntry) -> None:
+        """Test hook: store ``entry`` under ``key`` regardless of its own key."""
+        with self._lock:
+            self._entries[(namespace, key)] = entry
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes

@@ -1,0 +1,255 @@
+"""Compiled guides and per-request matchers: the public masking API (paper §6.1).
+
+``guide = Guide(grammar, vocab)`` (also ``grammar.compile(vocab)``) is immutable and
+thread-safe; ``m = guide.matcher()`` is cheap per-request state. A mask is
+
+    M(κ) = CI(key κ) ∪ ⋃ CD-pass(live stack) ∪ {EOS iff ACCEPT}     (paper Definition 4)
+
+with the CI part cached under its configuration key and the CD residue resolved against the
+live stack every step (``walk.py``). Masks are written in XGrammar's layout: an int32 array
+of ``ceil(V / 32)`` words, bit ``i % 32`` of word ``i // 32`` set iff token ``i`` is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import MaskError, TokenRejected
+from ..grammar.ir import Grammar
+from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime
+from ..parser.stack import StackNode
+from .cache import KIND_GENERIC, KIND_IDENT, MaskCache, MaskEntry, MaskKey
+from .trie import TokenTrie, get_token_trie
+from .vocab import Vocabulary
+from .walk import ScanFrame, Walker
+
+DEFAULT_CACHE = MaskCache()
+MAX_FORCED = 64
+
+
+def bitmask_words(vocab_size: int) -> int:
+    return (vocab_size + 31) // 32
+
+
+def ids_to_bitmask(ids: np.ndarray, n_words: int) -> np.ndarray:
+    """Pack token ids into XGrammar-layout int32 words."""
+    words = np.zeros(n_words, dtype=np.uint32)
+    if ids.size:
+        ids = ids.astype(np.int64, copy=False)
+        np.bitwise_or.at(words, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+    return words.view(np.int32)
+
+
+def bitmask_to_ids(buf: np.ndarray) -> np.ndarray:
+    """Token ids whose bit is set (inverse of :func:`ids_to_bitmask`)."""
+    bits = np.unpackbits(buf.view(np.uint8), bitorder="little")
+    return np.flatnonzero(bits).astype(np.int32)
+
+
+class Guide:
+    """A grammar compiled against a vocabulary: immutable, shareable across requests."""
+
+    def __init__(
+        self,
+        grammar: Grammar,
+        vocab: Vocabulary,
+        *,
+        cache: MaskCache | None = None,
+        trie: TokenTrie | None = None,
+    ) -> None:
+        self.grammar = grammar
+        self.vocab = vocab
+        self.trie = trie or get_token_trie(vocab)
+        self.runtime = ParserRuntime.for_grammar(grammar)
+        self.walker = Walker(self.runtime, self.trie)
+        self.cache = cache if cache is not None else DEFAULT_CACHE
+        self.namespace = f"{grammar.lexer.fingerprint[:32]}:{self.trie.fingerprint[:32]}"
+        self.schema_fp = grammar.lexicon.fingerprint if grammar.lexicon is not None else None
+        self.n_words = bitmask_words(vocab.size)
+        self.eos_id = vocab.eos_token_id
+        self.token_bytes = vocab.token_bytes
+        self.special = vocab.special_ids
+
+    def matcher(self, max_tokens: int | None = None) -> Matcher:
+        return Matcher(self, max_tokens=max_tokens)
+
+    # ------------------------------------------------------------------ masks
+    def key_for(self, cfg: Configuration, node: int) -> MaskKey:
+        allowed = self.runtime.allowed_mask(cfg.stack)
+        if allowed & self.runtime.lexicon_mask:
+            return MaskKey(KIND_IDENT, node, cfg.scan.rem, allowed, self.schema_fp)
+        return MaskKey(KIND_GENERIC, node, cfg.scan.rem, allowed, None)
+
+    def entry_for(self, cfg: Configuration, node: int = 0) -> MaskEntry:
+        """The cached CI entry of ``cfg`` below trie ``node`` (walk and publish on a miss)."""
+        key = self.key_for(cfg, node)
+        e = self.cache.get(self.namespace, key)
+        if e is not None:
+            return e
+        s = cfg.scan
+        res = self.walker.walk(node, ScanFrame(s.dfa, s.rem, s.la_len, s.la_state), key.allowed)
+        residue = tuple((c.node, c.terminal, c.requeue) for c in res.residue)
+        return self.cache.publish(self.namespace, MaskEntry.make(key, res.ci_ids, residue))
+
+    def allowed_ids(self, cfg: Configuration) -> tuple[np.ndarray, bool, list[str]]:
+        """(sorted allowed non-EOS ids, EOS legal, entry ids consulted)."""
+        parts: list[np.ndarray] = []
+        entry_ids: list[str] = []
+        shifted: dict[tuple[int, int], StackNode] = {}
+        self._collect(cfg, 0, parts, entry_ids, shifted)
+        ids = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int32)
+        eos = self.runtime.eos_allowed(cfg)
+        return ids.astype(np.int32, copy=False), eos, entry_ids
+
+    def _collect(
+        self,
+        cfg: Configuration,
+        node: int,
+        parts: list[np.ndarray],
+        entry_ids: list[str],
+        shifted: dict[tuple[int, int], StackNode],
+    ) -> None:
+        rt = self.runtime
+        entry = self.entry_for(cfg, node)
+        entry_ids.append(entry.entry_id)
+        if entry.ci_ids.size:
+            parts.append(entry.ci_ids)
+        for sub, term, requeue in entry.residue:
+            k = (id(cfg.stack), term)
+            s1 = shifted.get(k)
+            if s1 is None:
+                s1 = rt.shift(cfg.stack, term)
+                shifted[k] = s1
+            raw = rt._advance(s1, EMPTY_SCAN, requeue)
+            if raw is None:
+                continue
+            n2, sc2 = raw
+            if rt.remainder_live(n2, sc2):
+                here = self.trie.ids_at(sub)
+                if here.size:
+                    parts.append(here)
+            self._collect(Configuration(n2, sc2), sub, parts, entry_ids, shifted)
+
+    def fill_bitmask(self, cfg: Configuration, buf: np.ndarray) -> tuple[int, list[str]]:
+        """Write the exact mask of ``cfg`` into ``buf``; returns (allowed count, entry ids)."""
+        ids, eos, entry_ids = self.allowed_ids(cfg)
+        if not ids.size and not eos:
+            raise MaskError(f"empty mask at a viable configuration (stack {cfg.stack!r})")
+        if buf.dtype != np.int32 or buf.ndim != 1 or buf.size < self.n_words:
+            raise ValueError(
+                f"bitmask buffer must be a 1-d int32 array of >= {self.n_words} words"
+            )
+        words = ids_to_bitmask(ids, buf.size)
+        if eos:
+            words.view(np.uint32)[self.eos_id >> 5] |= np.uint32(1 << (self.eos_id & 31))
+        buf[:] = words
+        return int(ids.size) + int(eos), entry_ids
+
+
+class Matcher:
+    """Per-request matcher state: the current configuration and its history."""
+
+    def __init__(self, guide: Guide, max_tokens: int | None = None) -> None:
+        self.guide = guide
+        self.config: Configuration = guide.runtime.initial
+        self._history: list[Configuration] = []
+        self.tokens: list[int] = []
+        self.terminated = False
+        self.max_tokens = max_tokens
+
+    # -- masks --------------------------------------------------------------------------
+    def fill_next_token_bitmask(self, buf: np.ndarray) -> int:
+        """Fill ``buf`` (int32, ceil(V/32) words) in place; returns the allowed count."""
+        if self.terminated:
+            buf[:] = 0
+            return 0
+        n, _ = self.guide.fill_bitmask(self.config, buf)
+        return n
+
+    def allocate_bitmask(self) -> np.ndarray:
+        return np.zeros(self.guide.n_words, dtype=np.int32)
+
+    def allowed_token_ids(self) -> np.ndarray:
+        ids, eos, _ = self.guide.allowed_ids(self.config)
+        if eos:
+            ids = np.union1d(ids, np.array([self.guide.eos_id], dtype=np.int32))
+        return ids.astype(np.int32)
+
+    # -- advancing ------------------------------------------------------------------------
+    def accept_token(self, token_id: int) -> None:
+        """Advance by one token; raises :class:`TokenRejected` if the mask excludes it."""
+        g = self.guide
+        if self.terminated:
+            raise TokenRejected(f"token {token_id} after end of sentence")
+        if token_id == g.eos_id:
+            if not g.runtime.eos_allowed(self.config):
+                raise TokenRejected("EOS is not allowed: the output is not a complete sentence")
+            self._history.append(self.config)
+            self.tokens.append(token_id)
+            self.terminated = True
+            return
+        if token_id in g.special or not 0 <= token_id < len(g.token_bytes):
+            raise TokenRejected(f"token {token_id} is special or out of range")
+        spelling = g.token_bytes[token_id]
+        nxt = g.runtime.advance(self.config, spelling) if spelling else None
+        if nxt is None:
+            raise TokenRejected(f"token {token_id} ({spelling!r}) leaves the language")
+        self._history.append(self.config)
+        self.config = nxt
+        self.tokens.append(token_id)
+
+    def accept_tokens(self, token_ids: Sequence[int]) -> None:
+        for t in token_ids:
+            self.accept_token(t)
+
+    def rollback(self, n_tokens: int = 1) -> None:
+        """Undo the last ``n_tokens`` accepted tokens (EOS included)."""
+        if n_tokens < 0 or n_tokens > len(self._history):
+            raise ValueError(f"cannot roll back {n_tokens} tokens (have {len(self._history)})")
+        if n_tokens:
+            self.config = self._history[-n_tokens]
+            del self._history[-n_tokens:]
+            del self.tokens[-n_tokens:]
+            self.terminated = False
+
+    def is_accepting(self) -> bool:
+        """Whether the output so far is a complete sentence (EOS legal now)."""
+        return not self.terminated and self.guide.runtime.eos_allowed(self.config)
+
+    def is_terminated(self) -> bool:
+        return self.terminated
+
+    def forced_tokens(self, limit: int = MAX_FORCED) -> list[int]:
+        """The jump-forward span: tokens forced one after another (singleton masks)."""
+        out: list[int] = []
+        cfg = self.config
+        g = self.guide
+        while len(out) < limit:
+            ids, eos, _ = g.allowed_ids(cfg)
+            if eos or ids.size != 1:
+                break
+            t = int(ids[0])
+            nxt = g.runtime.advance(cfg, g.token_bytes[t])
+            if nxt is None:  # cannot happen for an exact mask
+                raise MaskError(f"forced token {t} rejected by the parser")
+            out.append(t)
+            cfg = nxt
+        return out
+
+    @property
+    def config_hash(self) -> int:
+        return self.config.config_hash
+
+    def text(self) -> bytes:
+        tb = self.guide.token_bytes
+        return b"".join(tb[t] for t in self.tokens if t != self.guide.eos_id)
+
+    def __repr__(self) -> str:
+        return f"Matcher(tokens={len(self.tokens)}, terminated={self.terminated})"
+
+
+def compile_grammar(grammar: Grammar, vocab: Vocabulary, **kw: Any) -> Guide:
+    return Guide(grammar, vocab, **kw)

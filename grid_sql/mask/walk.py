@@ -1,0 +1,188 @@
+"""The token–terminal bridge: the trie walk and its CI/CD split (paper §4.1–§4.2).
+
+For a configuration κ = (σ, ρ) the exact mask is {t : w·bytes(t) is a viable prefix}. The
+walk runs a DFS over the token trie carrying the scanner state of the pending lexeme. As
+long as a token's bytes only extend the pending lexeme (or emit *ignored* terminals, which
+leave σ alone) its verdict depends on ρ and on the allowed-terminal set A(σ) alone: it is
+**context independent** (CI) and cacheable under the key (ρ, A). When a byte forces the
+emission of a real terminal τ the stack changes, so the rest of that subtree depends on the
+live stack: the walk records a **context dependent** (CD) residue entry (trie node, τ, bytes
+to re-scan) and skips the subtree. Which τ is emitted is itself decided by A (contextual
+resolution), so the residue too is a function of the key. At fill time each residue entry
+is resolved against the live stack: shift τ, re-scan, and continue with the sub-walk below
+that trie node, whose own CI part is cached under *its* key (node, ρ', A(σ')).
+
+Rejection is pruned subtree-wise: a subtree is skipped when the scan is dead (a forced
+emission failed). A node whose pending lexeme is live for no allowed or ignored terminal is
+not admitted, but its subtree is still explored while its last accept could be emitted
+viably later (that is the only way a longer token can become viable again; see
+``docs/design/foundation.md`` §2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..grammar.lexer import DEAD, START
+from ..parser.incremental import ParserRuntime
+from .trie import TokenTrie
+
+_IGNORED = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFrame:
+    """Scanner state inside the walk (same meaning as the parser's ScanState)."""
+
+    dfa: int
+    rem: bytes
+    la_len: int
+    la_state: int
+
+
+START_FRAME = ScanFrame(START, b"", -1, DEAD)
+
+
+@dataclass(frozen=True, slots=True)
+class CDEntry:
+    """A boundary-crossing subtree: below trie ``node``, after emitting ``terminal``."""
+
+    node: int
+    terminal: int
+    requeue: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WalkResult:
+    """CI token ids (sorted, alias-expanded) and the CD residue of one walk."""
+
+    ci_ids: np.ndarray
+    residue: tuple[CDEntry, ...]
+    nodes_visited: int
+
+
+class Walker:
+    """Runs CI walks for one (grammar runtime, token trie) pair."""
+
+    def __init__(self, runtime: ParserRuntime, trie: TokenTrie) -> None:
+        self.rt = runtime
+        self.trie = trie
+        nodes = trie.nodes
+        self.edge: list[int] = nodes["byte"].tolist()
+        self.depth: list[int] = nodes["depth"].tolist()
+        self.size: list[int] = nodes["size"].tolist()
+        self.alias_off: list[int] = trie.alias_offsets.tolist()
+        self.alias_ids = trie.alias_ids
+
+    # ------------------------------------------------------------------ scanning under fixed A
+    def _resolve(self, la_state: int, lexeme: bytes, allowed: int) -> int | None:
+        """Contextual resolution with a fixed allowed set: terminal id, _IGNORED, or None."""
+        rt = self.rt
+        for tid in rt.candidates[la_state]:
+            words = rt.lexicon.get(tid)
+            if words is not None and not words.admits(lexeme):
+                continue
+            if (rt.ignored_mask >> tid) & 1:
+                return _IGNORED
+            if (allowed >> tid) & 1:
+                return tid
+        return None
+
+    def step(
+        self, frame: ScanFrame, data: bytes, allowed: int
+    ) -> ScanFrame | CDEntry | None:
+        """Scan ``data`` from ``frame`` under A = ``allowed``.
+
+        Returns the new frame, a CDEntry (node -1; the caller fills it) when a real terminal
+        must be emitted, or None when a forced emission fails.
+        """
+        trans, accept = self.rt.trans, self.rt.accept_masks
+        dfa, rem, la_len, la_st = frame.dfa, frame.rem, frame.la_len, frame.la_state
+        i = 0
+        n = len(data)
+        while i < n:
+            b = data[i]
+            s2 = trans[dfa * 256 + b]
+            if s2 != DEAD:
+                dfa = s2
+                rem += data[i : i + 1]
+                i += 1
+                if accept[s2]:
+                    la_len = len(rem)
+                    la_st = s2
+                continue
+            if la_len <= 0:
+                return None
+            choice = self._resolve(la_st, rem[:la_len], allowed)
+            if choice is None:
+                return None
+            rest = rem[la_len:] + data[i:]
+            if choice != _IGNORED:
+                return CDEntry(-1, choice, rest)
+            data, i, n = rest, 0, len(rest)
+            dfa, rem, la_len, la_st = START, b"", -1, DEAD
+        return ScanFrame(dfa, rem, la_len, la_st)
+
+    def live(self, frame: ScanFrame, allowed: int) -> bool:
+        """The pending lexeme can still become an allowed or ignored terminal."""
+        rt = self.rt
+        m = rt.live_masks[frame.dfa] & (allowed | rt.ignored_mask)
+        if m & ~rt.lexicon_mask:
+            return True
+        m &= rt.lexicon_mask
+        while m:
+            low = m & -m
+            if rt.lexicon[low.bit_length() - 1].admits_prefix(frame.rem):
+                return True
+            m ^= low
+        return False
+
+    def may_recover(self, frame: ScanFrame, allowed: int) -> bool:
+        """A later forced emission at the last accept could still succeed."""
+        return frame.la_len > 0 and (
+            self._resolve(frame.la_state, frame.rem[: frame.la_len], allowed) is not None
+        )
+
+    # ------------------------------------------------------------------ the walk
+    def walk(self, node0: int, frame0: ScanFrame, allowed: int) -> WalkResult:
+        """CI walk of the subtree strictly below ``node0`` from ``frame0`` under A."""
+        edge, depth, size, off = self.edge, self.depth, self.size, self.alias_off
+        step, live, recover = self.step, self.live, self.may_recover
+        frames: dict[int, ScanFrame] = {depth[node0]: frame0}
+        ranges: list[tuple[int, int]] = []
+        residue: list[CDEntry] = []
+        i = node0 + 1
+        end = node0 + size[node0]
+        visited = 0
+        one = [bytes([b]) for b in range(256)]
+        while i < end:
+            visited += 1
+            d = depth[i]
+            res = step(frames[d - 1], one[edge[i]], allowed)
+            if res is None:
+                i += size[i]
+                continue
+            if isinstance(res, CDEntry):
+                residue.append(CDEntry(i, res.terminal, res.requeue))
+                i += size[i]
+                continue
+            a, b = off[i], off[i + 1]
+            ok = live(res, allowed)
+            if ok and a < b:
+                if ranges and ranges[-1][1] == a:
+                    ranges[-1] = (ranges[-1][0], b)
+                else:
+                    ranges.append((a, b))
+            if ok or recover(res, allowed):
+                frames[d] = res
+                i += 1
+            else:
+                i += size[i]
+        if ranges:
+            ids = np.concatenate([self.alias_ids[a:b] for a, b in ranges])
+            ids = np.sort(ids).astype(np.int32)
+        else:
+            ids = np.zeros(0, dtype=np.int32)
+        return WalkResult(ids, tuple(residue), visited)
