@@ -8,6 +8,15 @@ bytes (``unicode(false)``, ``utf8(false)``), inputs are ``bytes``.
 from collections.abc import Sequence
 from typing import Final
 
+__all__ = [
+    "DEAD_STATE",
+    "DEFAULT_MAX_STATES",
+    "START_STATE",
+    "__version__",
+    "build_union_dfa",
+    "dfa_scan",
+]
+
 __version__: Final[str]
 #: Default cap on union-DFA states in :func:`build_union_dfa` (``1 << 20``).
 DEFAULT_MAX_STATES: Final[int]
