@@ -39,6 +39,7 @@ import mmap
 import os
 import re
 import struct
+import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -178,6 +179,20 @@ def _parse_byte_token(raw: bytes) -> int | None:
     return int(m.group(1), 16) if m else None
 
 
+def _caller_stacklevel() -> int:
+    """``warnings.warn`` stacklevel of the first frame outside this module.
+
+    Constructors reach ``__init__`` through different depths; the warning should point at
+    the caller's line, not at an adapter here.
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
 # --------------------------------------------------------------------------- the vocabulary
 
 
@@ -270,7 +285,7 @@ class Vocabulary:
                 f"token spells the single byte(s) {shown}{more}. Completeness (Prop. 8) "
                 f"is void for languages that need them; soundness is not affected.{utf8_note}",
                 VocabularyIncompleteWarning,
-                stacklevel=3,
+                stacklevel=_caller_stacklevel(),
             )
 
     # -- immutability ------------------------------------------------------------------
