@@ -50,7 +50,7 @@ _SQLGLOT_DIALECT = {
     "postgresql": "postgres",
     # MySQL compares column names case-insensitively; sqlglot's default for MySQL is
     # case-sensitive, which would report `Title` vs `title` as an unknown column.
-    "mysql": "mysql, normalization_strategy = lowercase",
+    "mysql": "mysql, normalization_strategy = case_insensitive",
     "sqlite": "sqlite",
 }
 
@@ -471,6 +471,14 @@ class _Run:
         sname = sinfo.name if sinfo is not None else (schema or "")
         return _Ref(sname, info, self.policy.table(info.name, sname))
 
+    def _is_dual(self, source: object) -> bool:
+        """MySQL's ``FROM DUAL`` names no table (qualify may have prefixed the schema)."""
+        return (
+            isinstance(source, exp.Table)
+            and source.name.lower() == "dual"
+            and self._lookup(source) is None
+        )
+
     def _unknown_table(self, table: exp.Table) -> None:
         pos, snip = self.where(table)
         name = table.sql(dialect=self.c._read).split(" AS ")[0]
@@ -585,6 +593,8 @@ class _Run:
     def _scope(self, scope: Scope, outer: dict[str, _Ref]) -> None:
         refs: dict[str, _Ref | None] = {}
         for alias, source in scope.sources.items():
+            if self.c.dialect == "mysql" and self._is_dual(source):
+                continue
             if isinstance(source, exp.Table):
                 ref = self._lookup(source)
                 if ref is None:

@@ -334,10 +334,9 @@ def _like_match(pattern: str, value: str) -> bool:
 
 def _mysql_policy(conn: Connection, snapshot: SchemaSnapshot) -> Policy:
     user = str(conn.execute(sa.text("SELECT CURRENT_USER()")).scalar_one())
-    roles = [
-        str(r[0])
-        for r in conn.execute(sa.text("SELECT ROLE_NAME FROM information_schema.ENABLED_ROLES"))
-    ]
+    # MariaDB returns one NULL row when no role is active.
+    enabled = conn.execute(sa.text("SELECT ROLE_NAME FROM information_schema.ENABLED_ROLES"))
+    roles = [str(r[0]) for r in enabled if r[0] is not None]
     lines: list[tuple[str, str]] = []  # (grantee label, grant line)
     for row in conn.execute(sa.text("SHOW GRANTS FOR CURRENT_USER()")):
         lines.append((user, str(row[0])))

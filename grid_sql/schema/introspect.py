@@ -110,7 +110,15 @@ def _introspect(
     default = insp.default_schema_name
     if schemas is None:
         system = SYSTEM_SCHEMAS.get(dialect, frozenset()) if not include_system else frozenset()
-        names = [s for s in insp.get_schema_names() if s not in system]
+        found = list(insp.get_schema_names())
+        if dialect == "mysql":
+            # MariaDB's SHOW DATABASES omits databases reachable only through grants TO
+            # PUBLIC; information_schema.TABLES lists every table the user may use.
+            extra = conn.execute(
+                sa.text("SELECT DISTINCT TABLE_SCHEMA FROM information_schema.TABLES")
+            )
+            found += [r[0] for r in extra if r[0] not in found]
+        names = [s for s in found if s not in system]
         if dialect == "postgresql":
             names = [
                 s for s in names if not s.startswith("pg_temp") and not s.startswith("pg_toast")
@@ -147,6 +155,25 @@ def _pg_visible_relations(conn: Connection) -> set[tuple[str, str]]:
 
 
 def _kind_names(insp: Inspector, schema: str) -> dict[str, TableKind]:
+    try:
+        return _inspector_kinds(insp, schema)
+    except sa.exc.DBAPIError:
+        if insp.dialect.name not in ("mysql", "mariadb"):
+            raise
+    # MariaDB refuses SHOW TABLES in a database reachable only through grants TO PUBLIC,
+    # yet information_schema.TABLES lists those tables.
+    bind = insp.bind
+    assert isinstance(bind, Connection)
+    rows = bind.execute(
+        sa.text(
+            "SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = :s"
+        ),
+        {"s": schema},
+    )
+    return {r[0]: ("view" if r[1] == "VIEW" else "table") for r in rows}
+
+
+def _inspector_kinds(insp: Inspector, schema: str) -> dict[str, TableKind]:
     kinds: dict[str, TableKind] = {}
     for name in insp.get_table_names(schema=schema):
         kinds[name] = "table"
@@ -178,7 +205,15 @@ def _reflect_schema(
             try:
                 c, p, f = _bulk(insp, schema, [name])
             except (sa.exc.DBAPIError, sa.exc.NoSuchTableError):
-                continue
+                if insp.dialect.name not in ("mysql", "mariadb"):
+                    continue
+                # MySQL reflection runs SHOW CREATE TABLE, which needs more than a column
+                # privilege (and SHOW VIEW for views); information_schema.COLUMNS lists exactly
+                # the columns the user has a privilege on. Keys are then unknown: left empty.
+                c = _mysql_columns(insp, schema, name)
+                if not c:
+                    continue
+                p, f = {}, {}
             cols.update(c)
             pks.update(p)
             fks.update(f)
@@ -237,6 +272,41 @@ def _bulk(
     pks = dict(insp.get_multi_pk_constraint(**common))
     fks = dict(insp.get_multi_foreign_keys(**common))
     return cols, pks, fks
+
+
+def _mysql_columns(insp: Inspector, schema: str, name: str) -> dict[Any, Any]:
+    bind = insp.bind
+    assert isinstance(bind, Connection)
+    rows = bind.execute(
+        sa.text(
+            "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT"
+            " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = :s AND TABLE_NAME = :t"
+            " ORDER BY ORDINAL_POSITION"
+        ),
+        {"s": schema, "t": name},
+    ).all()
+    if not rows:
+        return {}
+    cols = [
+        {
+            "name": r[0],
+            "type": _RawType(str(r[1]).upper()),
+            "nullable": r[2] == "YES",
+            "default": r[3],
+        }
+        for r in rows
+    ]
+    return {(schema, name): cols}
+
+
+class _RawType:
+    """A type known only by its catalog spelling (information_schema fallback)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def compile(self, dialect: sa.Dialect | None = None) -> str:
+        return self.text
 
 
 def _type_string(typ: Any, dialect: sa.Dialect) -> str:

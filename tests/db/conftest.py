@@ -155,7 +155,9 @@ def pg_setup(pg_admin: Engine) -> Engine:
                         "REVOKE SELECT ON pg_catalog.pg_class FROM PUBLIC;"
                     )
                 nocat.dispose()
-                conn.execute(sa.text(f"COMMENT ON DATABASE {PG_DB} IS 'grid-sql-test v{SETUP_VERSION}'"))
+                conn.execute(
+                    sa.text(f"COMMENT ON DATABASE {PG_DB} IS 'grid-sql-test v{SETUP_VERSION}'")
+                )
         finally:
             conn.execute(sa.text("SELECT pg_advisory_unlock(7317001)"))
     return sa.create_engine(_pg_db_url(pg_admin, PG_DB))
@@ -226,16 +228,14 @@ def my_setup(my_admin: Engine) -> Engine:
         conn.execute(sa.text("SELECT GET_LOCK('grid_sql_test_setup', 120)"))
         try:
             conn.execute(sa.text(f"CREATE DATABASE IF NOT EXISTS {MY_DB}"))
-            conn.execute(
-                sa.text(f"CREATE TABLE IF NOT EXISTS {MY_DB}.setup_marker (v int)")
-            )
+            conn.execute(sa.text(f"CREATE TABLE IF NOT EXISTS {MY_DB}.setup_marker (v int)"))
             current = conn.execute(sa.text(f"SELECT max(v) FROM {MY_DB}.setup_marker")).scalar()
             if current != SETUP_VERSION:
                 for stmt in MY_SETUP.split(";"):
                     if stmt.strip():
                         conn.exec_driver_sql(stmt)
                 for stmt in _my_users_sql():
-                    conn.exec_driver_sql(stmt)
+                    conn.exec_driver_sql(stmt.replace("%", "%%"))  # pymysql's paramstyle
                 conn.execute(sa.text(f"CREATE TABLE {MY_DB}.setup_marker (v int)"))
                 conn.execute(sa.text(f"INSERT INTO {MY_DB}.setup_marker VALUES ({SETUP_VERSION})"))
         finally:

@@ -25,9 +25,7 @@ class Probe:
     sql: str
 
 
-def probes_for(
-    snapshot: SchemaSnapshot, dialect: sa.Dialect, *, truncate: bool
-) -> Iterator[Probe]:
+def probes_for(snapshot: SchemaSnapshot, dialect: sa.Dialect, *, truncate: bool) -> Iterator[Probe]:
     """Table probes (select via count(*), delete, truncate) and column probes
     (select, insert, update) for every table and every column of ``snapshot``."""
     q = dialect.identifier_preparer.quote
@@ -44,8 +42,10 @@ def probes_for(
             yield Probe(schema, t.name, c.name, "select", f"SELECT {col} FROM {name} LIMIT 0")
             if t.kind != "table":
                 continue
-            src = "SELECT NULL WHERE false" if dialect.name == "postgresql" else (
-                "SELECT NULL FROM DUAL WHERE 1 = 0"
+            src = (
+                "SELECT NULL WHERE false"
+                if dialect.name == "postgresql"
+                else ("SELECT NULL FROM DUAL WHERE 1 = 0")
             )
             yield Probe(schema, t.name, c.name, "insert", f"INSERT INTO {name} ({col}) {src}")
             yield Probe(
@@ -70,8 +70,9 @@ def run_probe(conn: Connection, probe: Probe, denied_codes: set[str]) -> bool:
 
 
 def _code(orig: BaseException | None) -> str:
-    sqlstate = getattr(orig, "sqlstate", None)
-    if sqlstate:
-        return str(sqlstate)
+    """MySQL error number when there is one (its SQLSTATE 42000 is shared with syntax errors),
+    else the SQLSTATE (PostgreSQL)."""
     args = getattr(orig, "args", ())
-    return str(args[0]) if args else ""
+    if args and isinstance(args[0], int):
+        return str(args[0])
+    return str(getattr(orig, "sqlstate", "") or "")

@@ -97,7 +97,11 @@ def test_snapshot_names_and_keys(full_snapshot: SchemaSnapshot) -> None:
     assert items.column_names == ("id", "Official_ratings_(millions)", "CamelCol", "order_id")
     assert items.primary_key == ("id",)
     (fk,) = items.foreign_keys
-    assert (fk.referred_schema, fk.referred_table, fk.columns) == ("public", "orders", ("order_id",))
+    assert (fk.referred_schema, fk.referred_table, fk.columns) == (
+        "public",
+        "orders",
+        ("order_id",),
+    )
     sel = full_snapshot.table("select")
     assert sel is not None and sel.column_names == ("id", "order", "from")
     view = full_snapshot.table("customer_names")
@@ -174,7 +178,9 @@ def test_app_policy_narrows_pg(pg_role_url: Callable[..., sa.URL]) -> None:
     assert "[grant]" in text and "[app]" in text and "tables.deny" in text
 
 
-def test_policy_file_naming_missing_table(pg_role_url: Callable[..., sa.URL], tmp_path: object) -> None:
+def test_policy_file_naming_missing_table(
+    pg_role_url: Callable[..., sa.URL], tmp_path: object
+) -> None:
     from pathlib import Path
 
     assert isinstance(tmp_path, Path)
