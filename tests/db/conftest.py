@@ -54,7 +54,7 @@ def _engine(var: str) -> Engine:
 
 
 # ------------------------------------------------------------------ PostgreSQL
-PG_SETUP = f"""
+PG_SETUP = """
 DROP SCHEMA IF EXISTS public CASCADE;
 CREATE SCHEMA public;
 DROP SCHEMA IF EXISTS "Sales" CASCADE;
@@ -203,7 +203,7 @@ def _my_users_sql() -> list[str]:
         f"GRANT SELECT ON {MY_DB}.orders TO 'gs_reader'@'%'",
         f"GRANT SELECT ON {MY_DB}.customer_names TO 'gs_reader'@'%'",
         f"GRANT SELECT ON {MY_DB}.`Order Items` TO 'gs_reader'@'%'",
-        f"GRANT SELECT ON `grid\\_sql\\_test2`.* TO 'gs_reader'@'%'",
+        "GRANT SELECT ON `grid\\_sql\\_test2`.* TO 'gs_reader'@'%'",
         f"GRANT SELECT (id, name), UPDATE (name) ON {MY_DB}.customer TO 'gs_colonly'@'%'",
         f"GRANT INSERT ON {MY_DB}.audit_log TO 'gs_inserter'@'%'",
         f"GRANT SELECT, UPDATE, DELETE ON {MY_DB}.orders TO gs_group",
