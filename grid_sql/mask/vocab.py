@@ -296,6 +296,14 @@ class Vocabulary:
     def __delattr__(self, name: str) -> None:
         raise AttributeError("Vocabulary is immutable")
 
+    def __getstate__(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        # Unpickling restores the checked state as is (no re-validation, no second warning).
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
     # -- accessors ---------------------------------------------------------------------
 
     @property

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import pickle
 import struct
 import time
 import warnings
@@ -252,6 +253,10 @@ def test_eos_is_special_and_immutable() -> None:
     with pytest.raises(AttributeError):
         v._token_bytes = ()  # type: ignore[misc]
     assert isinstance(v.token_bytes, tuple) and isinstance(v.special_ids, frozenset)
+    again = pickle.loads(pickle.dumps(v))
+    assert again == v and again.empty_ids == (4,) and again.source == v.source
+    with pytest.raises(AttributeError):
+        again.eos_token_id = 0  # type: ignore[misc]
 
 
 def test_fingerprint_covers_every_field() -> None:
