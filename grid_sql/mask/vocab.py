@@ -498,7 +498,13 @@ class Vocabulary:
         )
 
     @classmethod
-    def from_gguf(cls, path: str | os.PathLike[str], *, warn_incomplete: bool = True) -> Vocabulary:
+    def from_gguf(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        eos_token_id: int | None = None,
+        warn_incomplete: bool = True,
+    ) -> Vocabulary:
         """Load the vocabulary from a GGUF file's ``tokenizer.ggml.*`` metadata.
 
         Works for vocab-only files and full model files alike: only the key/value header is
@@ -506,6 +512,9 @@ class Vocabulary:
         instead of ``gguf.GGUFReader`` because the latter materialises every array element
         as its own numpy view (53 s for the 262k-token Gemma vocab here, vs ~0.5 s) and
         because ``gguf`` is only a dev dependency.
+
+        ``eos_token_id`` overrides ``tokenizer.ggml.eos_token_id`` (e.g. a chat model whose
+        turn ends with an end-of-turn token); the file's EOS stays special either way.
         """
         meta = read_gguf_metadata(path, prefix="tokenizer.ggml.", skip={"tokenizer.ggml.merges"})
         try:
@@ -521,7 +530,8 @@ class Vocabulary:
             types_arr = np.asarray(types, dtype=np.int64)
             if types_arr.shape != (n,):
                 raise GGUFFormatError(f"{path}: {len(types_arr)} token types for {n} tokens")
-        eos = meta.get("tokenizer.ggml.eos_token_id", meta.get("tokenizer.ggml.eot_token_id"))
+        file_eos = meta.get("tokenizer.ggml.eos_token_id", meta.get("tokenizer.ggml.eot_token_id"))
+        eos = file_eos if eos_token_id is None else eos_token_id
         if eos is None:
             raise GGUFFormatError(f"{path}: no tokenizer.ggml.eos_token_id in the metadata")
 
@@ -558,6 +568,8 @@ class Vocabulary:
             else:  # control, unknown, unused, undefined: never emitted as text
                 tb[i] = raw
                 specials.append(i)
+        if file_eos is not None and 0 <= int(file_eos) < n:
+            specials.append(int(file_eos))
         return cls(
             tb,
             eos_token_id=int(eos),
@@ -718,6 +730,17 @@ def _from_hf_json(
             f"{source}: tokenizer model {mtype!r} has no byte-exact spelling rule "
             "(WordPiece spellings depend on the neighbouring token)"
         )
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise UnsupportedTokenizerError(
+                f"{source}: BPE with {key}={model[key]!r} spells a token differently "
+                "depending on its neighbours; there is no per-token byte spelling"
+            )
+    for comp in _walk_components(data.get("decoder")):
+        if comp.get("type") in ("WordPiece", "BPEDecoder", "CTC"):
+            raise UnsupportedTokenizerError(
+                f"{source}: the {comp['type']} decoder makes spellings context-dependent"
+            )
     pieces: dict[int, str] = {}
     specials: set[int] = set()
     unk_tok: object = None

@@ -536,11 +536,25 @@ def test_tokenizer_json_eos_from_config_and_errors(tmp_path: Path) -> None:
         Vocabulary.from_tokenizer_json(tmp_path / "broken.json", eos_token_id=0)
 
 
-def test_wordpiece_is_unsupported(tmp_path: Path) -> None:
+def test_context_dependent_spellings_are_unsupported(tmp_path: Path) -> None:
     tk = pytest.importorskip("tokenizers")
     tok = tk.Tokenizer(tk.models.WordPiece({"[UNK]": 0, "a": 1, "##b": 2}, unk_token="[UNK]"))
     with pytest.raises(UnsupportedTokenizerError, match="WordPiece"):
         Vocabulary.from_hf(tok, eos_token_id=0)
+    clip = tk.Tokenizer(tk.models.BPE({"a</w>": 0, "b": 1}, [], end_of_word_suffix="</w>"))
+    with pytest.raises(UnsupportedTokenizerError, match="end_of_word_suffix"):
+        Vocabulary.from_hf(clip, eos_token_id=0)
+    bpe = tk.Tokenizer(tk.models.BPE({"a": 0, "b": 1}, []))
+    bpe.decoder = tk.decoders.BPEDecoder()
+    with pytest.raises(UnsupportedTokenizerError, match="BPEDecoder"):
+        Vocabulary.from_hf(bpe, eos_token_id=0)
+
+
+def test_gguf_eos_override() -> None:
+    path = gguf_path("llama-bpe")
+    v = Vocabulary.from_gguf(path, eos_token_id=128009)  # <|eot_id|>
+    assert v.eos_token_id == 128009 and {128001, 128009} <= v.special_ids
+    assert v.fingerprint != load_vocab("llama-bpe").fingerprint
 
 
 def test_literal_scheme_and_non_special_added_tokens() -> None:
