@@ -16,6 +16,7 @@
 //!   produce a *full* match of any extension (e.g. `a` after reading `ab`: the state still
 //!   has to report the match ending at 1). We prune states from which no eoi-accepting
 //!   state is reachable, so `live` means exactly "some extension fully matches".
+//!
 //! The DFAs use `MatchKind::All` so that no alternative is dropped after an earlier match
 //! (leftmost-first would forget `ab` in `a|ab` once `a` matched).
 
@@ -318,7 +319,6 @@ impl UnionDfa {
 
         // Union byte classes: bytes that every component treats alike.
         let mut sig_to_class: HashMap<Vec<u8>, usize> = HashMap::new();
-        let mut byte_class = [0usize; 256];
         let mut class_bytes: Vec<Vec<u8>> = Vec::new();
         for b in 0..256usize {
             let sig: Vec<u8> = comps.iter().map(|c| c.classes[b]).collect();
@@ -328,7 +328,6 @@ impl UnionDfa {
                 class_bytes.push(Vec::new());
             }
             class_bytes[cls].push(b as u8);
-            byte_class[b] = cls;
         }
 
         let start_key: Key = comps
@@ -367,7 +366,7 @@ impl UnionDfa {
                         let t = keys.len() as u32;
                         index.insert(next_key.clone(), t);
                         keys.push(next_key.clone());
-                        trans.extend(std::iter::repeat_n(DEAD, 256));
+                        trans.resize(trans.len() + 256, DEAD);
                         t
                     }
                 };
@@ -377,7 +376,6 @@ impl UnionDfa {
             }
             s += 1;
         }
-        debug_assert!(byte_class.iter().all(|&c| c < class_bytes.len()));
 
         let n_states = keys.len();
         let mut accept = vec![0u64; n_states * n_words];

@@ -103,11 +103,7 @@ impl NfaOracle {
             let mut next = Vec::new();
             for &s in &set {
                 match self.nfa.state(s) {
-                    State::ByteRange { trans } => {
-                        if trans.matches_byte(b) {
-                            next.push(trans.next)
-                        }
-                    }
+                    State::ByteRange { trans } if trans.matches_byte(b) => next.push(trans.next),
                     State::Sparse(sp) => next.extend(sp.matches_byte(b)),
                     State::Dense(d) => next.extend(d.matches_byte(b)),
                     _ => {}
@@ -185,7 +181,11 @@ fn check(patterns: &[&str], inputs: &[Vec<u8>]) -> UnionDfa {
             );
             any_live |= want_live;
         }
-        assert_eq!(s == DEAD, !any_live, "dead state iff nothing live: {data:?}");
+        assert_eq!(
+            s == DEAD,
+            !any_live,
+            "dead state iff nothing live: {data:?}"
+        );
     }
     dfa
 }
@@ -223,10 +223,18 @@ fn sql_terminals_against_oracles() {
 #[test]
 fn keyword_vs_identifier() {
     let pats = [r"(?i:select)", r"[A-Za-z_][A-Za-z0-9_]*"];
-    let inputs: Vec<Vec<u8>> = [&b"select"[..], b"SeLeCt", b"sel", b"selects", b"s", b"_1", b"1"]
-        .iter()
-        .map(|s| s.to_vec())
-        .collect();
+    let inputs: Vec<Vec<u8>> = [
+        &b"select"[..],
+        b"SeLeCt",
+        b"sel",
+        b"selects",
+        b"s",
+        b"_1",
+        b"1",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
     let d = check(&pats, &inputs);
     let s = d.scan(START, b"SeLeCt");
     assert_eq!(d.accepting(s), vec![0, 1]);
@@ -266,7 +274,15 @@ fn number_with_exponent() {
     let pat = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?";
     let d = UnionDfa::build(&[pat.to_string()]).unwrap();
     let st = |w: &[u8]| d.scan(START, w);
-    for w in [&b"1"[..], b"12.5", b"1.", b".5", b"1e9", b"1.5E-10", b"3e+0"] {
+    for w in [
+        &b"1"[..],
+        b"12.5",
+        b"1.",
+        b".5",
+        b"1e9",
+        b"1.5E-10",
+        b"3e+0",
+    ] {
         assert!(d.is_accept(st(w), 0), "{:?}", String::from_utf8_lossy(w));
     }
     for w in [&b"1e"[..], b"1e+", b"."] {
@@ -286,7 +302,10 @@ fn dead_transitions_are_absorbing() {
     }
     // every non-dead state has some live pattern, and every state is reachable and in range
     for s in 1..d.n_states() as u32 {
-        assert!(!d.live_patterns(s).is_empty(), "state {s} is a hidden dead state");
+        assert!(
+            !d.live_patterns(s).is_empty(),
+            "state {s} is a hidden dead state"
+        );
         for b in 0..=255u8 {
             assert!((d.next(s, b) as usize) < d.n_states());
         }
@@ -328,7 +347,11 @@ fn exhaustive_small_alphabet_with_bounded_extensions() {
     for w in words(5) {
         let s = d.scan(START, &w);
         for (p, meta) in metas.iter().enumerate() {
-            assert_eq!(d.is_accept(s, p), meta.is_match(Input::new(&w)), "{p} {w:?}");
+            assert_eq!(
+                d.is_accept(s, p),
+                meta.is_match(Input::new(&w)),
+                "{p} {w:?}"
+            );
             let live = exts.iter().any(|e| {
                 let mut v = w.clone();
                 v.extend_from_slice(e);

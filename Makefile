@@ -1,0 +1,115 @@
+# grid-sql developer targets. `make help` lists them.
+#
+# `make test` is the one command: from a fresh clone it creates .venv (or reuses it),
+# installs the package with its [dev] extra and the Rust extension (maturin develop
+# --release), starts the test databases, and runs every check and test. CI runs exactly
+# this (.ci/run). Caches outside the clone (pip's ~/.cache/pip, cargo's registry and
+# CARGO_TARGET_DIR below) make re-runs fast, but nothing depends on them existing.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CARGO ?= cargo
+CARGO_MANIFEST := kernels/Cargo.toml
+# Rust build products live outside the clone so fresh clones on one machine share them.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/grid-sql/target
+# Under CI, builds must match the committed Cargo.lock.
+CARGO_LOCKED := $(if $(CI),--locked,)
+PYTEST_WORKERS ?= 2
+PYTEST_ARGS ?=
+SERVICES := scripts/services.sh
+
+.PHONY: help test setup venv deps ext lint ruff mypy stubtest rust-lint rust-test services \
+	py-test demo bench wheel clean distclean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*## "} {printf "  make %-10s %s\n", $$1, $$2}'
+
+test: setup lint rust-test services py-test ## set up everything and run the whole suite (what CI runs)
+	@echo "make test: all checks passed"
+
+setup: ext ## .venv + Python deps ([dev] extra) + the Rust extension, built in release mode
+
+$(PY):
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "grid-sql needs Python >= 3.11"'
+	$(PYTHON) -m venv $(VENV)
+
+venv: $(PY) ## create .venv if missing (an existing one is reused)
+
+deps: venv ## install maturin (the build backend) into .venv
+	$(PY) -m pip install -q 'maturin>=1.9,<2'
+
+# maturin develop installs the runtime deps and the [dev] extra with pip, builds
+# kernels/py and puts grid_sql/_kernels*.so next to the sources (editable install).
+# Stale builds of the module are removed first: the interpreter would prefer a
+# version-tagged .so over the abi3 one.
+ext: deps ## (re)build grid_sql._kernels into .venv (incremental)
+	rm -f grid_sql/_kernels.*.so
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH="$(abspath $(VENV))/bin:$$PATH" \
+		$(VENV)/bin/maturin develop --release --extras dev $(CARGO_LOCKED)
+
+lint: ruff mypy stubtest rust-lint ## ruff, mypy, stubtest, cargo fmt --check, clippy
+
+ruff:
+	$(VENV)/bin/ruff check .
+
+mypy:
+	$(VENV)/bin/mypy grid_sql
+
+stubtest: ## the _kernels.pyi contract matches the built module
+	$(PY) -m mypy.stubtest grid_sql._kernels
+
+rust-lint:
+	$(CARGO) fmt --all --manifest-path $(CARGO_MANIFEST) -- --check
+	@if $(CARGO) clippy --version >/dev/null 2>&1; then \
+		echo "$(CARGO) clippy --workspace --all-targets -- -D warnings"; \
+		$(CARGO) clippy --manifest-path $(CARGO_MANIFEST) --workspace --all-targets $(CARGO_LOCKED) -- -D warnings; \
+	else echo "clippy not installed: skipped"; fi
+
+rust-test: ## cargo test (the pure-Rust core and the binding crate)
+	$(CARGO) test --manifest-path $(CARGO_MANIFEST) --workspace $(CARGO_LOCKED)
+
+services: ## start local PostgreSQL + MariaDB test servers (scripts/services.sh)
+	@if [ -x $(SERVICES) ]; then $(SERVICES) start; \
+	else echo "$(SERVICES) not present: database services not started"; fi
+
+# The services' connection URLs are exported into pytest's environment.
+py-test: ## pytest -n $(PYTEST_WORKERS) (xdist); pass extra args with PYTEST_ARGS=...
+	@if [ -x $(SERVICES) ]; then eval "$$($(SERVICES) env)"; fi; \
+	echo "$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)"; \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+demo: setup ## the main job on the embedded default (Chinook SQLite + default local model)
+	$(PY) -m grid_sql demo
+
+bench: setup ## run the benchmark scripts in bench/ (results are written next to them)
+	@shopt -s nullglob; scripts=(bench/*.py); \
+	if [ $${#scripts[@]} -eq 0 ]; then echo "no benchmarks in bench/ yet"; fi; \
+	for f in "$${scripts[@]}"; do echo "$(PY) $$f"; $(PY) "$$f"; done
+
+# maturin places `include` files at their path relative to pyproject.toml, so the wheel is
+# built from a staged copy of the tracked tree in which dialects/ is copied into the package
+# (pyproject: include grid_sql/dialects/*.lark).
+wheel: deps ## build a release wheel into dist/ with the dialect grammars inside grid_sql/
+	@stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; \
+	git ls-files -z | xargs -0 cp --parents -t "$$stage"; \
+	mkdir -p "$$stage/grid_sql/dialects"; \
+	if compgen -G 'dialects/*.lark' >/dev/null; then cp dialects/*.lark "$$stage/grid_sql/dialects/"; fi; \
+	$(VENV)/bin/maturin build --release $(CARGO_LOCKED) -m "$$stage/kernels/py/Cargo.toml" \
+		-o "$(CURDIR)/dist"; \
+	ls -l dist/*.whl
+
+clean: ## remove build products and caches (keeps .venv)
+	rm -rf grid_sql/_kernels.*.so dist build kernels/target .pytest_cache .mypy_cache \
+		.ruff_cache .hypothesis
+	find . -name __pycache__ -type d -not -path './.venv/*' -prune -exec rm -rf {} +
+	-$(CARGO) clean --manifest-path $(CARGO_MANIFEST)
+
+distclean: clean ## clean, and remove .venv too
+	rm -rf $(VENV)
