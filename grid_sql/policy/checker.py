@@ -17,6 +17,7 @@ already enforces, because a statement may come from somewhere other than the mas
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -178,13 +179,19 @@ class Checker:
         self._read = _SQLGLOT_DIALECT[self.dialect]
         # PostgreSQL: keep catalog names exact and let sqlglot fold unquoted query identifiers
         # to lower case, as the server does. SQLite/MySQL: compare case-insensitively.
+        exact = self.dialect == "postgresql"
+
+        def key(name: str) -> str:
+            return name if exact else name.lower()
+
         mapping: dict[str, object] = {
-            s.name: {t.name: {c.name: "UNKNOWN" for c in t.columns} for t in s.tables}
+            key(s.name): {
+                key(t.name): {key(c.name): "UNKNOWN" for c in t.columns} for t in s.tables
+            }
             for s in snapshot.schemas
         }
-        self._schema = MappingSchema(
-            mapping, dialect=self._read, normalize=self.dialect != "postgresql"
-        )
+        # Names are pre-folded above; sqlglot folds the query's identifiers the same way.
+        self._schema = MappingSchema(mapping, dialect=self._read, normalize=False)
         self._all_columns = {c.name.lower() for _, t in snapshot.iter_tables() for c in t.columns}
 
     # ------------------------------------------------------------------ public API
@@ -221,6 +228,7 @@ class _Run:
         self.sql = sql
         self.out: list[Violation] = []
         self._seen: set[tuple[Any, ...]] = set()
+        self._ctes: set[str] = set()  # CTE names bound at the level of a DML statement
 
     # -------------------------------------------------------------- reporting
     def add(self, v: Violation) -> None:
@@ -326,16 +334,15 @@ class _Run:
         self._clauses(stmt)
         self._functions(stmt)
         if verb not in self.policy.statement_verbs:
-            pos, snip = self.where(stmt)
-            text = stmt.sql(dialect=self.c._read)
+            pos, snip = self._locate(verb)
             self.add(
                 Violation(
                     "statement_not_allowed",
                     f"{verb.upper()} statements are not allowed for role {self.policy.role!r}; "
                     f"allowed: {', '.join(sorted(self.policy.statement_verbs)) or 'none'}.",
                     verb=verb,
-                    position=0,
-                    snippet=(snip or text)[:80],
+                    position=pos,
+                    snippet=snip,
                     why="statement verb not in the policy",
                 )
             )
@@ -372,15 +379,15 @@ class _Run:
     def _clauses(self, stmt: exp.Expr) -> None:
         for node in stmt.walk():
             if isinstance(node, exp.Into):
-                self._banned_clause("select_into", None, node.sql(dialect=self.c._read))
+                self._banned_clause("select_into", *self._locate("into"))
             elif isinstance(node, exp.Copy):
-                self._banned_clause("copy", 0, "COPY")
+                self._banned_clause("copy", *self._locate("copy"))
             elif isinstance(node, exp.Attach):
-                self._banned_clause("attach", 0, "ATTACH")
+                self._banned_clause("attach", *self._locate("attach"))
             elif isinstance(node, exp.Detach):
-                self._banned_clause("detach", 0, "DETACH")
+                self._banned_clause("detach", *self._locate("detach"))
             elif isinstance(node, exp.Pragma) and self._pragma_writes(node):
-                self._banned_clause("pragma_write", 0, node.sql(dialect=self.c._read)[:80])
+                self._banned_clause("pragma_write", *self._locate("pragma"))
 
     def _pragma_writes(self, node: exp.Pragma) -> bool:
         """``PRAGMA x = v`` and ``PRAGMA x(v)`` (sqlglot parses both as EQ) set a value,
@@ -411,6 +418,13 @@ class _Run:
                     )
                 )
 
+    def _locate(self, word: str) -> tuple[int | None, str | None]:
+        """First occurrence of keyword ``word`` in the source as (offset, source text)."""
+        m = re.search(rf"(?<![\w$]){re.escape(word)}(?![\w$])", self.sql, re.IGNORECASE)
+        if m is None:
+            return None, None
+        return m.start(), m.group(0)
+
     def _find_text(self, needle: str) -> int | None:
         i = self.sql.lower().replace(" (", "(").find(needle.lower())
         return i if i >= 0 else None
@@ -430,6 +444,20 @@ class _Run:
                 identify=False,
             )
         except (OptimizeError, ValueError, KeyError) as exc:
+            m = re.match(r"Unknown column: (.+)", str(exc))
+            if isinstance(exc, OptimizeError) and m is not None:
+                pos, snip = self._locate(m.group(1))
+                self.add(
+                    Violation(
+                        "unknown_column",
+                        f"Column {m.group(1)} does not exist in the table it is qualified with.",
+                        column=m.group(1),
+                        position=pos,
+                        snippet=snip,
+                        why="schema conformance",
+                    )
+                )
+                return None
             self.add(
                 Violation(
                     "parse_error",
@@ -564,7 +592,15 @@ class _Run:
         q = self._qualified(stmt)
         if q is None:
             return
+        for cte in q.find_all(exp.CTE):
+            if isinstance(cte.this, exp.Insert | exp.Update | exp.Delete):
+                # sqlglot builds no scope for a DML body, so references to the CTE look like
+                # tables; remember the name (the body itself is checked as DML).
+                self._ctes.add(cte.alias_or_name.lower())
         if isinstance(q, exp.Query):
+            # PostgreSQL data-modifying CTEs under a SELECT: each DML body checked as DML.
+            for node in q.find_all(exp.Insert, exp.Update, exp.Delete):
+                self._dml(node)
             self._queries([q], {})
             return
         if isinstance(q, exp.Create):
@@ -597,6 +633,9 @@ class _Run:
                 continue
             if isinstance(source, exp.Table):
                 ref = self._lookup(source)
+                if ref is None and source.name.lower() in self._ctes:
+                    refs[alias] = None  # a CTE of the enclosing DML: checked on its own
+                    continue
                 if ref is None:
                     self._unknown_table(source)
                 else:
@@ -695,6 +734,10 @@ class _Run:
             return
         verb = self._verb(q)
         env: dict[str, _Ref] = {target.alias_or_name: ref, ref.info.name: ref}
+        with_ = q.args.get("with")
+        for cte in with_.expressions if with_ is not None else []:
+            if isinstance(cte.this, exp.Insert | exp.Update | exp.Delete):
+                self._dml(cte.this)  # PostgreSQL data-modifying CTE
         for key in ("using", "from", "joins"):
             extra = q.args.get(key)
             for t in _tables_in(extra):
