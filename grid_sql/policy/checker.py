@@ -407,13 +407,13 @@ class _Run:
                 names |= {n.lower() for n in type(node).sql_names()}
             hit = sorted(names & banned)
             if hit:
-                pos = self._find_text(hit[0] + "(") if hit else None
+                m = re.search(rf"(?<![\w$]){re.escape(hit[0])}\s*\(", self.sql, re.IGNORECASE)
                 self.add(
                     Violation(
                         "banned_function",
                         f"The function {hit[0]}() is not allowed by policy.",
-                        position=pos,
-                        snippet=node.sql(dialect=self.c._read)[:80],
+                        position=m.start() if m else None,
+                        snippet=m.group(0) if m else node.sql(dialect=self.c._read)[:80],
                         why="banned function",
                     )
                 )
@@ -424,10 +424,6 @@ class _Run:
         if m is None:
             return None, None
         return m.start(), m.group(0)
-
-    def _find_text(self, needle: str) -> int | None:
-        i = self.sql.lower().replace(" (", "(").find(needle.lower())
-        return i if i >= 0 else None
 
     # -------------------------------------------------------------- resolution
     def _qualified(self, stmt: exp.Expr) -> exp.Expr | None:
@@ -760,11 +756,16 @@ class _Run:
                     self._need_column(ref, name, "insert", node)
             conflict = q.args.get("conflict")
             if conflict is not None:
-                for eq in conflict.find_all(exp.EQ):
-                    if isinstance(eq.this, exp.Column) and eq.parent is not None:
-                        if self._is_set_target(eq):
-                            self._need_column(ref, eq.this.name, "update", eq.this)
-                reads.extend(_columns_outside_queries(conflict, skip_set_targets=True))
+                # ON CONFLICT DO UPDATE / ON DUPLICATE KEY UPDATE: SET targets need UPDATE,
+                # everything else in the clause is read (conflict keys, WHERE, SET values).
+                for eq in conflict.expressions:
+                    if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
+                        self._need_column(ref, eq.this.name, "update", eq.this)
+                        reads.extend(_columns_outside_queries(eq.expression))
+                for key in ("conflict_keys", "where"):
+                    val = conflict.args.get(key)
+                    for part in val if isinstance(val, list) else [val]:
+                        reads.extend(_columns_outside_queries(part))
         elif isinstance(q, exp.Update):
             for eq in q.expressions:
                 if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
@@ -787,14 +788,6 @@ class _Run:
                     reads.extend(_columns_outside_queries(e))
         for col in reads:
             self._dml_read(col, env)
-
-    def _is_set_target(self, eq: exp.EQ) -> bool:
-        parent = eq.parent
-        return (
-            parent is not None
-            and parent.key in ("onconflict", "duplicate")
-            or (isinstance(parent, exp.OnConflict))
-        )
 
     def _dml_read(self, col: exp.Column, env: dict[str, _Ref]) -> None:
         if col.table:
@@ -902,16 +895,8 @@ def _top_queries(stmt: exp.Expr) -> list[exp.Expr]:
     return out
 
 
-def _columns_outside_queries(
-    node: exp.Expr | None, skip_set_targets: bool = False
-) -> list[exp.Column]:
+def _columns_outside_queries(node: exp.Expr | None) -> list[exp.Column]:
+    """Column references in ``node`` that are not inside a nested query (scoped separately)."""
     if node is None:
         return []
-    out = []
-    for col in node.find_all(exp.Column):
-        if _inside_query(col, node):
-            continue
-        if skip_set_targets and isinstance(col.parent, exp.EQ) and col.parent.this is col:
-            continue
-        out.append(col)
-    return out
+    return [c for c in node.find_all(exp.Column) if not _inside_query(c, node)]
