@@ -23,6 +23,8 @@ Decisions where foundation.md leaves room (see also tests/spec):
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -114,21 +116,16 @@ class SpecOracle:
         self.g = grammar
         self.names = [t.name for t in grammar.terminals]
         self.rx = {t.name: regex.compile(t.pattern.encode("utf-8")) for t in grammar.terminals}
+        # the union of all terminal languages, as one alternation (only decides lexeme length)
+        self.union = regex.compile(
+            b"|".join(b"(?:%s)" % t.pattern.encode() for t in grammar.terminals)
+        )
         # resolution order: priority desc, string before regex, then name
         self.order = [
             t.name
             for t in sorted(grammar.terminals, key=lambda t: (-t.priority, not t.is_string, t.name))
         ]
-        self.lexicon = {}
-        for name, (words, fold) in grammar.lexicon.items():
-            if name not in self.rx or name in grammar.ignored:
-                raise LexiconError(f"lexicon for unknown or ignored terminal {name!r}")
-            bad = sorted(w for w in words if self.rx[name].fullmatch(w) is None)
-            if bad:  # precondition W_c ⊆ R_c (foundation.md §4)
-                raise LexiconError(f"{name}: words not matching its regex: {bad[:5]!r}")
-            if fold:
-                words = frozenset(w if w[:1] and w[:1] in QUOTE_BYTES else w.lower() for w in words)
-            self.lexicon[name] = (frozenset(words), bool(fold))
+        self.lexicon = self._check_lexicon(grammar.lexicon)
         terms = set(self.names)
         rules: list[Rule] = []
         order: dict[str, int] = {}
@@ -151,6 +148,27 @@ class SpecOracle:
         self.start_state: int = pt.start_states[grammar.start]
         self.end_state: int = pt.end_states[grammar.start]
         self.allowed = lru_cache(maxsize=None)(self._allowed)
+
+    def _check_lexicon(self, lexicon: Lexicon) -> dict[str, tuple[frozenset[bytes], bool]]:
+        out = {}
+        for name, (words, fold) in lexicon.items():
+            if name not in self.rx or name in self.g.ignored:
+                raise LexiconError(f"lexicon for unknown or ignored terminal {name!r}")
+            bad = sorted(w for w in words if self.rx[name].fullmatch(w) is None)
+            if bad:  # precondition W_c ⊆ R_c (foundation.md §4)
+                raise LexiconError(f"{name}: words not matching its regex: {bad[:5]!r}")
+            if fold:
+                words = frozenset(w if w[:1] and w[:1] in QUOTE_BYTES else w.lower() for w in words)
+            out[name] = (frozenset(words), bool(fold))
+        return out
+
+    def with_lexicon(self, lexicon: Lexicon) -> SpecOracle:
+        """The same grammar under another L3 lexicon (shares the parse table; the lexicon
+        never changes the parser, only which lexemes a category terminal accepts)."""
+        other = copy.copy(self)
+        other.g = dataclasses.replace(self.g, lexicon=dict(lexicon))
+        other.lexicon = self._check_lexicon(lexicon)
+        return other
 
     @classmethod
     def from_lark_text(
@@ -226,11 +244,11 @@ class SpecOracle:
             return key in words
         return True
 
-    def live(self, name: str, s: bytes, use_lexicon: bool = True) -> bool:
+    def live(self, name: str, s: bytes) -> bool:
         """Some extension of s (possibly s itself) is a complete lexeme of `name`."""
         if self.rx[name].fullmatch(s, partial=True) is None:
             return False
-        if use_lexicon and name in self.lexicon:
+        if name in self.lexicon:
             words, key = self._lex_key(name, s)
             return any(w.startswith(key) for w in words)
         return True
@@ -254,26 +272,19 @@ class SpecOracle:
         i = 0
         while i < len(w):
             # union-automaton liveness over the patterns of ALL terminals: n = longest live prefix
-            # (a terminal dead at length k stays dead, so only survivors are re-checked)
-            n, alive = 0, self.names
-            while i + n < len(w):
-                alive = [t for t in alive if self.live(t, w[i : i + n + 1], use_lexicon=False)]
-                if not alive:
-                    break
+            n = 0
+            while i + n < len(w) and self.union.fullmatch(w[i : i + n + 1], partial=True):
                 n += 1
             if i + n == len(w) and not eos:
                 break  # pending lexeme: could still grow
-            lengths = [
-                k
-                for k in range(n, 0, -1)
-                if any(self.rx[t].fullmatch(w[i : i + k]) for t in self.names)
-            ]
-            if not lengths:
+            # the lexeme: the longest full match of some terminal within those n bytes
+            size = next((k for k in range(n, 0, -1) if self.union.fullmatch(w[i : i + k])), 0)
+            if size == 0:
                 return None
-            nxt = self.emit(stack, w[i : i + lengths[0]])
+            nxt = self.emit(stack, w[i : i + size])
             if nxt is None:
                 return None
-            stack, i = nxt, i + lengths[0]
+            stack, i = nxt, i + size
         return stack, w[i:]
 
     # ---- public answers -----------------------------------------------------------------

@@ -69,9 +69,7 @@ def test_sqlite_spider_gold_with_schema_lexicon(ex):
     tables = {t.lower().encode() for t in db["table_names_original"]}
     columns = {c.lower().encode() for _, c in db["column_names_original"] if c != "*"}
     lex = {"TABLE_NAME": (frozenset(tables), True), "COLUMN_NAME": (frozenset(columns), True)}
-    o = SpecOracle(
-        base.g.__class__(base.g.terminals, base.g.rules, base.g.start, base.g.ignored, lex)
-    )
+    o = base.with_lexicon(lex)
     q = ex["query"].encode()
     assert o.accepts(q), q
     for k in range(0, len(q) + 1, 5):

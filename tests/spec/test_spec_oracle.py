@@ -390,3 +390,14 @@ def test_category_vs_ident_same_regex():
     assert cols.is_viable_prefix(b"coun")  # live via IDENT
     assert cols.is_viable_prefix(b"ag") and cols.is_viable_prefix(b"age")
     assert not cols.is_viable_prefix(b"age(")  # a lexicon word is a COLUMN_NAME
+
+
+def test_with_lexicon_shares_table(toy, toy_lex):
+    o = toy.with_lexicon(TABLES)
+    assert o.table is toy.table and o.g.lexicon == TABLES
+    for w in (b"select a from emp", b"select a from sal", b"select a from EMPLOYEES", b"from t"):
+        assert o.is_viable_prefix(w) == toy_lex.is_viable_prefix(w)
+        assert o.accepts(w) == toy_lex.accepts(w)
+    assert toy.accepts(b"select a from t")  # the original is unchanged
+    with pytest.raises(LexiconError):
+        toy.with_lexicon({"TABLE_NAME": (frozenset({b"two words"}), False)})

@@ -195,3 +195,14 @@ def test_semantics_gap_documented():
     assert o.is_viable_prefix(b"abd")
     assert o.accepts(b"abd")
     assert o.accepts(b"dabc")
+
+
+@PROPS
+@given(st.lists(st.sampled_from(FRAGMENTS + [b"--", b"/*", b"*/", b"''", b"e5"]), max_size=6))
+def test_union_regex_is_the_union_of_terminals(frags):
+    # the oracle decides lexeme lengths with one alternation of all terminal patterns
+    w = b"".join(frags)
+    per_live = any(ORACLE.rx[t].fullmatch(w, partial=True) for t in ORACLE.names)
+    per_full = any(ORACLE.rx[t].fullmatch(w) for t in ORACLE.names)
+    assert bool(ORACLE.union.fullmatch(w, partial=True)) == per_live, w
+    assert bool(ORACLE.union.fullmatch(w)) == per_full, w
