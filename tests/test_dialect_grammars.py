@@ -1,0 +1,213 @@
+"""The L1 dialect grammars (dialects/*.lark): strict LALR(1) build, naming conventions,
+fixture corpora (one statement per line; ``*_invalid.sql`` must be rejected), the
+identifier-category design under a schema lexicon, and a Spider smoke test.
+
+Acceptance is decided by grid-sql's executable specification (``grid_sql.spec.SpecOracle``,
+foundation.md §2 lexing), not by lark's own lexer. The full coverage run lives in
+``scripts/grammar_coverage.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import lark
+import pytest
+
+from grid_sql.spec import SpecOracle
+from grid_sql.spec.oracle import SpecGrammar
+
+ROOT = Path(__file__).resolve().parents[1]
+DIALECTS_DIR = ROOT / "dialects"
+FIXTURES = ROOT / "tests" / "fixtures"
+SHARED = ROOT.parent / "shared" / "data"
+DIALECTS = ("sqlite", "postgresql", "mysql")
+CATEGORIES = ("TABLE_NAME", "COLUMN_NAME", "SCHEMA_NAME")
+
+COMMON_VERBS = (
+    "select_stmt",
+    "insert_stmt",
+    "update_stmt",
+    "delete_stmt",
+    "create_table_stmt",
+    "create_view_stmt",
+    "create_index_stmt",
+    "drop_table_stmt",
+    "alter_table_stmt",
+)
+DIALECT_VERBS = {
+    "sqlite": ("pragma_stmt", "attach_stmt", "detach_stmt", "vacuum_stmt"),
+    "postgresql": ("truncate_stmt", "grant_stmt", "revoke_stmt", "copy_stmt"),
+    "mysql": ("truncate_stmt", "grant_stmt", "revoke_stmt", "into_outfile_clause", "load_data_stmt"),
+}
+# SQLite has no such statements; the grammar must not invent them.
+ABSENT_VERBS = {"sqlite": ("truncate_stmt", "grant_stmt", "revoke_stmt"), "postgresql": (), "mysql": ()}
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def fixture_lines(path: Path) -> list[tuple[int, str]]:
+    """One statement per line; blank lines and `--` comment lines are skipped."""
+    out = []
+    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        s = line.strip()
+        if s and not s.startswith("--"):
+            out.append((no, line))
+    return out
+
+
+def fixture_cases(invalid: bool):
+    cases = []
+    for d in DIALECTS:
+        for path in sorted((FIXTURES / d).glob("*.sql")):
+            if path.stem.endswith("_invalid") != invalid:
+                continue
+            for no, line in fixture_lines(path):
+                cases.append(pytest.param(d, line, id=f"{d}/{path.name}:{no}"))
+    return cases
+
+
+@cache
+def lark_grammar(dialect: str) -> lark.Lark:
+    return lark.Lark.open(str(DIALECTS_DIR / f"{dialect}.lark"), parser="lalr", strict=True)
+
+
+@cache
+def oracle(dialect: str) -> SpecOracle:
+    return SpecOracle.from_lark_file(DIALECTS_DIR / f"{dialect}.lark")
+
+
+def with_lexicon(dialect: str, lexicon: dict, drop_rules: tuple[str, ...] = ()) -> SpecOracle:
+    g = oracle(dialect).g
+    rules = tuple(r for r in g.rules if r[0] not in drop_rules)
+    return SpecOracle(SpecGrammar(g.terminals, rules, g.start, g.ignored, lexicon))
+
+
+# ---- build and conventions -------------------------------------------------------------
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_builds_strict_lalr(dialect):
+    """lark strict=True: shift/reduce conflicts and same-priority regex collisions are errors."""
+    g = lark_grammar(dialect)
+    assert g.options.parser == "lalr"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_names_not_mangled_and_no_rule_priorities(dialect):
+    g = lark_grammar(dialect)
+    names = [t.name for t in g.terminals] + [r.origin.name for r in g.rules]
+    assert not [n for n in names if "common__" in n], "every core definition is imported by name"
+    assert not [r for r in g.rules if r.options and r.options.priority]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_identifier_categories(dialect):
+    text = (DIALECTS_DIR / f"{dialect}.lark").read_text()
+    m = re.search(r"^//!\s*category\s+(.*)$", text, re.M)
+    assert m and set(m.group(1).split()) == set(CATEGORIES)
+    terms = {t.name: t for t in lark_grammar(dialect).terminals}
+    idents = [terms[n] for n in (*CATEGORIES, "IDENT")]
+    # one shared regex, distinct priorities (explicit resolution order), all below keywords
+    assert len({t.pattern.to_regexp() for t in idents}) == 1
+    prio = {t.name: t.priority for t in idents}
+    assert prio["COLUMN_NAME"] > prio["TABLE_NAME"] > prio["SCHEMA_NAME"] > prio["IDENT"]
+    assert max(prio.values()) < terms["SELECT"].priority
+    assert all(t.pattern.type == "str" for n, t in terms.items() if n in ("SELECT", "FROM", "LPAR"))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_privileged_verbs_are_named_rules(dialect):
+    rules = {r.origin.name for r in lark_grammar(dialect).rules}
+    for verb in COMMON_VERBS + DIALECT_VERBS[dialect]:
+        assert verb in rules, verb
+    for verb in ABSENT_VERBS[dialect]:
+        assert verb not in rules, verb
+    start = [r for r in lark_grammar(dialect).rules if r.origin.name == "start"]
+    assert {tuple(s.name for s in r.expansion) for r in start} == {("statement",), ("statement", "SEMI")}
+
+
+# ---- fixtures ---------------------------------------------------------------------------
+def test_fixture_corpus_size():
+    n = sum(len(fixture_lines(p)) for p in FIXTURES.glob("*/*.sql"))
+    assert n >= 300
+    for d in DIALECTS:
+        assert list((FIXTURES / d).glob("*_invalid.sql")), d
+
+
+@pytest.mark.parametrize("dialect,sql", fixture_cases(invalid=False))
+def test_valid_fixture_parses(dialect, sql):
+    assert oracle(dialect).accepts(sql.encode()), sql
+
+
+@pytest.mark.parametrize("dialect,sql", fixture_cases(invalid=True))
+def test_invalid_fixture_rejected(dialect, sql):
+    assert not oracle(dialect).accepts(sql.encode()), sql
+
+
+# ---- identifier categories under a schema lexicon (foundation.md §2, §4) ---------------
+LEX = {
+    "TABLE_NAME": (frozenset({b"employees", b"orders"}), True),
+    "COLUMN_NAME": (frozenset({b"name", b"dept", b"year", b"id"}), True),
+    "SCHEMA_NAME": (frozenset({b"main", b"public"}), True),
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize(
+    "sql,ok",
+    [
+        ("SELECT name FROM employees", True),
+        ("SELECT salary FROM employees", False),  # bare unknown name is not a column
+        ("SELECT count(*), max(id) FROM employees", True),  # function names are free
+        ("SELECT T1.name FROM employees AS T1 JOIN orders AS T2 ON T1.id = T2.id", True),
+        ("SELECT T1.salary FROM employees AS T1", False),  # qualified column still checked
+        ("SELECT year FROM employees WHERE year > 2000", True),  # non-reserved word as column
+        ("SELECT e.name FROM public.employees e", True),
+        ("SELECT e.name FROM secret.employees e", False),  # unknown schema qualifier
+        ("SELECT name AS salary FROM employees ORDER BY name", True),  # aliases are free
+        ("WITH x AS (SELECT name FROM employees) SELECT * FROM x", True),  # via cte_ref
+    ],
+)
+def test_lexicon_positions(dialect, sql, ok):
+    assert with_lexicon(dialect, LEX).accepts(sql.encode()) is ok, sql
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_cte_ref_is_the_only_unchecked_table_position(dialect):
+    """`cte_ref` accepts any name in FROM; a projection that drops it (and so CTE references)
+    leaves TABLE_NAME as the only way to name a relation (`table_function` still admits a
+    name followed by `(`: a call, not a table; drop that rule too for the strictest roles)."""
+    full = with_lexicon(dialect, LEX)
+    strict = with_lexicon(dialect, LEX, drop_rules=("cte_ref",))
+    assert full.accepts(b"SELECT * FROM salaries")
+    assert not strict.accepts(b"SELECT * FROM salaries")
+    assert strict.accepts(b"SELECT * FROM employees")
+    assert not strict.accepts(b"SELECT x.name FROM salaries AS x")
+    assert strict.is_viable_prefix(b"SELECT * FROM emp")
+
+
+# ---- Spider smoke test (the full run is scripts/grammar_coverage.py) --------------------
+def _spider():
+    p = SHARED / "spider" / "dev.json"
+    if not p.is_file():
+        pytest.skip(f"{p} not available")
+    return [x["query"] for x in json.loads(p.read_text())]
+
+
+def test_spider_gold_sample_sqlite():
+    qs = _spider()[::20]
+    bad = [q for q in qs if not oracle("sqlite").accepts(q.encode())]
+    assert not bad
+
+
+@pytest.mark.parametrize("dialect,write", [("postgresql", "postgres"), ("mysql", "mysql")])
+def test_spider_gold_sample_transpiled(dialect, write):
+    sqlglot = pytest.importorskip("sqlglot")
+    qs = _spider()[::50]
+    bad = []
+    for q in qs:
+        t = sqlglot.transpile(q, read="sqlite", write=write)[0]
+        if not oracle(dialect).accepts(t.encode()):
+            bad.append(t)
+    assert not bad
