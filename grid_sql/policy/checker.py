@@ -655,6 +655,8 @@ class _Run:
                     if alias not in refs:  # an alias/table name never introduced
                         self._unknown_alias(col)
                     continue
+                if self._partial_star(found, col):
+                    continue
                 self._need_column(found, col.name, "select", col)
                 continue
             # Unqualified and unresolved by qualify.
@@ -684,6 +686,32 @@ class _Run:
             )
         # Star expansion already happened in qualify; a star left over (unknown source) is
         # covered by the unknown-table report.
+
+    def _partial_star(self, ref: _Ref, col: exp.Column) -> bool:
+        """MySQL/MariaDB hide the columns a user has no privilege on, so the snapshot of a
+        column-restricted table is incomplete and ``*`` expands to more on the server than
+        here. Without table-wide SELECT, a star over such a table is itself the violation."""
+        if self.c.dialect != "mysql" or self.where(col)[0] is not None:
+            return False  # an explicit column, or an engine whose catalog shows every column
+        if ref.rights is not None and "select" in ref.rights.verbs:
+            return False
+        if ref.rights is None or not ref.rights.allows("select"):
+            return False  # no column readable at all: the table-level finding covers it
+        ok = [c for c, v in ref.rights.columns if "select" in v]
+        self.add(
+            Violation(
+                "column_not_readable",
+                f"SELECT * on {ref.info.name} needs SELECT on every column, but role "
+                f"{self.policy.role!r} may read only: {', '.join(ok)}; list those columns.",
+                table=ref.qualified,
+                column="*",
+                verb="select",
+                snippet="*",
+                position=self._locate("*")[0],
+                why="no table-wide SELECT privilege",
+            )
+        )
+        return True
 
     def _find_alias(self, scope: Scope, alias: str, outer: dict[str, _Ref]) -> _Ref | object | None:
         s: Scope | None = scope

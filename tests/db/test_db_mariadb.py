@@ -14,7 +14,7 @@ from grid_sql.errors import ConnectionConfigError, PolicyError
 from grid_sql.policy import Checker, Policy, read_policy
 from grid_sql.schema import SchemaSnapshot, introspect
 
-from .probes import Probe, probes_for, run_probe
+from .probes import MY_STATEMENTS, Probe, probes_for, run_probe, statement_mismatches
 
 pytestmark = pytest.mark.db
 
@@ -159,3 +159,18 @@ def test_bad_inputs(my_admin: Engine) -> None:
     with pytest.raises(ConnectionConfigError, match="cannot connect"):
         # A database the user has no privilege on: the server refuses the connection.
         introspect(my_admin.url.set(username="gs_inserter", password="gs-test-pw", database=DB2))
+
+
+# gs_nondefault connects without a database, so unqualified names cannot resolve there.
+@pytest.mark.parametrize("user", [u for u in USERS if u != "gs_nondefault"])
+def test_checker_agrees_with_server_on_statements(
+    user: str, my_user_url: Callable[..., sa.URL]
+) -> None:
+    """Joins, subqueries, CTEs, stars and DML: server accepts ⇔ checker reports nothing."""
+    engine = sa.create_engine(_url(my_user_url, user))
+    checker = Checker(introspect(engine), read_policy(engine))
+    with engine.connect() as conn:
+        mismatches, outcomes = statement_mismatches(conn, checker, MY_STATEMENTS, DENIED)
+    engine.dispose()
+    assert any(outcomes) and not all(outcomes)
+    assert mismatches == []

@@ -12,7 +12,7 @@ from grid_sql.errors import ConnectionConfigError, PolicyError, SchemaError
 from grid_sql.policy import Checker, Policy, read_policy
 from grid_sql.schema import SchemaSnapshot, introspect
 
-from .probes import Probe, probes_for, run_probe
+from .probes import PG_STATEMENTS, Probe, probes_for, run_probe, statement_mismatches
 
 pytestmark = pytest.mark.db
 
@@ -202,3 +202,17 @@ def test_bad_inputs(pg_admin: Engine, pg_role_url: Callable[..., sa.URL]) -> Non
     # A hardened database where the role may not read pg_catalog.
     with pytest.raises(SchemaError, match="permission denied"):
         introspect(pg_role_url("gs_reader", "grid_sql_test_nocatalog"))
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_checker_agrees_with_server_on_statements(
+    role: str, pg_role_url: Callable[..., sa.URL]
+) -> None:
+    """Joins, subqueries, CTEs, stars and DML: server accepts ⇔ checker reports nothing."""
+    engine = sa.create_engine(pg_role_url(role))
+    checker = Checker(introspect(engine), read_policy(engine))
+    with engine.connect() as conn:
+        mismatches, outcomes = statement_mismatches(conn, checker, PG_STATEMENTS, {"42501"})
+    engine.dispose()
+    assert any(outcomes) and not all(outcomes)
+    assert mismatches == []
