@@ -50,9 +50,10 @@ def categories(name: str) -> list[str]:
     ]
 
 
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "mysql"])
 @pytest.mark.parametrize("ex", spider_examples(), ids=lambda ex: ex["query"][:40])
-def test_sqlite_spider_gold_prefixes_viable(ex):
-    o = dialect_oracle("sqlite")
+def test_spider_gold_prefixes_viable(dialect, ex):
+    o = dialect_oracle(dialect)
     q = ex["query"].encode()
     assert o.accepts(q), q
     for k in range(len(q) + 1):
@@ -74,3 +75,51 @@ def test_sqlite_spider_gold_with_schema_lexicon(ex):
     assert o.accepts(q), q
     for k in range(0, len(q) + 1, 5):
         assert o.is_viable_prefix(q[:k]), (q[:k], q)
+
+
+@pytest.mark.parametrize(
+    "sql,viable,accepts",
+    [
+        (b"SELECT count(*) FROM singer", True, True),
+        (b"SELECT count(*) FROM", True, False),
+        (b"SELECT * FROM t WHERE", True, False),
+        (b"SELECT * FROM t WHERE a = 'x''", True, False),
+        (b"SELECT * FROM t WHERE a = 'x'''", True, True),
+        (b"SELECT * FROM t -- trailing comment", True, True),
+        (b"SELECT * FROM t a b ", False, False),
+        # where the keyword can't shift, a reserved word resolves to a name (foundation §2):
+        # this is "select the column named from" -- real SQLite rejects it
+        (b"SELECT FROM", True, True),
+        (b"SELECT FROM FROM", True, False),
+        (b"FROM t", False, False),
+        (b"DELETE FROM t WHERE a <= 1e5", True, True),
+    ],
+)
+def test_sqlite_hand_cases(sql, viable, accepts):
+    o = dialect_oracle("sqlite")
+    assert o.is_viable_prefix(sql) == viable
+    assert o.accepts(sql) == accepts
+
+
+def test_sqlite_select_only_projection():
+    import dataclasses
+
+    base = dialect_oracle("sqlite")
+    verbs = {lhs for lhs, _ in base.g.rules if lhs.endswith("_stmt")} - {"select_stmt"}
+    rules = tuple(r for r in base.g.rules if r[0] not in verbs)
+    o = SpecOracle(dataclasses.replace(base.g, rules=rules))
+    assert o.accepts(b"SELECT count(*) FROM singer")
+    for verb in (b"DELETE", b"delete from t", b"INSERT", b"UPDATE t", b"DROP", b"PRAGMA"):
+        assert base.is_viable_prefix(verb), verb
+        assert not o.is_viable_prefix(verb), verb
+    assert o.is_viable_prefix(b"SEL")
+    assert not o.is_viable_prefix(b"DEL")
+
+
+def test_sqlite_reserved_word_as_name_needs_lexicon():
+    base = dialect_oracle("sqlite")
+    assert base.accepts(b"SELECT FROM")
+    lex = {"COLUMN_NAME": (frozenset({b"name", b"age"}), True)}
+    o = base.with_lexicon(lex)
+    assert not o.accepts(b"SELECT FROM")
+    assert o.accepts(b"SELECT name FROM singer")
