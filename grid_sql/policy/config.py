@@ -230,29 +230,24 @@ def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> P
     notes = list(policy.provenance)
 
     def strip(key: tuple[str, str], remove: set[str], cols: set[str] | None, why: str) -> None:
-        """Remove verbs ``remove`` from the table (cols None) or from columns ``cols``."""
+        """Remove verbs ``remove`` from the whole table (cols None) or from columns ``cols``,
+        and record what was actually lost (nothing is recorded for a no-op)."""
         t = tables[key]
+        hit = {c for c, _ in t.columns} if cols is None else cols
+        new_cols = tuple((c, v - remove if c in hit else v) for c, v in t.columns)
+        lost = {x for c, v in t.columns if c in hit for x in v & remove}
         if cols is None:
-            lost = t.verbs & remove
-            new_cols = tuple((c, v - remove) for c, v in t.columns)
-            tables[key] = replace(t, verbs=t.verbs - remove, columns=new_cols)
-            if lost or any(v & remove for _, v in t.columns):
-                right = ", ".join(sorted(v.upper() for v in remove))
-                notes.append(Provenance(t.qualified, right, "app", "deny", why))
+            table_wide = t.verbs - remove
+            target = t.qualified
         else:
             # Losing a column right also loses the table-wide form of that right.
-            new_cols = tuple((c, v - remove if c in cols else v) for c, v in t.columns)
             table_wide = t.verbs - (remove & set(COLUMN_PRIVILEGES))
-            tables[key] = replace(t, verbs=table_wide, columns=new_cols)
-            notes.append(
-                Provenance(
-                    f"{t.qualified}({', '.join(sorted(cols))})",
-                    ", ".join(sorted(v.upper() for v in remove)),
-                    "app",
-                    "deny",
-                    why,
-                )
-            )
+            target = f"{t.qualified}({', '.join(sorted(cols))})"
+        lost |= t.verbs - table_wide
+        tables[key] = replace(t, verbs=table_wide, columns=new_cols)
+        if lost:
+            right = ", ".join(sorted(v.upper() for v in lost))
+            notes.append(Provenance(target, right, "app", "deny", why))
 
     everything = set(TABLE_PRIVILEGES)
     for origin, rules in app.sections_for(policy.role):
