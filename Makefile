@@ -88,7 +88,7 @@ py-test: ## pytest -n $(PYTEST_WORKERS) (xdist); pass extra args with PYTEST_ARG
 demo: setup ## the main job on the embedded default (Chinook SQLite + default local model)
 	$(PY) -m grid_sql demo
 
-bench: setup ## run the benchmark scripts in bench/ (results are written next to them)
+bench: setup ## run the benchmark scripts in bench/ (each bench/*.py in turn)
 	@shopt -s nullglob; scripts=(bench/*.py); \
 	if [ $${#scripts[@]} -eq 0 ]; then echo "no benchmarks in bench/ yet"; fi; \
 	for f in "$${scripts[@]}"; do echo "$(PY) $$f"; $(PY) "$$f"; done
