@@ -171,13 +171,19 @@ def defog_gold(shared: Path, dialect: str) -> list[tuple[str, str]]:
 
 _BLOCK = re.compile(r"/\*.*?\*/", re.S)
 _LINE = re.compile(r"(?m)^\s*--.*$")
-_VIEW = re.compile(r"\bCREATE\b[^;]*?\bVIEW\s+(\S+)\s+AS\s+(.*?);", re.S | re.I)
+_VIEW = re.compile(r"^CREATE\b.*?\bVIEW\s+(\S+)\s+AS\s+(.*)$", re.S | re.I)
 
 
 def sakila_views(shared: Path, dialect: str) -> list[tuple[str, str]]:
+    """(view name, its SELECT) for every CREATE VIEW outside comments."""
     text = (shared / SAKILA_SCHEMA[dialect]).read_text(encoding="utf-8", errors="replace")
     text = _LINE.sub("", _BLOCK.sub("", text))
-    return [(m.group(1), m.group(2).strip()) for m in _VIEW.finditer(text)]
+    out = []
+    for stmt in split_statements(text):
+        m = _VIEW.match(stmt)
+        if m:
+            out.append((m.group(1), m.group(2).strip()))
+    return out
 
 
 def corpora(shared: Path) -> list[tuple[str, str, str, str]]:

@@ -79,6 +79,11 @@ def oracle(dialect: str) -> SpecOracle:
     return SpecOracle.from_lark_file(DIALECTS_DIR / f"{dialect}.lark")
 
 
+@cache
+def lexicon_oracle(dialect: str, drop_rules: tuple[str, ...] = ()) -> SpecOracle:
+    return with_lexicon(dialect, LEX, drop_rules)
+
+
 def with_lexicon(dialect: str, lexicon: dict, drop_rules: tuple[str, ...] = ()) -> SpecOracle:
     g = oracle(dialect).g
     rules = tuple(r for r in g.rules if r[0] not in drop_rules)
@@ -170,7 +175,7 @@ LEX = {
     ],
 )
 def test_lexicon_positions(dialect, sql, ok):
-    assert with_lexicon(dialect, LEX).accepts(sql.encode()) is ok, sql
+    assert lexicon_oracle(dialect).accepts(sql.encode()) is ok, sql
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -178,8 +183,8 @@ def test_cte_ref_is_the_only_unchecked_table_position(dialect):
     """`cte_ref` accepts any name in FROM; a projection that drops it (and so CTE references)
     leaves TABLE_NAME as the only way to name a relation (`table_function` still admits a
     name followed by `(`: a call, not a table; drop that rule too for the strictest roles)."""
-    full = with_lexicon(dialect, LEX)
-    strict = with_lexicon(dialect, LEX, drop_rules=("cte_ref",))
+    full = lexicon_oracle(dialect)
+    strict = lexicon_oracle(dialect, ("cte_ref",))
     assert full.accepts(b"SELECT * FROM salaries")
     assert not strict.accepts(b"SELECT * FROM salaries")
     assert strict.accepts(b"SELECT * FROM employees")
