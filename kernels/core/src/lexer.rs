@@ -202,19 +202,19 @@ fn compile_component(index: usize, pattern: &str) -> Result<Component, LexerErro
     // Byte classes of this DFA, and one representative byte per class.
     let bc = dfa.byte_classes();
     let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
+    // (Do not assume how classes are numbered: take the first byte seen in each.)
+    let mut first: Vec<Option<u8>> = vec![None; 256];
     for b in 0..=255u8 {
         let c = bc.get(b);
         classes[b as usize] = c;
-        if c as usize == reps.len() {
-            reps.push(b);
-        } else {
-            debug_assert!(
-                (c as usize) < reps.len(),
-                "byte classes are numbered in byte order"
-            );
-        }
+        first[c as usize].get_or_insert(b);
     }
+    let reps: Vec<u8> = first.iter().map_while(|r| *r).collect();
+    debug_assert_eq!(
+        reps.len(),
+        first.iter().flatten().count(),
+        "classes are 0..n"
+    );
     let n_classes = reps.len();
 
     // Enumerate all states reachable from the anchored start.
