@@ -7,8 +7,10 @@ table (PostgreSQL implements them natively; elsewhere SQLAlchemy falls back to a
 Least privilege: the snapshot holds what the connected role can see. On PostgreSQL the catalog
 lists every relation to everyone, so we keep only relations in schemas the role has USAGE on and
 on which it holds some table or column privilege; MySQL/MariaDB already hide what the user has
-no privilege on. If a table is listed but cannot be reflected (a race, a privilege quirk), it is
-left out rather than failing the whole reflection.
+no privilege on, but refuse ``SHOW CREATE TABLE`` to column-only users and ``SHOW TABLES`` for
+databases reached only through PUBLIC, so those fall back to ``information_schema``; a MySQL
+table that still cannot be read is left out rather than failing the whole reflection. Elsewhere
+a catalog read error means the role may not read the catalog at all: :class:`SchemaError`.
 """
 
 from __future__ import annotations
@@ -199,14 +201,17 @@ def _reflect_schema(
     try:
         cols, pks, fks = _bulk(insp, schema, names)
     except (sa.exc.DBAPIError, sa.exc.NoSuchTableError):
-        # One unreadable table must not sink the others: fall back to table by table.
+        if insp.dialect.name not in ("mysql", "mariadb"):
+            # PostgreSQL/SQLite catalog reads do not fail per table; a failure here is a
+            # catalog the role may not read at all (and PostgreSQL has aborted the
+            # transaction), so report it instead of returning a silently empty snapshot.
+            raise
+        # MySQL: one table the user may not SHOW must not sink the others.
         cols, pks, fks = {}, {}, {}
         for name in names:
             try:
                 c, p, f = _bulk(insp, schema, [name])
             except (sa.exc.DBAPIError, sa.exc.NoSuchTableError):
-                if insp.dialect.name not in ("mysql", "mariadb"):
-                    continue
                 # MySQL reflection runs SHOW CREATE TABLE, which needs more than a column
                 # privilege (and SHOW VIEW for views); information_schema.COLUMNS lists exactly
                 # the columns the user has a privilege on. Keys are then unknown: left empty.
