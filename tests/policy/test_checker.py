@@ -7,6 +7,8 @@ import typing
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grid_sql.errors import PolicyViolation
 from grid_sql.policy import AppPolicy, Checker, Policy, ViolationKind, narrow, sqlite_baseline
@@ -264,3 +266,28 @@ def test_spider_gold_has_no_false_positives(source: str) -> None:
         if found:
             flagged.append((db, sql, [v.message for v in found]))
     assert flagged == []
+
+
+_TOKENS = sorted({t for _, sql, _ in FIXTURES for t in sql.split()} | {"'", '"', "`", ";", "--"})
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    base=st.sampled_from([sql for _, sql, _ in FIXTURES]),
+    edits=st.lists(
+        st.tuples(st.integers(0, 30), st.sampled_from(_TOKENS), st.booleans()), max_size=3
+    ),
+    dialect=st.sampled_from(sorted(DIALECTS)),
+)
+def test_checker_never_raises(base: str, edits: list[tuple[int, str, bool]], dialect: str) -> None:
+    """Fail closed, never crash: mutated statements get a verdict (possibly parse_error)."""
+    words = base.split()
+    for pos, tok, replace in edits:
+        i = pos % len(words)
+        if replace:
+            words[i] = tok
+        else:
+            words.insert(i, tok)
+    snap = _snapshot(dialect, DIALECTS[dialect])
+    found = Checker(snap, _policy(snap)).check(" ".join(words))
+    assert all(v.message for v in found)
