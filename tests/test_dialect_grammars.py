@@ -216,3 +216,49 @@ def test_spider_gold_sample_transpiled(dialect, write):
         if not oracle(dialect).accepts(t.encode()):
             bad.append(t)
     assert not bad
+
+
+# ---- operator precedence (tree shape; lark's own contextual lexer is enough here) -------
+@cache
+def tree_parser(dialect: str) -> lark.Lark:
+    return lark.Lark.open(str(DIALECTS_DIR / f"{dialect}.lark"), parser="lalr", keep_all_tokens=True)
+
+
+def _shape(t) -> str:
+    if isinstance(t, lark.Token):
+        return str(t.value).upper() if t.type.isalpha() and t.type == t.value.upper() else str(t.value)
+    kids = [c for c in t.children if c is not None]
+    if len(kids) == 1:
+        return _shape(kids[0])
+    return "(" + " ".join(_shape(c) for c in kids) + ")"
+
+
+def shape(dialect: str, expr: str) -> str:
+    tree = tree_parser(dialect).parse(f"SELECT {expr}")
+    return _shape(next(t for t in tree.iter_subtrees_topdown() if t.data == "expr"))
+
+
+PRECEDENCE = [
+    ("*", "a OR b AND c", "(a OR (b AND c))"),
+    ("*", "a AND b OR c", "((a AND b) OR c)"),
+    ("*", "NOT a = b", "(NOT (a = b))"),
+    ("*", "a + b * c - d", "((a + (b * c)) - d)"),
+    ("*", "a = b + 1", "(a = (b + 1))"),
+    ("*", "a BETWEEN b AND c AND d", "((a BETWEEN b AND c) AND d)"),
+    ("*", "- a * b", "((- a) * b)"),
+    ("*", "a < b AND c IN (1, 2)", "((a < b) AND (c IN (( (1 , 2) ))))"),
+    ("sqlite", "a || b * c", "((a || b) * c)"),
+    ("postgresql", "a || b * c", "(a || (b * c))"),
+    ("postgresql", "- a ^ b * c", "(((- a) ^ b) * c)"),
+    ("postgresql", "a::int + b", "((a :: int) + b)"),
+    ("mysql", "a || b AND c", "(a || (b AND c))"),
+    ("mysql", "a XOR b OR c", "((a XOR b) OR c)"),
+]
+
+
+@pytest.mark.parametrize(
+    "dialect,expr,expected",
+    [pytest.param(d2, e, x, id=f"{d2}:{e}") for d, e, x in PRECEDENCE for d2 in (DIALECTS if d == "*" else (d,))],
+)
+def test_operator_precedence(dialect, expr, expected):
+    assert shape(dialect, expr) == expected
