@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-SETUP_VERSION = 3
+SETUP_VERSION = 4
 PASSWORD = "gs-test-pw"
 PG_DB = "grid_sql_test"
 PG_NOCATALOG_DB = "grid_sql_test_nocatalog"
@@ -26,7 +26,7 @@ MY_DB = "grid_sql_test"
 MY_DB2 = "grid_sql_test2"
 
 PG_ROLES = ("gs_reader", "gs_colonly", "gs_inserter", "gs_group", "gs_member", "gs_noinherit")
-MY_USERS = ("gs_reader", "gs_colonly", "gs_inserter", "gs_member", "gs_nondefault")
+MY_USERS = ("gs_reader", "gs_colonly", "gs_inserter", "gs_member", "gs_nondefault", "gs_global")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -212,6 +212,7 @@ def _my_users_sql() -> list[str]:
         "GRANT gs_group TO 'gs_member'@'%'",
         "SET DEFAULT ROLE gs_group FOR 'gs_member'@'%'",
         "GRANT gs_group TO 'gs_nondefault'@'%'",
+        "GRANT SELECT ON *.* TO 'gs_global'@'%'",
         f"GRANT SELECT ON {MY_DB}.public_notes TO PUBLIC",
     ]
     return stmts

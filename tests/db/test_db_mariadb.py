@@ -37,6 +37,20 @@ EXPECTED_TABLE_VERBS: dict[str, dict[str, set[str]]] = {
         f"{DB}.public_notes": {"select"},
     },
     "gs_nondefault": {f"{DB}.public_notes": {"select"}},  # role granted but not enabled
+    "gs_global": {  # GRANT SELECT ON *.*
+        f"{DB}.{t}": {"select"}
+        for t in (
+            "customer",
+            "orders",
+            "audit_log",
+            "select",
+            "public_notes",
+            "Order Items",
+            "customer_names",
+            "setup_marker",
+        )
+    }
+    | {f"{DB2}.other": {"select"}},
 }
 EXPECTED_COLUMN_ONLY: dict[str, dict[str, dict[str, set[str]]]] = {
     "gs_colonly": {f"{DB}.customer": {"select": {"id", "name"}, "update": {"name"}}},
@@ -48,6 +62,7 @@ EXPECTED_VERBS = {
     "gs_inserter": {"select", "insert"},
     "gs_member": {"select", "update", "delete", "truncate", "drop"},
     "gs_nondefault": {"select"},
+    "gs_global": {"select"},
 }
 USERS = sorted(EXPECTED_TABLE_VERBS)
 # MariaDB: table, column and database access denied.
@@ -69,9 +84,10 @@ def test_policy_matches_grants(user: str, my_user_url: Callable[..., sa.URL]) ->
     policy = read_policy(_url(my_user_url, user))
     assert policy.role == f"{user}@%"
     assert policy.statement_verbs == EXPECTED_VERBS[user]
-    table_verbs = {t.qualified: set(t.verbs) for t in policy.tables if t.verbs}
+    ours = [t for t in policy.tables if t.schema in (DB, DB2)]  # gs_global sees every database
+    table_verbs = {t.qualified: set(t.verbs) for t in ours if t.verbs}
     assert table_verbs == EXPECTED_TABLE_VERBS[user]
-    for t in policy.tables:
+    for t in ours:
         for verb in ("select", "insert", "update", "references"):
             cols = {c for c, v in t.columns if verb in v}
             if verb in t.verbs:
