@@ -159,12 +159,13 @@ def _pg_policy(conn: Connection, snapshot: SchemaSnapshot) -> Policy:
     if is_super:
         extra |= {"create", "drop", "alter", "grant", "revoke"}
     else:
+        # Any application schema counts, including empty ones the snapshot leaves out.
         creatable = conn.execute(
             sa.text(
                 "SELECT count(*) FROM pg_catalog.pg_namespace"
-                " WHERE nspname = ANY(:schemas) AND has_schema_privilege(oid, 'CREATE')"
-            ),
-            {"schemas": schemas},
+                " WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema'"
+                " AND has_schema_privilege(oid, 'CREATE')"
+            )
         ).scalar_one()
         if creatable or can_create_schema:
             extra.add("create")

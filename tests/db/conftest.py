@@ -18,14 +18,22 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-SETUP_VERSION = 4
+SETUP_VERSION = 5
 PASSWORD = "gs-test-pw"
 PG_DB = "grid_sql_test"
 PG_NOCATALOG_DB = "grid_sql_test_nocatalog"
 MY_DB = "grid_sql_test"
 MY_DB2 = "grid_sql_test2"
 
-PG_ROLES = ("gs_reader", "gs_colonly", "gs_inserter", "gs_group", "gs_member", "gs_noinherit")
+PG_ROLES = (
+    "gs_reader",
+    "gs_colonly",
+    "gs_inserter",
+    "gs_group",
+    "gs_member",
+    "gs_noinherit",
+    "gs_owner",
+)
 MY_USERS = ("gs_reader", "gs_colonly", "gs_inserter", "gs_member", "gs_nondefault", "gs_global")
 
 
@@ -94,6 +102,9 @@ GRANT USAGE ON SEQUENCE public.audit_log_id_seq TO gs_inserter;
 GRANT SELECT, UPDATE, DELETE ON public.orders TO gs_group;
 GRANT TRUNCATE ON public.audit_log TO gs_group;
 GRANT SELECT ("id", "order") ON public."select" TO gs_group;
+
+ALTER TABLE public.audit_log OWNER TO gs_owner;  -- owner: every privilege, DDL verbs
+GRANT CREATE ON SCHEMA "Sales" TO gs_owner;      -- CREATE without USAGE
 """
 
 

@@ -33,6 +33,18 @@ EXPECTED_TABLE_VERBS: dict[str, dict[str, set[str]]] = {
         "public.public_notes": {"select"},
     },
     "gs_noinherit": {"public.public_notes": {"select"}},
+    "gs_owner": {
+        "public.audit_log": {
+            "select",
+            "insert",
+            "update",
+            "delete",
+            "truncate",
+            "references",
+            "trigger",
+        },
+        "public.public_notes": {"select"},
+    },
 }
 # role → {table: {verb: columns}} for column-only grants.
 EXPECTED_COLUMN_ONLY: dict[str, dict[str, dict[str, set[str]]]] = {
@@ -45,6 +57,19 @@ EXPECTED_VERBS = {
     "gs_inserter": {"select", "insert", "merge"},
     "gs_member": {"select", "update", "delete", "truncate", "merge"},
     "gs_noinherit": {"select"},
+    "gs_owner": {
+        "select",
+        "insert",
+        "update",
+        "delete",
+        "truncate",
+        "merge",
+        "create",
+        "drop",
+        "alter",
+        "grant",
+        "revoke",
+    },
 }
 EXPECTED_VISIBLE = {
     "gs_reader": {
@@ -58,6 +83,7 @@ EXPECTED_VISIBLE = {
     "gs_inserter": {"public.audit_log", "public.public_notes"},
     "gs_member": {"public.orders", "public.audit_log", "public.select", "public.public_notes"},
     "gs_noinherit": {"public.public_notes"},
+    "gs_owner": {"public.audit_log", "public.public_notes"},
 }
 ROLES = sorted(EXPECTED_TABLE_VERBS)
 
