@@ -113,6 +113,11 @@ PG_STATEMENTS = (
     "DELETE FROM orders USING customer WHERE orders.customer_id = customer.id AND false",
     'SELECT v FROM "Sales".secret',
     "SELECT count(*) FROM orders RIGHT JOIN public_notes ON true",
+    "MERGE INTO orders o USING public_notes n ON o.id = n.id AND false WHEN MATCHED THEN DELETE",
+    "MERGE INTO orders o USING public_notes n ON o.id = n.id AND false"
+    " WHEN NOT MATCHED THEN INSERT (id) VALUES (n.id)",
+    "MERGE INTO audit_log a USING public_notes n ON a.id = n.id AND false"
+    " WHEN MATCHED THEN UPDATE SET msg = n.body",
 )
 MY_STATEMENTS = (
     "SELECT name FROM customer",
