@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
@@ -242,10 +242,6 @@ class Policy:
     def read_only(self) -> bool:
         """True when nothing but SELECT is allowed (SQLite then opens the file read-only)."""
         return self.statement_verbs <= {"select"}
-
-    # -- derivations ---------------------------------------------------------------------
-    def with_tables(self, tables: Iterable[TablePolicy]) -> Policy:
-        return replace(self, tables=tuple(tables))
 
     # -- identity ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, object]:

@@ -129,10 +129,6 @@ class SchemaSnapshot:
             for t in s.tables:
                 yield s.name, t
 
-    @property
-    def table_count(self) -> int:
-        return sum(len(s.tables) for s in self.schemas)
-
     # -- identity ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready data (the canonical form the fingerprint hashes)."""

@@ -80,6 +80,8 @@ def test_narrowing_rules(snap: SchemaSnapshot) -> None:
     assert p.column_allows("select", "Customer", "FirstName")
     customer = p.table("Customer")
     assert customer is not None and "delete" in customer.verbs  # a column deny keeps DELETE
+    assert customer.readable("FirstName") and not customer.readable("Email")
+    assert customer.updatable("FirstName") and not customer.insertable("Email")
     assert "select" not in customer.verbs  # ...but SELECT is no longer table-wide
     assert "md5" in p.banned_functions and "pg_read_file" in p.banned_functions
     text = p.explain()
