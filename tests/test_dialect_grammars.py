@@ -262,3 +262,15 @@ PRECEDENCE = [
 )
 def test_operator_precedence(dialect, expr, expected):
     assert shape(dialect, expr) == expected
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_prefix_of_a_valid_fixture_is_viable(dialect):
+    """No dead ends inside the language: all prefixes of accepted sentences stay viable."""
+    lines = [line for p in sorted((FIXTURES / dialect).glob("*.sql")) if not p.stem.endswith("_invalid")
+             for _, line in fixture_lines(p)]
+    o = oracle(dialect)
+    for sql in lines[:: max(1, len(lines) // 6)]:
+        b = sql.encode()
+        for k in range(len(b) + 1):
+            assert o.is_viable_prefix(b[:k]), (b[:k], sql)
