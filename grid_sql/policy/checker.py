@@ -627,6 +627,9 @@ class _Run:
         for alias, source in scope.sources.items():
             if self.c.dialect == "mysql" and self._is_dual(source):
                 continue
+            if isinstance(source, exp.Table) and isinstance(source.this, exp.Func):
+                refs[alias] = None  # table function (generate_series, unnest): no table
+                continue
             if isinstance(source, exp.Table):
                 ref = self._lookup(source)
                 if ref is None and source.name.lower() in self._ctes:

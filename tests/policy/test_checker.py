@@ -118,7 +118,11 @@ FIXTURES: list[tuple[tuple[str, ...] | None, str, set[str]]] = [
     (("postgresql",), "SELECT pg_read_file('/etc/passwd')", {"banned_function"}),
     (("postgresql",), "SELECT pg_catalog.pg_sleep(10)", {"banned_function"}),
     (("postgresql",), "SELECT lo_import('/etc/passwd')", {"banned_function"}),
-    (("postgresql",), "SELECT * FROM pg_ls_dir('.')", {"banned_function", "unknown_table"}),
+    (("postgresql",), "SELECT * FROM pg_ls_dir('.')", {"banned_function"}),
+    (("postgresql",), "SELECT g FROM generate_series(1, 3) AS g", set()),
+    (("postgresql",), "SELECT x FROM unnest(ARRAY[1, 2]) AS t(x)", set()),
+    # System catalogs are outside the snapshot: deny by default.
+    (("postgresql",), "SELECT relname FROM pg_catalog.pg_class", {"unknown_table"}),
     (("postgresql",), "COPY orders TO '/tmp/x'", {"banned_clause", "statement_not_allowed"}),
     (("postgresql",), "SELECT id INTO newt FROM orders", {"banned_clause"}),
     (
