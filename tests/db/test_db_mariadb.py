@@ -190,3 +190,12 @@ def test_checker_agrees_with_server_on_statements(
     engine.dispose()
     assert any(outcomes) and not all(outcomes)
     assert mismatches == []
+
+
+def test_explain_names_the_sources(my_user_url: Callable[..., sa.URL]) -> None:
+    text = read_policy(my_user_url("gs_member")).explain()
+    assert "grid_sql_test.orders: DELETE [grant] role gs_group ON grid_sql_test.orders" in text
+    assert "TRUNCATE (via DROP)" in text
+    assert "PUBLIC ON grid_sql_test.public_notes" in text
+    text = read_policy(my_user_url("gs_reader")).explain()
+    assert "ON grid\\_sql\\_test2.*" in text  # the database-level (wildcard) grant
