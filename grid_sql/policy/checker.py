@@ -833,13 +833,12 @@ class _Run:
             self._need_column(ref, col.name, "select", col)
             return
         owners = {id(r): r for r in env.values() if r.info.column(col.name) is not None}
-        if len(owners) >= 1:
-            self._need_column(next(iter(owners.values())), col.name, "select", col)
-            return
-        if self.c.dialect == "sqlite" and isinstance(col.this, exp.Identifier) and col.this.quoted:
-            return
-        first = next(iter(env.values()))
-        self._need_column(first, col.name, "select", col)
+        # An ambiguous name is a server error anyway; judging it against every candidate
+        # table can only report more, never approve a read the server would deny.
+        for owner in owners.values():
+            self._need_column(owner, col.name, "select", col)
+        if not owners:  # reported as unknown in the statement's target table
+            self._need_column(next(iter(env.values())), col.name, "select", col)
 
     def _insert_columns(
         self, q: exp.Insert, ref: _Ref, columns_node: exp.Schema | None
