@@ -4,7 +4,7 @@
 separately; nothing in this package imports it.
 """
 
-from grid_sql.policy.checker import Checker, Violation, ViolationKind, check
+from grid_sql.policy.checker import Checker, Violation, ViolationKind, check, format_violations
 from grid_sql.policy.config import AppPolicy, AppRules, narrow
 from grid_sql.policy.grants import parse_mysql_grant, read_grants, sqlite_baseline
 from grid_sql.policy.model import (
@@ -37,6 +37,7 @@ __all__ = [
     "ViolationKind",
     "as_app_policy",
     "check",
+    "format_violations",
     "narrow",
     "open_sqlite",
     "parse_mysql_grant",
