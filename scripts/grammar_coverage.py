@@ -15,7 +15,8 @@ Corpora (located under ``<repo>/../shared`` unless ``--shared`` says otherwise):
   * the SELECT of every CREATE VIEW in the Sakila schemas (Chinook ships no views).
 
 Usage:
-  python scripts/grammar_coverage.py [--shared PATH] [--jobs N] [--out docs/reports/grammar-coverage.md]
+  python scripts/grammar_coverage.py [--shared PATH] [--jobs N]
+      [--out docs/reports/grammar-coverage.md]
 """
 
 from __future__ import annotations
@@ -260,7 +261,7 @@ KNOWN_REASONS: list[tuple[str, str, str, str]] = [
         "spider+lexicon",
         r'"[^"]*"\s*$',
         'a double-quoted string literal ("Bob"): the SQLite grammar reads "..." as an '
-        "identifier only (by design: SQLite's fallback of an unknown \"x\" to a string would "
+        'identifier only (by design: SQLite\'s fallback of an unknown "x" to a string would '
         "let a forbidden column through as a 'string'); not a column of the lexicon, so it "
         "cannot complete as a column reference",
     ),
@@ -333,13 +334,20 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the markdown report here")
     ap.add_argument("--dialect", action="append", choices=DIALECTS, help="restrict to dialect(s)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N items per corpus")
-    ap.add_argument("--no-lexicon", action="store_true", help="skip the Spider + schema lexicon run")
+    ap.add_argument(
+        "--no-lexicon", action="store_true", help="skip the Spider + schema lexicon run"
+    )
     args = ap.parse_args(argv)
     shared = args.shared.resolve() / "data" if (args.shared / "data").is_dir() else args.shared
     t0 = time.time()
     items = corpora(shared, lexicon=not args.no_lexicon)
     # group items by corpus/db so each worker builds few lexicon oracles
-    items.sort(key=lambda it: (it[1] != "spider+lexicon", it[2].split()[-1] if it[1] == "spider+lexicon" else ""))
+    items.sort(
+        key=lambda it: (
+            it[1] != "spider+lexicon",
+            it[2].split()[-1] if it[1] == "spider+lexicon" else "",
+        )
+    )
     if args.dialect:
         items = [it for it in items if it[0] in args.dialect]
     if args.limit:
@@ -369,9 +377,7 @@ def main(argv=None) -> int:
         else:
             failures[(d, corpus)].append((label, sql, pos))
 
-    cmd = "python scripts/grammar_coverage.py" + (
-        " --out " + str(args.out) if args.out else ""
-    )
+    cmd = "python scripts/grammar_coverage.py" + (" --out " + str(args.out) if args.out else "")
     lines = [
         "# L1 grammar coverage",
         "",
@@ -425,16 +431,22 @@ def main(argv=None) -> int:
                 continue
             lines.append(f"### {d} / {c} ({len(fl)})")
             lines.append("")
+            groups: dict = defaultdict(list)
             for label, sql, pos in fl:
-                b = sql.encode()
-                ctx = b[max(0, pos - 40) : pos].decode(errors="replace")
-                nxt = b[pos : pos + 25].decode(errors="replace")
-                where = "at end of input (EOS not legal)" if pos >= len(b) else f"at byte {pos}"
-                ctx, nxt = _code(ctx), _code(nxt)
-                lines.append(f"- `{label}` dead {where}: {ctx} ⟂ {nxt}")
-                lines.append(f"  - reason: {reason_for(d, c, sql, pos)}")
-                lines.append(f"  - query: {_code(' '.join(sql.split()))}")
-            lines.append("")
+                groups[reason_for(d, c, sql, pos)].append((label, sql, pos))
+            for why, grp in groups.items():
+                lines.append(f"Reason ({len(grp)}): {why}")
+                lines.append("")
+                for label, sql, pos in grp:
+                    b = sql.encode()
+                    ctx = _code(b[max(0, pos - 40) : pos].decode(errors="replace"))
+                    nxt = _code(b[pos : pos + 25].decode(errors="replace"))
+                    where = "at EOS" if pos >= len(b) else f"at byte {pos}"
+                    line = f"- `{label}` dead {where}: {ctx} ⟂ {nxt}"
+                    if len(grp) <= 20:  # small groups: the whole query too
+                        line += f"; query: {_code(' '.join(sql.split()))}"
+                    lines.append(line)
+                lines.append("")
     lines += ["## Grammar design notes", "", DESIGN_NOTES.strip(), ""]
     report = "\n".join(lines) + "\n"
     if args.out:

@@ -41,10 +41,20 @@ COMMON_VERBS = (
 DIALECT_VERBS = {
     "sqlite": ("pragma_stmt", "attach_stmt", "detach_stmt", "vacuum_stmt"),
     "postgresql": ("truncate_stmt", "grant_stmt", "revoke_stmt", "copy_stmt"),
-    "mysql": ("truncate_stmt", "grant_stmt", "revoke_stmt", "into_outfile_clause", "load_data_stmt"),
+    "mysql": (
+        "truncate_stmt",
+        "grant_stmt",
+        "revoke_stmt",
+        "into_outfile_clause",
+        "load_data_stmt",
+    ),
 }
 # SQLite has no such statements; the grammar must not invent them.
-ABSENT_VERBS = {"sqlite": ("truncate_stmt", "grant_stmt", "revoke_stmt"), "postgresql": (), "mysql": ()}
+ABSENT_VERBS = {
+    "sqlite": ("truncate_stmt", "grant_stmt", "revoke_stmt"),
+    "postgresql": (),
+    "mysql": (),
+}
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -129,7 +139,10 @@ def test_privileged_verbs_are_named_rules(dialect):
     for verb in ABSENT_VERBS[dialect]:
         assert verb not in rules, verb
     start = [r for r in lark_grammar(dialect).rules if r.origin.name == "start"]
-    assert {tuple(s.name for s in r.expansion) for r in start} == {("statement",), ("statement", "SEMI")}
+    assert {tuple(s.name for s in r.expansion) for r in start} == {
+        ("statement",),
+        ("statement", "SEMI"),
+    }
 
 
 # ---- fixtures ---------------------------------------------------------------------------
@@ -221,12 +234,16 @@ def test_spider_gold_sample_transpiled(dialect, write):
 # ---- operator precedence (tree shape; lark's own contextual lexer is enough here) -------
 @cache
 def tree_parser(dialect: str) -> lark.Lark:
-    return lark.Lark.open(str(DIALECTS_DIR / f"{dialect}.lark"), parser="lalr", keep_all_tokens=True)
+    return lark.Lark.open(
+        str(DIALECTS_DIR / f"{dialect}.lark"), parser="lalr", keep_all_tokens=True
+    )
 
 
 def _shape(t) -> str:
     if isinstance(t, lark.Token):
-        return str(t.value).upper() if t.type.isalpha() and t.type == t.value.upper() else str(t.value)
+        return (
+            str(t.value).upper() if t.type.isalpha() and t.type == t.value.upper() else str(t.value)
+        )
     kids = [c for c in t.children if c is not None]
     if len(kids) == 1:
         return _shape(kids[0])
@@ -258,7 +275,11 @@ PRECEDENCE = [
 
 @pytest.mark.parametrize(
     "dialect,expr,expected",
-    [pytest.param(d2, e, x, id=f"{d2}:{e}") for d, e, x in PRECEDENCE for d2 in (DIALECTS if d == "*" else (d,))],
+    [
+        pytest.param(d2, e, x, id=f"{d2}:{e}")
+        for d, e, x in PRECEDENCE
+        for d2 in (DIALECTS if d == "*" else (d,))
+    ],
 )
 def test_operator_precedence(dialect, expr, expected):
     assert shape(dialect, expr) == expected
@@ -267,8 +288,12 @@ def test_operator_precedence(dialect, expr, expected):
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_every_prefix_of_a_valid_fixture_is_viable(dialect):
     """No dead ends inside the language: all prefixes of accepted sentences stay viable."""
-    lines = [line for p in sorted((FIXTURES / dialect).glob("*.sql")) if not p.stem.endswith("_invalid")
-             for _, line in fixture_lines(p)]
+    lines = [
+        line
+        for p in sorted((FIXTURES / dialect).glob("*.sql"))
+        if not p.stem.endswith("_invalid")
+        for _, line in fixture_lines(p)
+    ]
     o = oracle(dialect)
     for sql in lines[:: max(1, len(lines) // 6)]:
         b = sql.encode()
