@@ -81,7 +81,10 @@ def fixture_cases(invalid: bool):
 
 @cache
 def lark_grammar(dialect: str) -> lark.Lark:
-    return lark.Lark.open(str(DIALECTS_DIR / f"{dialect}.lark"), parser="lalr", strict=True)
+    # basic lexer: the strict regex-collision check then covers ALL terminal pairs
+    return lark.Lark.open(
+        str(DIALECTS_DIR / f"{dialect}.lark"), parser="lalr", lexer="basic", strict=True
+    )
 
 
 @cache
@@ -106,6 +109,19 @@ def test_builds_strict_lalr(dialect):
     """lark strict=True: shift/reduce conflicts and same-priority regex collisions are errors."""
     g = lark_grammar(dialect)
     assert g.options.parser == "lalr"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_regexes_in_the_byte_level_common_subset(dialect):
+    """The kernel's regex-automata build of the union DFA accepts every terminal pattern
+    (foundation.md §1: Python re / Rust regex common subset, bytes semantics)."""
+    pytest.importorskip("grid_sql._kernels")
+    from grid_sql.grammar import load_dialect
+    from grid_sql.grammar.lexer import LexerTables
+
+    g = load_dialect(dialect)
+    assert all(t.pattern.isascii() for t in g.terminals)  # escapes stay escapes (no raw bytes)
+    LexerTables.build(g.terminals)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
