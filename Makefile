@@ -25,7 +25,7 @@ PYTEST_ARGS ?=
 SERVICES := scripts/services.sh
 
 .PHONY: help test setup venv deps ext lint ruff mypy stubtest rust-lint rust-test services \
-	py-test demo bench wheel clean distclean
+	py-test fmt demo bench wheel clean distclean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -58,6 +58,10 @@ lint: ruff mypy stubtest rust-lint ## ruff, mypy, stubtest, cargo fmt --check, c
 
 ruff:
 	$(VENV)/bin/ruff check .
+
+fmt: ## format Python (ruff format) and Rust (cargo fmt) sources in place
+	$(VENV)/bin/ruff format .
+	$(CARGO) fmt --all --manifest-path $(CARGO_MANIFEST)
 
 mypy:
 	$(VENV)/bin/mypy grid_sql
