@@ -9,4 +9,20 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__: list[str] = ["__version__"]
+from . import errors
+from .grammar import Grammar, RoleProjection, SchemaLexicon
+from .mask.guide import Guide, Matcher
+from .mask.vocab import Vocabulary
+from .parser import IncrementalParser
+
+__all__: list[str] = [
+    "Grammar",
+    "Guide",
+    "IncrementalParser",
+    "Matcher",
+    "RoleProjection",
+    "SchemaLexicon",
+    "Vocabulary",
+    "__version__",
+    "errors",
+]

@@ -1,5 +1,7 @@
 """Token masks over real LLM vocabularies: byte spellings and the token trie (paper §2, §4.1)."""
 
+from grid_sql.mask.cache import MaskCache, MaskEntry, MaskKey
+from grid_sql.mask.guide import Guide, Matcher, bitmask_to_ids, ids_to_bitmask
 from grid_sql.mask.trie import NODE_DTYPE, TokenTrie, get_token_trie
 from grid_sql.mask.vocab import (
     GGUFFormatError,
@@ -11,6 +13,13 @@ from grid_sql.mask.vocab import (
 )
 
 __all__ = [
+    "Guide",
+    "MaskCache",
+    "MaskEntry",
+    "MaskKey",
+    "Matcher",
+    "bitmask_to_ids",
+    "ids_to_bitmask",
     "NODE_DTYPE",
     "GGUFFormatError",
     "TokenTrie",

@@ -1,0 +1,97 @@
+"""Policy → grammar: compile a role's rights into its language (paper §2, L2 + L3).
+
+The role projection keeps exactly the statement productions of the verbs the policy allows
+(PRAGMA, ATTACH, COPY and other specials are never kept), and drops the escape hatches a
+strict role must not have: a FROM item naming an arbitrary CTE (``cte_ref``) and table
+functions, either of which would let a forbidden table name through as a non-category
+identifier. The schema lexicon admits only tables the role has some right on, only columns
+readable (or writable) in at least one of them, and only their schemas.
+
+Current limit, stated rather than hidden: the table lexicon is one list for every table
+position, the union over the allowed verbs; which verb may touch which table (and which
+columns of which table) is decided exactly by the post-parse checker (Proposition 11).
+"""
+
+from __future__ import annotations
+
+import regex
+
+from ..grammar.ir import Grammar, RoleProjection
+from ..grammar.lexicon import SchemaLexicon
+from ..schema.model import SchemaSnapshot
+from .model import Policy
+
+VERB_RULES: dict[str, tuple[str, ...]] = {
+    "select": ("select_stmt",),
+    "insert": ("insert_stmt",),
+    "update": ("update_stmt",),
+    "delete": ("delete_stmt",),
+    "truncate": ("truncate_stmt",),
+    "create": ("create_table_stmt", "create_view_stmt", "create_index_stmt"),
+    "drop": ("drop_table_stmt", "drop_view_stmt", "drop_index_stmt"),
+    "alter": ("alter_table_stmt",),
+    "grant": ("grant_stmt",),
+    "revoke": ("revoke_stmt",),
+}
+STRICT_DROPS = ("cte_ref", "table_function")
+QUOTES = {"sqlite": ('"', "`", "["), "postgresql": ('"',), "mysql": ("`",)}
+
+
+def _quoted(name: str, q: str) -> str:
+    if q == "[":
+        return f"[{name}]"
+    return q + name.replace(q, q + q) + q
+
+
+def _forms(grammar: Grammar, terminal: str, name: str, dialect: str) -> list[bytes]:
+    """Every spelling of ``name`` the terminal can scan: bare (if legal) and quoted."""
+    pat = regex.compile(grammar.terminals[grammar.terminal_ids[terminal]].pattern.encode())
+    out: list[bytes] = []
+    bare = name.encode()
+    # PostgreSQL folds bare names to lower case: a bare spelling only names a lower-case name
+    if pat.fullmatch(bare) and (dialect != "postgresql" or name == name.lower()):
+        out.append(bare.lower())
+    for q in QUOTES.get(dialect, ('"',)):
+        if q == "[" and "]" in name:
+            continue
+        w = _quoted(name, q).encode()
+        if pat.fullmatch(w):
+            out.append(w)
+    return out
+
+
+def role_grammar(grammar: Grammar, snapshot: SchemaSnapshot, policy: Policy) -> Grammar:
+    """The role's projected, lexicon-restricted grammar (raises EmptyLanguageError if none)."""
+    statements = {
+        r.rhs[0] for r in grammar.rules if r.lhs == "statement" and len(r.rhs) == 1
+    }
+    keep = {
+        rule
+        for verb in policy.statement_verbs
+        for rule in VERB_RULES.get(verb, ())
+        if rule in statements
+    }
+    nts = set(grammar.nonterminals)
+    drop = {d for d in STRICT_DROPS if d in nts}
+    drop |= {c for c in policy.banned_clauses if c in nts}
+    g = grammar.project(RoleProjection(drop=frozenset(drop), keep_statements=frozenset(keep)))
+
+    dialect = snapshot.dialect
+    tables: set[str] = set()
+    schemas: set[str] = set()
+    columns: set[str] = set()
+    for tp in policy.tables:
+        if not tp.any_right:
+            continue
+        tables.add(tp.name)
+        if tp.schema:
+            schemas.add(tp.schema)
+        info = snapshot.table(tp.name, tp.schema)
+        for col in info.columns if info is not None else ():
+            if tp.readable(col.name) or tp.insertable(col.name) or tp.updatable(col.name):
+                columns.add(col.name)
+    words: dict[str, list[bytes]] = {}
+    for term, names in (("TABLE_NAME", tables), ("COLUMN_NAME", columns), ("SCHEMA_NAME", schemas)):
+        if term in g.terminal_ids:
+            words[term] = sorted({w for n in names for w in _forms(g, term, n, dialect)})
+    return g.with_lexicon(SchemaLexicon(words, fold_bare_case=True))
