@@ -29,7 +29,7 @@ from ..grammar.lexer import DEAD, START
 from ..parser.incremental import ParserRuntime
 from .trie import TokenTrie
 
-_IGNORED = -1
+_IGNORED = -1  # ParserRuntime.resolve's answer for an ignored terminal
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,19 +77,6 @@ class Walker:
         self.alias_ids = trie.alias_ids
 
     # ------------------------------------------------------------------ scanning under fixed A
-    def _resolve(self, la_state: int, lexeme: bytes, allowed: int) -> int | None:
-        """Contextual resolution with a fixed allowed set: terminal id, _IGNORED, or None."""
-        rt = self.rt
-        for tid in rt.candidates[la_state]:
-            words = rt.lexicon.get(tid)
-            if words is not None and not words.admits(lexeme):
-                continue
-            if (rt.ignored_mask >> tid) & 1:
-                return _IGNORED
-            if (allowed >> tid) & 1:
-                return tid
-        return None
-
     def step(
         self, frame: ScanFrame, data: bytes, allowed: int
     ) -> ScanFrame | CDEntry | None:
@@ -115,7 +102,7 @@ class Walker:
                 continue
             if la_len <= 0:
                 return None
-            choice = self._resolve(la_st, rem[:la_len], allowed)
+            choice = self.rt.resolve(la_st, rem[:la_len], allowed)
             if choice is None:
                 return None
             rest = rem[la_len:] + data[i:]
@@ -127,22 +114,12 @@ class Walker:
 
     def live(self, frame: ScanFrame, allowed: int) -> bool:
         """The pending lexeme can still become an allowed or ignored terminal."""
-        rt = self.rt
-        m = rt.live_masks[frame.dfa] & (allowed | rt.ignored_mask)
-        if m & ~rt.lexicon_mask:
-            return True
-        m &= rt.lexicon_mask
-        while m:
-            low = m & -m
-            if rt.lexicon[low.bit_length() - 1].admits_prefix(frame.rem):
-                return True
-            m ^= low
-        return False
+        return self.rt.pending_live(frame.dfa, frame.rem, allowed)
 
     def may_recover(self, frame: ScanFrame, allowed: int) -> bool:
         """A later forced emission at the last accept could still succeed."""
         return frame.la_len > 0 and (
-            self._resolve(frame.la_state, frame.rem[: frame.la_len], allowed) is not None
+            self.rt.resolve(frame.la_state, frame.rem[: frame.la_len], allowed) is not None
         )
 
     # ------------------------------------------------------------------ the walk

@@ -157,20 +157,25 @@ class ParserRuntime:
             node = StackNode(goto[base.state][lhs[r]], base, sym_base + lhs[r])
 
     # ------------------------------------------------------------------ scanner side
-    def _emit(self, node: StackNode, la_state: int, lexeme: bytes) -> StackNode | None:
-        """Contextual resolution of a forced emission; None if no candidate is viable."""
-        allowed = -1
+    def resolve(self, la_state: int, lexeme: bytes, allowed: int) -> int | None:
+        """Contextual resolution: the first candidate (in resolution order) that is ignored
+        (returns -1) or in ``allowed``; None if no candidate is viable."""
         for tid in self.candidates[la_state]:
             words = self.lexicon.get(tid)
             if words is not None and not words.admits(lexeme):
                 continue
             if (self.ignored_mask >> tid) & 1:
-                return node
-            if allowed < 0:
-                allowed = self.allowed_mask(node)
+                return -1
             if (allowed >> tid) & 1:
-                return self.shift(node, tid)
+                return tid
         return None
+
+    def _emit(self, node: StackNode, la_state: int, lexeme: bytes) -> StackNode | None:
+        """Resolve a forced emission against the live stack and apply it."""
+        tid = self.resolve(la_state, lexeme, self.allowed_mask(node))
+        if tid is None:
+            return None
+        return node if tid < 0 else self.shift(node, tid)
 
     def advance(self, cfg: Configuration, data: bytes) -> Configuration | None:
         """Feed ``data``; the new configuration, or None if the result is not viable."""
@@ -217,14 +222,17 @@ class ParserRuntime:
         """The pending lexeme can still become an allowed or ignored terminal."""
         if not scan.rem:
             return True
-        m = self.live_masks[scan.dfa] & (self.allowed_mask(node) | self.ignored_mask)
+        return self.pending_live(scan.dfa, scan.rem, self.allowed_mask(node))
+
+    def pending_live(self, dfa: int, rem: bytes, allowed: int) -> bool:
+        """Liveness of a non-empty pending lexeme under the allowed set ``allowed``."""
+        m = self.live_masks[dfa] & (allowed | self.ignored_mask)
         if m & ~self.lexicon_mask:
             return True
         m &= self.lexicon_mask
         while m:
             low = m & -m
-            tid = low.bit_length() - 1
-            if self.lexicon[tid].admits_prefix(scan.rem):
+            if self.lexicon[low.bit_length() - 1].admits_prefix(rem):
                 return True
             m ^= low
         return False
