@@ -100,13 +100,8 @@ bench: setup ## run the benchmark scripts in bench/ (each bench/*.py in turn)
 # maturin places `include` files at their path relative to pyproject.toml, so the wheel is
 # built from a staged copy of the tracked tree in which dialects/ is copied into the package
 # (pyproject: include grid_sql/dialects/*.lark).
-wheel: deps ## build a release wheel into dist/ with the dialect grammars inside grid_sql/
-	@stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; \
-	git ls-files -z | xargs -0 cp --parents -t "$$stage"; \
-	mkdir -p "$$stage/grid_sql/dialects"; \
-	if compgen -G 'dialects/*.lark' >/dev/null; then cp dialects/*.lark "$$stage/grid_sql/dialects/"; fi; \
-	$(VENV)/bin/maturin build --release $(CARGO_LOCKED) -m "$$stage/kernels/py/Cargo.toml" \
-		-o "$(CURDIR)/dist"; \
+wheel: deps ## build a release wheel into dist/ (grid_sql/dialects is a symlink to dialects/)
+	$(VENV)/bin/maturin build --release $(CARGO_LOCKED) -o "$(CURDIR)/dist"
 	ls -l dist/*.whl
 
 clean: ## remove build products and caches (keeps .venv)
