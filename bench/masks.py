@@ -1,0 +1,516 @@
+"""Per-token mask latency: grid-sql vs llguidance (vs XGrammar when installable).
+
+Protocol "unseen": Spider dev gold queries sampled with ``random.Random(2026)``; each engine
+warms its caches on the first half of the sample, then every step (a full-vocabulary mask
+fill, EOS step included) of the second half is timed. All engines get the SAME token ids:
+greedy longest-match over the GGUF vocabulary's token spellings (specials excluded).
+
+The llguidance grammar is generated from grid-sql's own compiled SQLite grammar (lark's
+resolved BNF rules and terminal regexes after %import/%override/%extend), so the language is
+the same up to the documented adaptations in :func:`grammar_to_llg_lark`.
+
+    python bench/masks.py --vocab gpt-2 qwen2 --n-statements 8 4 --engines grid llguidance
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib.metadata as md
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+TOKENIZERS = SHARED / "data" / "tokenizers"
+SPIDER_DEV = SHARED / "data" / "spider" / "dev.json"
+
+
+# ----------------------------------------------------------------------------- corpus
+def sample_statements(n: int, seed: int = 2026) -> list[str]:
+    data = json.loads(SPIDER_DEV.read_text())
+    queries = [d["query"].strip() for d in data]
+    return random.Random(seed).sample(queries, n)
+
+
+def spelling_index(token_bytes, special) -> dict[bytes, int]:
+    out: dict[bytes, int] = {}
+    for i, b in enumerate(token_bytes):
+        if b and i not in special:
+            out.setdefault(b, i)
+    return out
+
+
+def greedy_tokens(idx: dict[bytes, int], text: bytes, max_len: int = 32) -> list[int]:
+    """Longest-match tokenization (any tokenization is a legal input to every engine)."""
+    out, pos = [], 0
+    while pos < len(text):
+        for n in range(min(max_len, len(text) - pos), 0, -1):
+            t = idx.get(text[pos : pos + n])
+            if t is not None:
+                out.append(t)
+                pos += n
+                break
+        else:
+            raise ValueError(f"vocabulary cannot spell byte {text[pos]!r}")
+    return out
+
+
+def bit_set(buf: np.ndarray, tid: int) -> bool:
+    w = int(buf.reshape(-1)[tid >> 5]) & 0xFFFFFFFF
+    return bool((w >> (tid & 31)) & 1)
+
+
+def popcount(buf: np.ndarray) -> int:
+    return int(np.unpackbits(buf.reshape(-1).view(np.uint8)).sum())
+
+
+# ----------------------------------------------------------------------------- grammar
+_CTRL = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x0c": "\\f", "\x0b": "\\v"}
+
+
+def _regex_literal(pat: str) -> str:
+    out = []
+    prev_bs = False
+    for ch in pat:
+        if ch in _CTRL:
+            out.append(_CTRL[ch])
+        elif ch == "/" and not prev_bs:
+            out.append("\\/")
+        else:
+            out.append(ch)
+        prev_bs = ch == "\\" and not prev_bs
+    return "".join(out)
+
+
+def grammar_to_llg_lark(g) -> tuple[str, list[str]]:
+    """Serialise grid-sql's resolved grammar (BNF + terminal regexes) to llguidance lark.
+
+    Returns the text and the list of adaptations made (reported in RESULTS).
+    """
+    notes = [
+        "grammar text generated from grid-sql's compiled SQLite grammar (lark resolves "
+        "%import of common.lark, %override, %extend; [x]/x*/x+ already expanded to BNF)",
+        "terminal priorities (COLUMN_NAME.-1 .. IDENT.-4) dropped: llguidance's lexer keeps "
+        "every lexeme that matches and lets the parser choose, so keyword/identifier "
+        "overlap is resolved by the grammar rather than by priority",
+        "rules with an empty alternative written as `lhs: (alt | ...)?`",
+        "rule names starting with `_` get an `r` prefix (lark would inline them)",
+        "`%llguidance {\"allow_initial_skip\": true}`: grid-sql accepts leading whitespace "
+        "and comments (%ignore before the first lexeme); llguidance does not by default",
+        "NOT adapted (no equivalent in llguidance's lark): llguidance lexes like lark's "
+        "`lexer='dynamic'` (a lexeme may end wherever the parser allows the next one to "
+        "start, e.g. `selected` = SELECT + identifier `ed`, `SELECT0`), and has no "
+        "keyword-over-identifier priority (`FROM` may also be an alias identifier). grid-sql "
+        "lexes by maximal munch with terminal priorities. The languages therefore differ; "
+        "the mask comparison table quantifies it on the timed steps",
+    ]
+    def rname(n: str) -> str:
+        n = str(n)
+        return "r" + n if n.startswith("_") else n
+
+    def tname(n: str) -> str:
+        n = str(n)
+        return "T" + n if n.startswith("_") else n
+
+    term_names = {str(t.name) for t in g.terminals}
+    lines = ['%llguidance {"allow_initial_skip": true}', ""]
+    by_lhs: dict[str, list[tuple[str, ...]]] = {}
+    for r in g.rules:
+        by_lhs.setdefault(str(r.lhs), []).append(tuple(str(s) for s in r.rhs))
+    order = [g.start] + sorted(k for k in by_lhs if k != g.start)
+    for lhs in order:
+        alts = by_lhs[lhs]
+        empty = any(not a for a in alts)
+        bodies = [
+            " ".join(tname(s) if s in term_names else rname(s) for s in a) for a in alts if a
+        ]
+        body = " | ".join(bodies)
+        if empty:
+            body = f"({body})?"
+        lines.append(f"{rname(lhs)}: {body}")
+    lines.append("")
+    for t in g.terminals:
+        pat = t.pattern
+        if t.is_string and pat.startswith("(?i:") and pat.endswith(")"):
+            import re
+
+            lit = re.sub(r"\\(.)", r"\1", pat[4:-1])
+            lines.append(f"{tname(t.name)}: {json.dumps(lit)}i")
+        else:
+            lines.append(f"{tname(t.name)}: /{_regex_literal(pat)}/")
+    for t in g.terminals:
+        if t.ignored:
+            lines.append(f"%ignore {tname(t.name)}")
+    return "\n".join(lines) + "\n", notes
+
+
+# ----------------------------------------------------------------------------- engines
+class GridEngine:
+    name = "grid-sql"
+
+    def __init__(self, vocab_path: Path):
+        import grid_sql as gs
+        from grid_sql.grammar.dialects import dialects_dir
+        from grid_sql.mask.cache import MaskCache
+        from grid_sql.mask.guide import Guide
+        from grid_sql.mask.trie import get_token_trie
+
+        t0 = time.perf_counter()
+        self.v = gs.Vocabulary.from_gguf(str(vocab_path))
+        trie = get_token_trie(self.v)
+        t1 = time.perf_counter()
+        # Grammar.dialect() is memoised per process: load through from_lark so the compile
+        # is timed for every vocabulary (the parser runtime may still be shared in-process).
+        d = dialects_dir()
+        path = d / "sqlite.lark"
+        g = gs.Grammar.from_lark(
+            path.read_text(), "start", import_paths=[d], source_path=path, name="sqlite"
+        )
+        self.guide = Guide(g, self.v, cache=MaskCache(), trie=trie)
+        t2 = time.perf_counter()
+        self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
+        self.grammar = g
+
+    def start(self):
+        self.m = self.guide.matcher()
+        self.buf = self.m.allocate_bitmask()
+
+    def fill(self):
+        self.m.fill_next_token_bitmask(self.buf)
+        return self.buf
+
+    def accept(self, tid: int) -> bool:
+        try:
+            self.m.accept_token(tid)
+            return True
+        except Exception:
+            return False
+
+
+class LLGEngine:
+    name = "llguidance"
+
+    def __init__(self, v, grammar, tokenize):
+        import llguidance as llg
+        import llguidance.numpy as llnp
+
+        self.llnp = llnp
+        special = set(v.special_ids)
+
+        class _Tok:
+            pass
+
+        tw = _Tok()
+        tw.eos_token_id = v.eos_token_id
+        tw.bos_token_id = None
+        # llguidance marks special tokens by a leading 0xFF byte
+        tw.tokens = [
+            (b"\xff" + b) if i in special else b for i, b in enumerate(v.token_bytes)
+        ]
+        tw.special_token_ids = sorted(special)
+        tw.__call__ = None
+
+        class _W(llg.TokenizerWrapper):
+            def __init__(self, inner):
+                self.eos_token_id = inner.eos_token_id
+                self.bos_token_id = None
+                self.tokens = inner.tokens
+                self.special_token_ids = inner.special_token_ids
+                self.is_tokenizer_wrapper = True
+                self._accepts_bytes = True
+                self._gtokenizer = lambda b: tokenize(b)
+
+        t0 = time.perf_counter()
+        self.tok = llg.LLTokenizer(_W(tw))
+        t1 = time.perf_counter()
+        self.lark, self.notes = grammar_to_llg_lark(grammar)
+        self.m = llg.LLMatcher(self.tok, self.lark, log_level=1)
+        if self.m.is_error():
+            raise RuntimeError(f"llguidance grammar error: {self.m.get_error()}")
+        t2 = time.perf_counter()
+        self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
+        self.buf = llnp.allocate_token_bitmask(1, self.tok.vocab_size)
+
+    def start(self):
+        self.m.reset()
+
+    def fill(self):
+        self.llnp.fill_next_token_bitmask(self.m, self.buf, 0)
+        return self.buf
+
+    def accept(self, tid: int) -> bool:
+        return bool(self.m.consume_token(tid)) and not self.m.is_error()
+
+
+# ----------------------------------------------------------------------------- running
+def run_statement(eng, ids, eos, timed, stats, masks=None, key=0):
+    eng.start()
+    for step, tid in enumerate(ids + [eos]):
+        t0 = time.perf_counter_ns()
+        buf = eng.fill()
+        dt = time.perf_counter_ns() - t0
+        if timed is not None:
+            timed.append(dt / 1000.0)
+        stats["steps"] += 1
+        if masks is not None:
+            masks[(key, step)] = buf.reshape(-1).copy()
+        if not bit_set(buf, tid):
+            stats["rejected"] += 1
+            stats.setdefault("first_rejects", []).append(tid)
+            return False
+        if tid == eos:
+            return True
+        if not eng.accept(tid):
+            stats["rejected"] += 1
+            return False
+    return True
+
+
+def summarize(lat: list[float]) -> dict:
+    a = np.array(lat) if lat else np.array([0.0])
+    return {
+        "n": len(lat),
+        "p50": float(np.percentile(a, 50)),
+        "p90": float(np.percentile(a, 90)),
+        "p99": float(np.percentile(a, 99)),
+        "max": float(a.max()),
+        "mean": float(a.mean()),
+        "gt1ms": int((a > 1000.0).sum()),
+    }
+
+
+def bench_vocab(vname: str, n_stmts: int, engines: list[str], log) -> dict:
+    path = TOKENIZERS / f"ggml-vocab-{vname}.gguf"
+    stmts = sample_statements(n_stmts)
+    half = n_stmts // 2
+    warm, test = stmts[:half], stmts[half:]
+    res: dict = {"vocab": vname, "warm": warm, "test": test, "engines": {}}
+    grid = GridEngine(path)  # also provides the vocabulary and grammar for the others
+    v = grid.v
+    idx = spelling_index(v.token_bytes, set(v.special_ids))
+    tokenize = lambda b: greedy_tokens(idx, b)  # noqa: E731
+    res["n_vocab"] = len(v.token_bytes)
+    res["test_tokens"] = sum(len(tokenize(s.encode())) + 1 for s in test)
+    all_masks: dict[str, dict] = {}
+    for name in engines:
+        if name == "grid":
+            eng = grid
+        elif name == "llguidance":
+            eng = LLGEngine(v, grid.grammar, tokenize)
+            res["llg_notes"] = eng.notes
+            res["llg_warnings"] = eng.m.get_grammar_warnings()
+        else:
+            log(f"[{vname}] engine {name}: not available, skipped")
+            continue
+        stats = {"steps": 0, "rejected": 0}
+        tw = time.perf_counter()
+        for s in warm:
+            run_statement(eng, tokenize(s.encode()), v.eos_token_id, None, stats)
+        warm_s = time.perf_counter() - tw
+        lat: list[float] = []
+        tstats = {"steps": 0, "rejected": 0}
+        masks: dict = {}
+        all_masks[eng.name] = masks
+        for k, s in enumerate(test):
+            ids = tokenize(s.encode())
+            ok = run_statement(eng, ids, v.eos_token_id, lat, tstats, masks, k)
+            if not ok:
+                log(f"[{vname}] {eng.name} REJECTED in: {s}")
+        summ = summarize(lat)
+        summ.update(
+            tok_load_s=eng.tok_load_s,
+            compile_s=eng.compile_s,
+            warm_s=warm_s,
+            warm_rejected=stats["rejected"],
+            rejected=tstats["rejected"],
+            steps=tstats["steps"],
+        )
+        res["engines"][eng.name] = summ
+        log(f"[{vname}] {eng.name}: {json.dumps(summ)}")
+    res["mask_diff"] = compare_masks(all_masks, res["n_vocab"])
+    log(f"[{vname}] mask comparison vs grid-sql: {json.dumps(res['mask_diff'])}")
+    return res
+
+
+def compare_masks(all_masks: dict[str, dict], n_vocab: int) -> dict:
+    """Per engine: steps whose full-vocabulary mask differs from grid-sql's, and by how much."""
+    base = all_masks.get("grid-sql")
+    out: dict = {}
+    if base is None:
+        return out
+
+    def bits(w: np.ndarray) -> np.ndarray:
+        return np.unpackbits(w.astype("<i4").view(np.uint8), bitorder="little")[:n_vocab]
+
+    for name, masks in all_masks.items():
+        if name == "grid-sql":
+            continue
+        common = sorted(set(base) & set(masks))
+        differ = only_other = only_grid = 0
+        for key in common:
+            a, b = bits(base[key]), bits(masks[key])
+            if not np.array_equal(a, b):
+                differ += 1
+                only_grid += int((a & ~b).sum())
+                only_other += int((b & ~a).sum())
+        out[name] = {
+            "compared": len(common),
+            "differ": differ,
+            "tokens_only_grid": only_grid,
+            "tokens_only_other": only_other,
+        }
+    return out
+
+
+def host_info() -> dict:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    vers = {}
+    for p in ("grid-sql", "llguidance", "xgrammar", "numpy", "lark"):
+        try:
+            vers[p] = md.version(p)
+        except md.PackageNotFoundError:
+            vers[p] = "not installed"
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=False,
+        ).stdout.strip()
+    except OSError:
+        commit = "?"
+    return {
+        "uname": " ".join(platform.uname()),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "versions": vers,
+        "commit": commit,
+    }
+
+
+def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[str]) -> str:
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        "# Mask latency: grid-sql vs llguidance (protocol \"unseen\")",
+        "",
+        f"- command: `{cmd}`",
+        f"- date: {now}; grid-sql commit {host['commit']}",
+        f"- host: `{host['uname']}`",
+        f"- CPU: {host['cpu']}, {host['cores']} cores; Python {host['python']}",
+        f"- load average (1/5/15 min) before: {load['before']}, after: {load['after']}",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in host["versions"].items()),
+        "",
+    ]
+    for s in skipped:
+        out.append(f"- skipped: {s}")
+    out.append("")
+    for r in results:
+        eng = r["engines"]
+        out += [
+            f"## Vocabulary {r['vocab']} ({r['n_vocab']} tokens)",
+            "",
+            f"Warm-up: {len(r['warm'])} statements; timed: {len(r['test'])} statements, "
+            f"{r['test_tokens']} steps (tokens + EOS) per engine.",
+            "",
+            "| engine | steps | p50 µs | p90 µs | p99 µs | max µs | mean µs | steps >1 ms "
+            "| rejected (timed/warm) | tokenizer load s | grammar compile s | p50 / grid "
+            "| mean / grid |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        base = eng.get("grid-sql")
+        for name, s in eng.items():
+            r50 = f"{s['p50'] / base['p50']:.3g}" if base and base["p50"] else "-"
+            rmean = f"{s['mean'] / base['mean']:.3g}" if base and base["mean"] else "-"
+            out.append(
+                f"| {name} | {s['n']} | {s['p50']:.1f} | {s['p90']:.1f} | {s['p99']:.1f} "
+                f"| {s['max']:.1f} | {s['mean']:.1f} | {s['gt1ms']} "
+                f"| {s['rejected']}/{s['warm_rejected']} | {s['tok_load_s']:.3f} "
+                f"| {s['compile_s']:.3f} | {r50} | {rmean} |"
+            )
+        md_ = r.get("mask_diff") or {}
+        if md_:
+            out += [
+                "",
+                "Mask parity on the timed steps (same prefix, full vocabulary, bit by bit):",
+                "",
+                "| engine | steps compared | steps whose mask differs from grid-sql "
+                "| token bits set only by grid-sql | token bits set only by the engine |",
+                "|---|---|---|---|---|",
+            ]
+            for name, d in md_.items():
+                out.append(
+                    f"| {name} | {d['compared']} | {d['differ']} | {d['tokens_only_grid']} "
+                    f"| {d['tokens_only_other']} |"
+                )
+        warn = r.get("llg_warnings")
+        if warn:
+            out += ["", "llguidance grammar warnings:", ""] + [f"- {w}" for w in warn]
+        out += ["", "Timed statements:", ""]
+        out += [f"- `{q}`" for q in r["test"]]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vocab", nargs="+", default=["gpt-2", "qwen2"])
+    ap.add_argument(
+        "--n-statements", nargs="+", type=int, default=[8, 4],
+        help="sample size per vocabulary (half warm-up, half timed); one value or one per vocab",
+    )
+    ap.add_argument("--engines", nargs="+", default=["grid", "llguidance", "xgrammar"])
+    ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-masks.md"))
+    ap.add_argument("--notes", default="", help="extra markdown appended to the report")
+    args = ap.parse_args(argv)
+    ns = args.n_statements
+    if len(ns) == 1:
+        ns = ns * len(args.vocab)
+    skipped = []
+    engines = list(args.engines)
+    if "xgrammar" in engines:
+        try:
+            import xgrammar  # noqa: F401
+        except ImportError:
+            skipped.append("xgrammar: not importable in this venv (see reading below)")
+            engines.remove("xgrammar")
+        else:
+            skipped.append("xgrammar: installed, but no EBNF conversion of the grammar yet")
+            engines.remove("xgrammar")
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+
+    load_before = tuple(round(x, 2) for x in os.getloadavg())
+    results = [bench_vocab(v, n, engines, log) for v, n in zip(args.vocab, ns, strict=True)]
+    load_after = tuple(round(x, 2) for x in os.getloadavg())
+    cmd = "python bench/masks.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = render(results, host_info(), cmd, {"before": load_before, "after": load_after},
+                  skipped)
+    notes = [n for r in results for n in r.get("llg_notes", [])]
+    if notes:
+        text += "## llguidance grammar adaptations\n\n"
+        text += "\n".join(f"- {n}" for n in dict.fromkeys(notes)) + "\n"
+    if args.notes:
+        text += "\n" + Path(args.notes).read_text()
+    Path(args.out).write_text(text)
+    log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
