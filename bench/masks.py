@@ -91,7 +91,7 @@ def _regex_literal(pat: str) -> str:
     return "".join(out)
 
 
-def grammar_to_llg_lark(g) -> tuple[str, list[str]]:
+def grammar_to_llg_lark(g, merge_same_regex: bool = False) -> tuple[str, list[str]]:
     """Serialise grid-sql's resolved grammar (BNF + terminal regexes) to llguidance lark.
 
     Returns the text and the list of adaptations made (reported in RESULTS).
@@ -122,6 +122,19 @@ def grammar_to_llg_lark(g) -> tuple[str, list[str]]:
         return "T" + n if n.startswith("_") else n
 
     term_names = {str(t.name) for t in g.terminals}
+    alias: dict[str, str] = {}
+    if merge_same_regex:
+        # Without priorities, terminals with the same regex are interchangeable for
+        # llguidance: one lexeme instead of several identical ones (same language).
+        first: dict[str, str] = {}
+        for t in sorted(g.terminals, key=lambda t: str(t.name)):
+            if not t.ignored:
+                alias[str(t.name)] = first.setdefault(t.pattern, str(t.name))
+        merged = sorted(k for k, a in alias.items() if k != a)
+        notes.append(
+            "variant `llguidance-merged`: terminals with identical regexes merged into one "
+            f"lexeme ({', '.join(f'{k}->{alias[k]}' for k in merged)}); same llguidance language"
+        )
     lines = ['%llguidance {"allow_initial_skip": true}', ""]
     by_lhs: dict[str, list[tuple[str, ...]]] = {}
     for r in g.rules:
@@ -131,7 +144,9 @@ def grammar_to_llg_lark(g) -> tuple[str, list[str]]:
         alts = by_lhs[lhs]
         empty = any(not a for a in alts)
         bodies = [
-            " ".join(tname(s) if s in term_names else rname(s) for s in a) for a in alts if a
+            " ".join(tname(alias.get(s, s)) if s in term_names else rname(s) for s in a)
+            for a in alts
+            if a
         ]
         body = " | ".join(bodies)
         if empty:
@@ -139,6 +154,8 @@ def grammar_to_llg_lark(g) -> tuple[str, list[str]]:
         lines.append(f"{rname(lhs)}: {body}")
     lines.append("")
     for t in g.terminals:
+        if alias.get(str(t.name), str(t.name)) != str(t.name):
+            continue
         pat = t.pattern
         if t.is_string and pat.startswith("(?i:") and pat.endswith(")"):
             import re
@@ -199,7 +216,7 @@ class GridEngine:
 class LLGEngine:
     name = "llguidance"
 
-    def __init__(self, v, grammar, tokenize):
+    def __init__(self, v, grammar, tokenize, merge_same_regex: bool = False):
         import llguidance as llg
         import llguidance.numpy as llnp
 
@@ -232,7 +249,9 @@ class LLGEngine:
         t0 = time.perf_counter()
         self.tok = llg.LLTokenizer(_W(tw))
         t1 = time.perf_counter()
-        self.lark, self.notes = grammar_to_llg_lark(grammar)
+        self.lark, self.notes = grammar_to_llg_lark(grammar, merge_same_regex)
+        if merge_same_regex:
+            self.name = "llguidance-merged"
         self.m = llg.LLMatcher(self.tok, self.lark, log_level=1)
         if self.m.is_error():
             raise RuntimeError(f"llguidance grammar error: {self.m.get_error()}")
@@ -304,8 +323,8 @@ def bench_vocab(vname: str, n_stmts: int, engines: list[str], log) -> dict:
     for name in engines:
         if name == "grid":
             eng = grid
-        elif name == "llguidance":
-            eng = LLGEngine(v, grid.grammar, tokenize)
+        elif name in ("llguidance", "llguidance-merged"):
+            eng = LLGEngine(v, grid.grammar, tokenize, name == "llguidance-merged")
             res["llg_notes"] = eng.notes
             res["llg_warnings"] = eng.m.get_grammar_warnings()
         else:
@@ -363,6 +382,8 @@ def compare_masks(all_masks: dict[str, dict], n_vocab: int) -> dict:
                 only_grid += int((a & ~b).sum())
                 only_other += int((b & ~a).sum())
         out[name] = {
+            "mean_allowed_grid": float(np.mean([bits(base[k]).sum() for k in common] or [0])),
+            "mean_allowed_other": float(np.mean([bits(masks[k]).sum() for k in common] or [0])),
             "compared": len(common),
             "differ": differ,
             "tokens_only_grid": only_grid,
@@ -428,9 +449,9 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
             f"{r['test_tokens']} steps (tokens + EOS) per engine.",
             "",
             "| engine | steps | p50 µs | p90 µs | p99 µs | max µs | mean µs | steps >1 ms "
-            "| rejected (timed/warm) | tokenizer load s | grammar compile s | p50 / grid "
-            "| mean / grid |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| rejected (timed/warm) | tokenizer load s | grammar compile s | warm-up s "
+            "| p50 / grid | mean / grid |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         base = eng.get("grid-sql")
         for name, s in eng.items():
@@ -440,7 +461,7 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
                 f"| {name} | {s['n']} | {s['p50']:.1f} | {s['p90']:.1f} | {s['p99']:.1f} "
                 f"| {s['max']:.1f} | {s['mean']:.1f} | {s['gt1ms']} "
                 f"| {s['rejected']}/{s['warm_rejected']} | {s['tok_load_s']:.3f} "
-                f"| {s['compile_s']:.3f} | {r50} | {rmean} |"
+                f"| {s['compile_s']:.3f} | {s['warm_s']:.2f} | {r50} | {rmean} |"
             )
         md_ = r.get("mask_diff") or {}
         if md_:
@@ -449,13 +470,15 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
                 "Mask parity on the timed steps (same prefix, full vocabulary, bit by bit):",
                 "",
                 "| engine | steps compared | steps whose mask differs from grid-sql "
-                "| token bits set only by grid-sql | token bits set only by the engine |",
-                "|---|---|---|---|---|",
+                "| token bits set only by grid-sql | token bits set only by the engine "
+                "| mean allowed tokens/step grid-sql | mean allowed tokens/step engine |",
+                "|---|---|---|---|---|---|---|",
             ]
             for name, d in md_.items():
                 out.append(
                     f"| {name} | {d['compared']} | {d['differ']} | {d['tokens_only_grid']} "
-                    f"| {d['tokens_only_other']} |"
+                    f"| {d['tokens_only_other']} | {d['mean_allowed_grid']:.0f} "
+                    f"| {d['mean_allowed_other']:.0f} |"
                 )
         warn = r.get("llg_warnings")
         if warn:
