@@ -9,7 +9,8 @@ The llguidance grammar is generated from grid-sql's own compiled SQLite grammar 
 resolved BNF rules and terminal regexes after %import/%override/%extend), so the language is
 the same up to the documented adaptations in :func:`grammar_to_llg_lark`.
 
-    python bench/masks.py --vocab gpt-2 qwen2 --n-statements 8 4 --engines grid llguidance
+    python bench/masks.py --vocab gpt-2 qwen2 --n-statements 12 6 \
+        --engines grid llguidance llguidance-merged xgrammar
 """
 
 from __future__ import annotations
@@ -223,31 +224,23 @@ class LLGEngine:
         self.llnp = llnp
         special = set(v.special_ids)
 
-        class _Tok:
-            pass
+        class _Wrapper(llg.TokenizerWrapper):
+            """Token bytes straight from the GGUF vocabulary; encoding = greedy longest match."""
 
-        tw = _Tok()
-        tw.eos_token_id = v.eos_token_id
-        tw.bos_token_id = None
-        # llguidance marks special tokens by a leading 0xFF byte
-        tw.tokens = [
-            (b"\xff" + b) if i in special else b for i, b in enumerate(v.token_bytes)
-        ]
-        tw.special_token_ids = sorted(special)
-        tw.__call__ = None
-
-        class _W(llg.TokenizerWrapper):
-            def __init__(self, inner):
-                self.eos_token_id = inner.eos_token_id
+            def __init__(self) -> None:  # no super().__init__: there is no HF tokenizer
+                self.eos_token_id = v.eos_token_id
                 self.bos_token_id = None
-                self.tokens = inner.tokens
-                self.special_token_ids = inner.special_token_ids
+                # llguidance marks special tokens by a leading 0xFF byte
+                self.tokens = [
+                    (b"\xff" + b) if i in special else b for i, b in enumerate(v.token_bytes)
+                ]
+                self.special_token_ids = sorted(special)
                 self.is_tokenizer_wrapper = True
                 self._accepts_bytes = True
-                self._gtokenizer = lambda b: tokenize(b)
+                self._gtokenizer = tokenize
 
         t0 = time.perf_counter()
-        self.tok = llg.LLTokenizer(_W(tw))
+        self.tok = llg.LLTokenizer(_Wrapper())
         t1 = time.perf_counter()
         self.lark, self.notes = grammar_to_llg_lark(grammar, merge_same_regex)
         if merge_same_regex:
