@@ -42,29 +42,6 @@ def sample_statements(n: int, seed: int = 2026) -> list[str]:
     return random.Random(seed).sample(queries, n)
 
 
-def spelling_index(token_bytes, special) -> dict[bytes, int]:
-    out: dict[bytes, int] = {}
-    for i, b in enumerate(token_bytes):
-        if b and i not in special:
-            out.setdefault(b, i)
-    return out
-
-
-def greedy_tokens(idx: dict[bytes, int], text: bytes, max_len: int = 32) -> list[int]:
-    """Longest-match tokenization (any tokenization is a legal input to every engine)."""
-    out, pos = [], 0
-    while pos < len(text):
-        for n in range(min(max_len, len(text) - pos), 0, -1):
-            t = idx.get(text[pos : pos + n])
-            if t is not None:
-                out.append(t)
-                pos += n
-                break
-        else:
-            raise ValueError(f"vocabulary cannot spell byte {text[pos]!r}")
-    return out
-
-
 def bit_set(buf: np.ndarray, tid: int) -> bool:
     w = int(buf.reshape(-1)[tid >> 5]) & 0xFFFFFFFF
     return bool((w >> (tid & 31)) & 1)
@@ -105,7 +82,7 @@ def grammar_to_llg_lark(g, merge_same_regex: bool = False) -> tuple[str, list[st
         "overlap is resolved by the grammar rather than by priority",
         "rules with an empty alternative written as `lhs: (alt | ...)?`",
         "rule names starting with `_` get an `r` prefix (lark would inline them)",
-        "`%llguidance {\"allow_initial_skip\": true}`: grid-sql accepts leading whitespace "
+        '`%llguidance {"allow_initial_skip": true}`: grid-sql accepts leading whitespace '
         "and comments (%ignore before the first lexeme); llguidance does not by default",
         "NOT adapted (no equivalent in llguidance's lark): llguidance lexes like lark's "
         "`lexer='dynamic'` (a lexeme may end wherever the parser allows the next one to "
@@ -114,6 +91,7 @@ def grammar_to_llg_lark(g, merge_same_regex: bool = False) -> tuple[str, list[st
         "lexes by maximal munch with terminal priorities. The languages therefore differ; "
         "the mask comparison table quantifies it on the timed steps",
     ]
+
     def rname(n: str) -> str:
         n = str(n)
         return "r" + n if n.startswith("_") else n
@@ -308,8 +286,12 @@ def bench_vocab(vname: str, n_stmts: int, engines: list[str], log) -> dict:
     res: dict = {"vocab": vname, "warm": warm, "test": test, "engines": {}}
     grid = GridEngine(path)  # also provides the vocabulary and grammar for the others
     v = grid.v
-    idx = spelling_index(v.token_bytes, set(v.special_ids))
-    tokenize = lambda b: greedy_tokens(idx, b)  # noqa: E731
+
+    def tokenize(b: bytes) -> list[int]:
+        from grid_sql.mask.vocab import greedy_token_ids
+
+        return greedy_token_ids(v, b, max_len=32)  # same spelling for every engine
+
     res["n_vocab"] = len(v.token_bytes)
     res["test_tokens"] = sum(len(tokenize(s.encode())) + 1 for s in test)
     all_masks: dict[str, dict] = {}
@@ -403,7 +385,9 @@ def host_info() -> dict:
     try:
         commit = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         ).stdout.strip()
     except OSError:
         commit = "?"
@@ -420,7 +404,7 @@ def host_info() -> dict:
 def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[str]) -> str:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
-        "# Mask latency: grid-sql vs llguidance (protocol \"unseen\")",
+        '# Mask latency: grid-sql vs llguidance (protocol "unseen")',
         "",
         f"- command: `{cmd}`",
         f"- date: {now}; grid-sql commit {host['commit']}",
@@ -486,7 +470,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vocab", nargs="+", default=["gpt-2", "qwen2"])
     ap.add_argument(
-        "--n-statements", nargs="+", type=int, default=[8, 4],
+        "--n-statements",
+        nargs="+",
+        type=int,
+        default=[8, 4],
         help="sample size per vocabulary (half warm-up, half timed); one value or one per vocab",
     )
     ap.add_argument("--engines", nargs="+", default=["grid", "llguidance", "xgrammar"])
@@ -515,8 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     results = [bench_vocab(v, n, engines, log) for v, n in zip(args.vocab, ns, strict=True)]
     load_after = tuple(round(x, 2) for x in os.getloadavg())
     cmd = "python bench/masks.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = render(results, host_info(), cmd, {"before": load_before, "after": load_after},
-                  skipped)
+    text = render(results, host_info(), cmd, {"before": load_before, "after": load_after}, skipped)
     notes = [n for r in results for n in r.get("llg_notes", [])]
     if notes:
         text += "## llguidance grammar adaptations\n\n"

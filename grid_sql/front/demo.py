@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..grammar import Grammar
 from ..mask.guide import Guide
-from ..mask.vocab import Vocabulary
+from ..mask.vocab import Vocabulary, greedy_token_ids
 from ..policy import AppPolicy, narrow, open_sqlite, sqlite_baseline
 from ..policy.grammar import role_grammar
 from ..schema import introspect
@@ -39,22 +39,7 @@ PROBES = [
 
 
 def _tokenize(vocab: Vocabulary, text: bytes) -> list[int]:
-    """Longest-match spelling with the vocabulary (any spelling is a legal input)."""
-    index: dict[bytes, int] = {}
-    for i, b in enumerate(vocab.token_bytes):
-        if b and i not in vocab.special_ids:
-            index.setdefault(b, i)
-    out, pos = [], 0
-    while pos < len(text):
-        for n in range(min(16, len(text) - pos), 0, -1):
-            t = index.get(text[pos : pos + n])
-            if t is not None:
-                out.append(t)
-                pos += n
-                break
-        else:
-            raise ValueError(f"vocabulary cannot spell byte {text[pos]!r}")
-    return out
+    return greedy_token_ids(vocab, text, max_len=16)
 
 
 def run(db: Path = DEFAULT_DB, vocab_path: Path = DEFAULT_VOCAB) -> int:
@@ -66,14 +51,15 @@ def run(db: Path = DEFAULT_DB, vocab_path: Path = DEFAULT_VOCAB) -> int:
     )
     policy = narrow(sqlite_baseline(snap), app, snap)
     print(f"database   {db.name}: {sum(1 for _ in snap.iter_tables())} tables")
-    print("policy     select-only, table Employee denied (fingerprint "
-          f"{policy.fingerprint[:12]})")
+    print(f"policy     select-only, table Employee denied (fingerprint {policy.fingerprint[:12]})")
     grammar = role_grammar(Grammar.dialect("sqlite"), snap, policy)
     print(f"grammar    {grammar!r}")
     vocab = Vocabulary.from_gguf(vocab_path)
     guide = Guide(grammar, vocab)
-    print(f"vocabulary {vocab_path.name}: {vocab.size} tokens "
-          f"(ready in {time.perf_counter() - t0:.1f}s)\n")
+    print(
+        f"vocabulary {vocab_path.name}: {vocab.size} tokens "
+        f"(ready in {time.perf_counter() - t0:.1f}s)\n"
+    )
     m = guide.matcher()
     buf = m.allocate_bitmask()
     for t in _tokenize(vocab, REFERENCE):

@@ -969,3 +969,35 @@ def _parse_gguf_kv(buf: mmap.mmap, path: str, prefix: str, skip: frozenset[str])
         else:
             off = skip_value(vtype, off)
     return out
+
+
+_SPELLING_INDEX: dict[str, dict[bytes, int]] = {}
+
+
+def greedy_token_ids(vocab: Vocabulary, text: bytes, max_len: int | None = None) -> list[int]:
+    """Spell ``text`` by longest match over the non-special spellings (smallest id first).
+
+    Not the tokenizer's own segmentation: any spelling is a legal input to a matcher, and a
+    deterministic one lets tests, the demo and benchmarks feed identical token sequences.
+    ``max_len`` caps the match length in bytes (default: the longest spelling).
+    """
+    idx = _SPELLING_INDEX.get(vocab.fingerprint)
+    if idx is None:
+        idx = {}
+        for i, b in enumerate(vocab.token_bytes):
+            if b and i not in vocab.special_ids:
+                idx.setdefault(b, i)
+        _SPELLING_INDEX[vocab.fingerprint] = idx
+    cap = max_len if max_len is not None else max((len(b) for b in idx), default=1)
+    out: list[int] = []
+    pos = 0
+    while pos < len(text):
+        for n in range(min(cap, len(text) - pos), 0, -1):
+            t = idx.get(text[pos : pos + n])
+            if t is not None:
+                out.append(t)
+                pos += n
+                break
+        else:
+            raise TokenizerError(f"vocabulary cannot spell byte {text[pos]!r} at offset {pos}")
+    return out
