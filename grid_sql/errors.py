@@ -59,10 +59,34 @@ class PolicyError(GridSQLError):
 class PolicyViolation(GridSQLError):
     """A statement violates the role's policy (raised by the post-parse checker)."""
 
-    def __init__(self, message: str, violations: list[object] | None = None) -> None:
+    def __init__(
+        self, message: str, violations: list[object] | None = None, sql: str | None = None
+    ) -> None:
         super().__init__(message)
         self.violations: list[object] = list(violations or [])
+        self.sql = sql
 
 
 class QuestionError(GridSQLError):
     """A natural-language question is empty or otherwise unusable."""
+
+
+class ModelError(GridSQLError):
+    """A model file is missing, corrupt or cannot be loaded by its backend."""
+
+
+class StatementError(GridSQLError):
+    """SQL handed to execution is not exactly one parseable statement (nothing was run)."""
+
+
+class WriteRefused(PolicyViolation):
+    """A writing statement was refused: the role's grants lack the verb or the caller did not
+    opt in with ``allow_writes=True``. Nothing was run."""
+
+
+class ExecutionError(GridSQLError):
+    """The database rejected or failed a statement; its transaction was rolled back."""
+
+
+class StatementTimeout(ExecutionError):
+    """The statement exceeded its time limit and was cancelled by the database."""
