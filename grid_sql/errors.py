@@ -90,3 +90,7 @@ class ExecutionError(GridSQLError):
 
 class StatementTimeout(ExecutionError):
     """The statement exceeded its time limit and was cancelled by the database."""
+
+
+class ConnectionStateError(GridSQLError):
+    """A connection is not in the state an operation needs (closed, or a transaction is open)."""
