@@ -94,3 +94,8 @@ class StatementTimeout(ExecutionError):
 
 class ConnectionStateError(GridSQLError):
     """A connection is not in the state an operation needs (closed, or a transaction is open)."""
+
+
+class AuditError(GridSQLError):
+    """An audit trail cannot be written, read or replayed (unknown id, missing artifact,
+    a store that is not append-only, a malformed record)."""
