@@ -1,0 +1,613 @@
+//! The cold trie walk (paper §4.1–§4.2): CI token ids and the CD residue of one key.
+//!
+//! This is a transcription of `grid_sql/mask/walk.py` (`Walker.walk`), which stays the
+//! reference; parity tests in `tests/kernels/` hold the two bit-identical (ids, residue
+//! entries and their order). Why a kernel: on a 151k-token vocabulary the walk visits
+//! hundreds of thousands of trie nodes, and the per-node work (one DFA step, one bitset
+//! test) is nanoseconds in Rust but a microsecond of interpreter dispatch in Python.
+//!
+//! Inputs are plain tables, built once per (grammar runtime, token trie):
+//! - [`ScanTables`]: the union-DFA transitions, per-state "accepts anything" flags and live
+//!   terminal bitsets, accept candidates in resolution order, the ignored-terminal bitset
+//!   and the per-terminal schema lexicons ([`Lexicon`], `fold_lexeme` semantics);
+//! - [`TrieArrays`]: the DFS-contiguous token trie (edge byte, depth, subtree size) and
+//!   its alias CSR (`alias_offsets`, `alias_ids`), exactly `grid_sql/mask/trie.py`'s layout.
+//!
+//! The allowed set A is a little-endian bitset over terminal ids (`u64` words; missing
+//! high words read as zero).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use crate::lexer::{DEAD, START};
+
+/// Bytes that open a quoted identifier: such lexemes are compared exactly even when the
+/// category folds bare case (`grid_sql.grammar.lexicon.QUOTE_BYTES`).
+pub const QUOTE_BYTES: [u8; 3] = [b'"', b'`', b'['];
+
+/// `fold_lexeme`: with `fold_bare_case`, a bare (unquoted) lexeme compares ASCII-lower-cased.
+pub fn fold_lexeme(lexeme: &[u8], fold_bare_case: bool) -> Vec<u8> {
+    let mut out = lexeme.to_vec();
+    if fold_bare_case && !lexeme.is_empty() && !QUOTE_BYTES.contains(&lexeme[0]) {
+        out.make_ascii_lowercase();
+    }
+    out
+}
+
+/// The allowed words of one category terminal with their prefix closure (`CategoryWords`).
+#[derive(Debug, Clone)]
+pub struct Lexicon {
+    words: HashSet<Vec<u8>>,
+    prefixes: HashSet<Vec<u8>>,
+    fold_bare_case: bool,
+}
+
+impl Lexicon {
+    /// Words are folded on entry, exactly as `CategoryWords.__post_init__` does.
+    pub fn new<I: IntoIterator<Item = Vec<u8>>>(words: I, fold_bare_case: bool) -> Self {
+        let words: HashSet<Vec<u8>> = words
+            .into_iter()
+            .map(|w| fold_lexeme(&w, fold_bare_case))
+            .collect();
+        let mut prefixes = HashSet::new();
+        for w in &words {
+            for i in 0..=w.len() {
+                prefixes.insert(w[..i].to_vec());
+            }
+        }
+        Lexicon {
+            words,
+            prefixes,
+            fold_bare_case,
+        }
+    }
+
+    fn folds(&self, lexeme: &[u8]) -> bool {
+        self.fold_bare_case
+            && !lexeme.is_empty()
+            && !QUOTE_BYTES.contains(&lexeme[0])
+            && lexeme.iter().any(u8::is_ascii_uppercase)
+    }
+
+    /// Whether `lexeme` is one of the allowed words.
+    pub fn admits(&self, lexeme: &[u8]) -> bool {
+        if self.folds(lexeme) {
+            self.words.contains(&fold_lexeme(lexeme, true))
+        } else {
+            self.words.contains(lexeme)
+        }
+    }
+
+    /// Whether `partial` can still be extended to an allowed word.
+    pub fn admits_prefix(&self, partial: &[u8]) -> bool {
+        if self.folds(partial) {
+            self.prefixes.contains(&fold_lexeme(partial, true))
+        } else {
+            self.prefixes.contains(partial)
+        }
+    }
+
+    /// Number of words (after folding).
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether the category admits no word at all.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+}
+
+/// Invalid tables or arguments; the message says which input is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalkError(pub String);
+
+impl fmt::Display for WalkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WalkError {}
+
+fn err<T>(msg: String) -> Result<T, WalkError> {
+    Err(WalkError(msg))
+}
+
+#[inline]
+fn bit(words: &[u64], t: usize) -> bool {
+    words.get(t / 64).is_some_and(|w| (w >> (t % 64)) & 1 == 1)
+}
+
+/// Scanner-side tables of one grammar runtime (`ParserRuntime`'s lexer fields).
+#[derive(Debug, Clone)]
+pub struct ScanTables {
+    trans: Vec<u32>,
+    n_states: usize,
+    accepting: Vec<bool>,
+    live: Vec<u64>,
+    n_words: usize,
+    candidates: Vec<Vec<u32>>,
+    ignored: Vec<u64>,
+    lexicon: Vec<Option<Lexicon>>,
+    lexicon_mask: Vec<u64>,
+}
+
+impl ScanTables {
+    /// Build and validate.
+    ///
+    /// - `trans`: `n_states * 256` next states; `accept` / `live`: `n_states * n_words`
+    ///   terminal bitset words (as `UnionDfa::accept_words` / `live_words`);
+    /// - `candidates[s]`: the accepting terminals of state `s` in resolution order;
+    /// - `ignored`: bitset of ignored terminals (`n_words` words or fewer);
+    /// - `lexicons`: `(terminal, lexicon)` for every category restricted by a schema lexicon.
+    pub fn new(
+        trans: Vec<u32>,
+        accept: &[u64],
+        live: Vec<u64>,
+        n_words: usize,
+        candidates: Vec<Vec<u32>>,
+        ignored: &[u64],
+        lexicons: Vec<(u32, Lexicon)>,
+    ) -> Result<Self, WalkError> {
+        if trans.is_empty() || trans.len() % 256 != 0 {
+            return err(format!(
+                "trans must hold n_states * 256 entries, got {}",
+                trans.len()
+            ));
+        }
+        let n_states = trans.len() / 256;
+        if n_states <= START as usize {
+            return err(format!(
+                "need at least the dead and start states, got {n_states}"
+            ));
+        }
+        if let Some(bad) = trans.iter().find(|&&s| s as usize >= n_states) {
+            return err(format!(
+                "transition to state {bad} but only {n_states} states"
+            ));
+        }
+        if n_words == 0 {
+            return err("n_words must be positive".into());
+        }
+        if accept.len() != n_states * n_words || live.len() != n_states * n_words {
+            return err(format!(
+                "accept/live must hold n_states * n_words = {} words, got {} / {}",
+                n_states * n_words,
+                accept.len(),
+                live.len()
+            ));
+        }
+        if candidates.len() != n_states {
+            return err(format!(
+                "candidates must have one row per state ({n_states}), got {}",
+                candidates.len()
+            ));
+        }
+        let n_terms = n_words * 64;
+        for (s, row) in candidates.iter().enumerate() {
+            for &t in row {
+                if t as usize >= n_terms
+                    || !bit(&accept[s * n_words..(s + 1) * n_words], t as usize)
+                {
+                    return err(format!(
+                        "candidate terminal {t} of state {s} is not in its accept set"
+                    ));
+                }
+            }
+        }
+        if ignored.len() > n_words {
+            return err(format!(
+                "ignored bitset has {} words > n_words",
+                ignored.len()
+            ));
+        }
+        let accepting = (0..n_states)
+            .map(|s| {
+                accept[s * n_words..(s + 1) * n_words]
+                    .iter()
+                    .any(|&w| w != 0)
+            })
+            .collect();
+        let mut ign = vec![0u64; n_words];
+        ign[..ignored.len()].copy_from_slice(ignored);
+        let mut lexicon: Vec<Option<Lexicon>> = vec![None; n_terms];
+        let mut lexicon_mask = vec![0u64; n_words];
+        for (t, lex) in lexicons {
+            let t = t as usize;
+            if t >= n_terms {
+                return err(format!("lexicon terminal {t} out of range"));
+            }
+            lexicon_mask[t / 64] |= 1 << (t % 64);
+            lexicon[t] = Some(lex);
+        }
+        Ok(ScanTables {
+            trans,
+            n_states,
+            accepting,
+            live,
+            n_words,
+            candidates,
+            ignored: ign,
+            lexicon,
+            lexicon_mask,
+        })
+    }
+
+    /// Number of union-DFA states.
+    pub fn n_states(&self) -> usize {
+        self.n_states
+    }
+
+    /// Contextual resolution (`ParserRuntime.resolve`): the first candidate, in resolution
+    /// order, admitted by its lexicon (if any) that is ignored (`Some(Resolved::Ignored)`)
+    /// or allowed (`Some(Resolved::Terminal)`); `None` if no candidate is viable.
+    pub fn resolve(&self, la_state: u32, lexeme: &[u8], allowed: &[u64]) -> Option<Resolved> {
+        for &t in &self.candidates[la_state as usize] {
+            let tu = t as usize;
+            if let Some(lex) = &self.lexicon[tu] {
+                if !lex.admits(lexeme) {
+                    continue;
+                }
+            }
+            if bit(&self.ignored, tu) {
+                return Some(Resolved::Ignored);
+            }
+            if bit(allowed, tu) {
+                return Some(Resolved::Terminal(t));
+            }
+        }
+        None
+    }
+
+    /// `ParserRuntime.pending_live`: the pending lexeme `rem` (DFA state `dfa`) can still
+    /// become an allowed or ignored terminal.
+    pub fn pending_live(&self, dfa: u32, rem: &[u8], allowed: &[u64]) -> bool {
+        let base = dfa as usize * self.n_words;
+        let mut any_lex = false;
+        for w in 0..self.n_words {
+            let m = self.live[base + w] & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w]);
+            if m & !self.lexicon_mask[w] != 0 {
+                return true;
+            }
+            any_lex |= m & self.lexicon_mask[w] != 0;
+        }
+        if !any_lex {
+            return false;
+        }
+        for w in 0..self.n_words {
+            let mut m = self.live[base + w]
+                & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w])
+                & self.lexicon_mask[w];
+            while m != 0 {
+                let t = w * 64 + m.trailing_zeros() as usize;
+                if let Some(lex) = &self.lexicon[t] {
+                    if lex.admits_prefix(rem) {
+                        return true;
+                    }
+                }
+                m &= m - 1;
+            }
+        }
+        false
+    }
+}
+
+/// Outcome of contextual resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolved {
+    /// An ignored terminal: emitted without touching the stack.
+    Ignored,
+    /// A real terminal: emitting it changes the stack (a CD boundary).
+    Terminal(u32),
+}
+
+/// The DFS-contiguous token trie (`grid_sql/mask/trie.py`).
+#[derive(Debug, Clone)]
+pub struct TrieArrays {
+    edge: Vec<u8>,
+    depth: Vec<u16>,
+    size: Vec<u32>,
+    alias_off: Vec<u32>,
+    alias_ids: Vec<i32>,
+}
+
+impl TrieArrays {
+    /// Build and validate the preorder layout (children one level deeper, subtrees nested).
+    pub fn new(
+        edge: Vec<u8>,
+        depth: Vec<u16>,
+        size: Vec<u32>,
+        alias_off: Vec<u32>,
+        alias_ids: Vec<i32>,
+    ) -> Result<Self, WalkError> {
+        let n = edge.len();
+        if n == 0 || depth.len() != n || size.len() != n || alias_off.len() != n + 1 {
+            return err(format!(
+                "trie arrays disagree: {n} edges, {} depths, {} sizes, {} alias offsets",
+                depth.len(),
+                size.len(),
+                alias_off.len()
+            ));
+        }
+        if depth[0] != 0 || size[0] as usize != n {
+            return err("node 0 must be the root (depth 0, size = number of nodes)".into());
+        }
+        // Stack of open subtree ends; node i must sit at depth = number of open ancestors.
+        let mut open: Vec<usize> = Vec::new();
+        for i in 0..n {
+            while open.last().is_some_and(|&end| end <= i) {
+                open.pop();
+            }
+            let end = i + size[i] as usize;
+            if size[i] == 0
+                || depth[i] as usize != open.len()
+                || open.last().is_some_and(|&e| end > e)
+            {
+                return err(format!("trie node {i} breaks the DFS preorder layout"));
+            }
+            open.push(end);
+        }
+        if alias_off[0] != 0
+            || alias_off.windows(2).any(|w| w[0] > w[1])
+            || alias_off[n] as usize != alias_ids.len()
+        {
+            return err("alias offsets must be a CSR row pointer over alias_ids".into());
+        }
+        Ok(TrieArrays {
+            edge,
+            depth,
+            size,
+            alias_off,
+            alias_ids,
+        })
+    }
+
+    /// Number of trie nodes.
+    pub fn n_nodes(&self) -> usize {
+        self.edge.len()
+    }
+
+    /// The edge byte into node `i`.
+    pub fn edge(&self, i: usize) -> u8 {
+        self.edge[i]
+    }
+
+    /// The number of nodes in node `i`'s subtree, `i` included.
+    pub fn size(&self, i: usize) -> usize {
+        self.size[i] as usize
+    }
+
+    /// All ids spelled exactly as node `i`'s prefix.
+    pub fn ids_at(&self, i: usize) -> &[i32] {
+        &self.alias_ids[self.alias_off[i] as usize..self.alias_off[i + 1] as usize]
+    }
+}
+
+/// Scanner state inside the walk (`ScanFrame`): DFA state after `rem`, last accept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub dfa: u32,
+    pub rem: Vec<u8>,
+    pub la_len: i64,
+    pub la_state: u32,
+}
+
+impl Frame {
+    /// The empty pending lexeme.
+    pub fn start() -> Self {
+        Frame {
+            dfa: START,
+            rem: Vec::new(),
+            la_len: -1,
+            la_state: DEAD,
+        }
+    }
+}
+
+/// A boundary-crossing subtree: below trie `node`, after emitting `terminal`, re-scan
+/// `requeue`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CdEntry {
+    pub node: u32,
+    pub terminal: u32,
+    pub requeue: Vec<u8>,
+}
+
+/// CI token ids (sorted, alias-expanded), CD residue (DFS order) and nodes visited.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WalkOutput {
+    pub ci_ids: Vec<i32>,
+    pub residue: Vec<CdEntry>,
+    pub visited: u64,
+}
+
+enum Step {
+    Dead,
+    Cd(u32, Vec<u8>),
+    Frame,
+}
+
+/// Runs CI walks for one (scan tables, token trie) pair; immutable, `Sync`.
+#[derive(Debug, Clone)]
+pub struct Walker {
+    scan: ScanTables,
+    trie: TrieArrays,
+}
+
+impl Walker {
+    pub fn new(scan: ScanTables, trie: TrieArrays) -> Self {
+        Walker { scan, trie }
+    }
+
+    pub fn scan_tables(&self) -> &ScanTables {
+        &self.scan
+    }
+
+    pub fn trie(&self) -> &TrieArrays {
+        &self.trie
+    }
+
+    /// Scan one byte `b` from `f` under A = `allowed` into `out` (`Walker.step`).
+    fn step(&self, f: &Frame, b: u8, allowed: &[u64], out: &mut Frame, q: &mut Vec<u8>) -> Step {
+        let sc = &self.scan;
+        let mut dfa = f.dfa;
+        out.rem.clear();
+        out.rem.extend_from_slice(&f.rem);
+        let mut la_len = f.la_len;
+        let mut la_st = f.la_state;
+        q.clear();
+        q.push(b);
+        let mut i = 0;
+        while i < q.len() {
+            let c = q[i];
+            let s2 = sc.trans[dfa as usize * 256 + c as usize];
+            if s2 != DEAD {
+                dfa = s2;
+                out.rem.push(c);
+                i += 1;
+                if sc.accepting[s2 as usize] {
+                    la_len = out.rem.len() as i64;
+                    la_st = s2;
+                }
+                continue;
+            }
+            if la_len <= 0 {
+                return Step::Dead;
+            }
+            let la = la_len as usize;
+            let choice = match sc.resolve(la_st, &out.rem[..la], allowed) {
+                None => return Step::Dead,
+                Some(c) => c,
+            };
+            let mut rest = out.rem[la..].to_vec();
+            rest.extend_from_slice(&q[i..]);
+            if let Resolved::Terminal(t) = choice {
+                return Step::Cd(t, rest);
+            }
+            *q = rest;
+            i = 0;
+            dfa = START;
+            out.rem.clear();
+            la_len = -1;
+            la_st = DEAD;
+        }
+        out.dfa = dfa;
+        out.la_len = la_len;
+        out.la_state = la_st;
+        Step::Frame
+    }
+
+    fn may_recover(&self, f: &Frame, allowed: &[u64]) -> bool {
+        f.la_len > 0
+            && self
+                .scan
+                .resolve(f.la_state, &f.rem[..f.la_len as usize], allowed)
+                .is_some()
+    }
+
+    /// CI walk of the subtree strictly below `node0` from `frame0` under A = `allowed`.
+    pub fn walk(
+        &self,
+        node0: usize,
+        frame0: &Frame,
+        allowed: &[u64],
+    ) -> Result<WalkOutput, WalkError> {
+        let tr = &self.trie;
+        if node0 >= tr.n_nodes() {
+            return err(format!(
+                "trie node {node0} out of range ({} nodes)",
+                tr.n_nodes()
+            ));
+        }
+        if frame0.dfa as usize >= self.scan.n_states
+            || frame0.la_state as usize >= self.scan.n_states
+        {
+            return err(format!(
+                "scan frame states ({}, {}) out of range ({} states)",
+                frame0.dfa, frame0.la_state, self.scan.n_states
+            ));
+        }
+        if frame0.la_len > frame0.rem.len() as i64 {
+            return err(format!(
+                "last-accept length {} exceeds the pending lexeme ({} bytes)",
+                frame0.la_len,
+                frame0.rem.len()
+            ));
+        }
+        let d0 = tr.depth[node0] as usize;
+        // frames[k] is the frame at depth d0 + k (validated layout: children are one deeper).
+        let mut frames: Vec<Frame> = vec![frame0.clone()];
+        let mut scratch = Frame::start();
+        let mut q: Vec<u8> = Vec::with_capacity(16);
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        let mut residue: Vec<CdEntry> = Vec::new();
+        let end = node0 + tr.size[node0] as usize;
+        let mut i = node0 + 1;
+        let mut visited: u64 = 0;
+        while i < end {
+            visited += 1;
+            let k = tr.depth[i] as usize - d0;
+            let step = self.step(&frames[k - 1], tr.edge[i], allowed, &mut scratch, &mut q);
+            match step {
+                Step::Dead => {
+                    i += tr.size[i] as usize;
+                }
+                Step::Cd(t, requeue) => {
+                    residue.push(CdEntry {
+                        node: i as u32,
+                        terminal: t,
+                        requeue,
+                    });
+                    i += tr.size[i] as usize;
+                }
+                Step::Frame => {
+                    let (a, b) = (tr.alias_off[i], tr.alias_off[i + 1]);
+                    let ok = self.scan.pending_live(scratch.dfa, &scratch.rem, allowed);
+                    if ok && a < b {
+                        match ranges.last_mut() {
+                            Some(last) if last.1 == a => last.1 = b,
+                            _ => ranges.push((a, b)),
+                        }
+                    }
+                    if ok || self.may_recover(&scratch, allowed) {
+                        if frames.len() == k {
+                            frames.push(Frame::start());
+                        }
+                        std::mem::swap(&mut frames[k], &mut scratch);
+                        i += 1;
+                    } else {
+                        i += tr.size[i] as usize;
+                    }
+                }
+            }
+        }
+        let total: usize = ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
+        let mut ids = Vec::with_capacity(total);
+        for (a, b) in ranges {
+            ids.extend_from_slice(&tr.alias_ids[a as usize..b as usize]);
+        }
+        ids.sort_unstable();
+        Ok(WalkOutput {
+            ci_ids: ids,
+            residue,
+            visited,
+        })
+    }
+}
+
+/// Pack sorted-or-not token ids into XGrammar-layout bitmask words (bit `i % 32` of word
+/// `i / 32`), OR-ing into `words`. Ids outside the buffer are an error.
+pub fn or_ids_into_words(ids: &[i32], words: &mut [u32]) -> Result<(), WalkError> {
+    for &t in ids {
+        let w = (t as u32 as usize) >> 5;
+        if t < 0 || w >= words.len() {
+            return err(format!(
+                "token id {t} outside a {}-word bitmask",
+                words.len()
+            ));
+        }
+        words[w] |= 1 << (t as u32 & 31);
+    }
+    Ok(())
+}
