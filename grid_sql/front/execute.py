@@ -32,6 +32,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..errors import (
+    ConnectionStateError,
     ExecutionError,
     StatementError,
     StatementTimeout,
@@ -223,7 +224,7 @@ def _run(
 ) -> Execution:
     if conn.in_transaction() and dialect == "mysql":
         # START TRANSACTION would silently commit the caller's open transaction.
-        raise ExecutionError(
+        raise ConnectionStateError(
             "the MySQL/MariaDB connection has an open transaction; grid-sql runs each "
             "statement in its own (READ ONLY) transaction, so commit or roll back first"
         )
