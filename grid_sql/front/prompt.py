@@ -1,0 +1,257 @@
+"""The prompt: the role's view of the schema, the question, optional few-shot examples.
+
+Why only what the role may see: the prompt should describe the same language the guide
+enforces. Showing a denied table or column invites the model to spend its budget on a
+statement the grammar (or the checker) will refuse, and leaks the schema to whoever reads
+prompts. So the schema text is built from the :class:`SchemaSnapshot` filtered through the
+effective :class:`Policy`: tables with some right, and within them only the columns the role
+may read or write, with types, primary and foreign keys (keys only when both ends are visible).
+
+No sample rows by default: row values are data, and data written by third parties is a
+prompt-injection channel. Callers who want them pass ``samples`` explicitly.
+
+Large schemas: tables are ranked by lexical overlap between the question and the table and
+column names, plus a bonus for foreign-key neighbours of the best matches, and the top ones
+are described in full; the rest are listed by name only. The guide is unaffected: its lexicon
+still admits every allowed table, so a model that needs an unlisted table can still name it.
+
+Messages are plain ``{"role", "content"}`` dicts; the backend applies the model's own chat
+template to them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..policy.model import Policy
+from ..schema.model import ColumnInfo, ForeignKeyInfo, SchemaSnapshot, TableInfo
+
+DIALECT_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL/MariaDB"}
+DEFAULT_MAX_TABLES = 16
+DEFAULT_MAX_CHARS = 6000
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Example:
+    """One few-shot pair: a question and the SQL that answers it."""
+
+    question: str
+    sql: str
+
+
+@dataclass(frozen=True)
+class VisibleTable:
+    """A table as the role sees it: only the columns it has some right on."""
+
+    schema: str
+    info: TableInfo
+    columns: tuple[ColumnInfo, ...]
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+def visible_tables(snapshot: SchemaSnapshot, policy: Policy) -> list[VisibleTable]:
+    """Every table the role has some right on, restricted to its usable columns."""
+    out: list[VisibleTable] = []
+    for schema, info in snapshot.iter_tables():
+        tp = policy.table(info.name, schema)
+        if tp is None or not tp.any_right:
+            continue
+        cols = tuple(
+            c
+            for c in info.columns
+            if tp.readable(c.name) or tp.insertable(c.name) or tp.updatable(c.name)
+        )
+        out.append(VisibleTable(schema, info, cols))
+    return out
+
+
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def words(text: str) -> set[str]:
+    """Lower-case word stems of a question or an identifier (camelCase and snake_case split)."""
+    out: set[str] = set()
+    for chunk in re.split(r"[^A-Za-z0-9]+", text):
+        for w in _CAMEL.findall(chunk) or [chunk]:
+            w = w.lower()
+            if len(w) < 2:
+                continue
+            out.add(_stem(w))
+    return out
+
+
+def _stem(w: str) -> str:
+    for suffix in ("ies", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            return w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return w
+
+
+def rank_tables(question: str, tables: Sequence[VisibleTable]) -> list[VisibleTable]:
+    """Tables ordered by relevance to ``question`` (stable: ties keep catalog order).
+
+    Score: 3 per question word in the table name, 1 per word in a column name, plus half the
+    best score among foreign-key neighbours (either direction), so a join table between two
+    mentioned tables rises with them.
+    """
+    q = words(question)
+    base: dict[tuple[str, str], float] = {}
+    for t in tables:
+        name_hits = len(q & words(t.name))
+        col_hits = len(q & set().union(*(words(c.name) for c in t.columns))) if t.columns else 0
+        base[(t.schema, t.name)] = 3.0 * name_hits + col_hits
+    neighbours: dict[tuple[str, str], set[tuple[str, str]]] = {k: set() for k in base}
+    for t in tables:
+        for fk in t.info.foreign_keys:
+            other = (fk.referred_schema or t.schema, fk.referred_table)
+            if other in neighbours:
+                neighbours[(t.schema, t.name)].add(other)
+                neighbours[other].add((t.schema, t.name))
+    score = {
+        k: v + 0.5 * max((base[n] for n in neighbours[k] if n != k), default=0.0)
+        for k, v in base.items()
+    }
+    order = sorted(range(len(tables)), key=lambda i: -score[(tables[i].schema, tables[i].name)])
+    return [tables[i] for i in order]
+
+
+def _q(name: str) -> str:
+    """A name as it should be written in the prompt (quoted when not a plain identifier)."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f'"{name}"'
+
+
+def describe_table(t: VisibleTable, visible: set[tuple[str, str]], qualify: bool) -> str:
+    """``CREATE TABLE``-style text: columns with types, primary key, visible foreign keys."""
+    name = f"{_q(t.schema)}.{_q(t.name)}" if qualify else _q(t.name)
+    kind = "VIEW" if t.info.kind != "table" else "TABLE"
+    colnames = {c.name for c in t.columns}
+    lines = [
+        f"  {_q(c.name)} {c.type or 'ANY'}{'' if c.nullable else ' NOT NULL'}" for c in t.columns
+    ]
+    pk = [c for c in t.info.primary_key if c in colnames]
+    if pk and len(pk) == len(t.info.primary_key):
+        lines.append(f"  PRIMARY KEY ({', '.join(_q(c) for c in pk)})")
+    for fk in t.info.foreign_keys:
+        if _fk_visible(fk, t, colnames, visible):
+            target = fk.referred_table
+            if qualify:
+                target = f"{_q(fk.referred_schema or t.schema)}.{_q(target)}"
+            else:
+                target = _q(target)
+            lines.append(
+                f"  FOREIGN KEY ({', '.join(_q(c) for c in fk.columns)}) REFERENCES "
+                f"{target} ({', '.join(_q(c) for c in fk.referred_columns)})"
+            )
+    return f"CREATE {kind} {name} (\n" + ",\n".join(lines) + "\n);"
+
+
+def _fk_visible(
+    fk: ForeignKeyInfo, t: VisibleTable, colnames: set[str], visible: set[tuple[str, str]]
+) -> bool:
+    return (fk.referred_schema or t.schema, fk.referred_table) in visible and all(
+        c in colnames for c in fk.columns
+    )
+
+
+def schema_text(
+    question: str,
+    snapshot: SchemaSnapshot,
+    policy: Policy,
+    *,
+    max_tables: int = DEFAULT_MAX_TABLES,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> str:
+    """The role's schema for the prompt: the most relevant tables in full, the rest by name."""
+    tables = visible_tables(snapshot, policy)
+    visible = {(t.schema, t.name) for t in tables}
+    qualify = len({t.schema for t in tables}) > 1 or any(
+        t.schema != snapshot.default_schema for t in tables if snapshot.default_schema
+    )
+    ranked = rank_tables(question, tables) if len(tables) > 1 else tables
+    shown: list[str] = []
+    rest: list[VisibleTable] = []
+    used = 0
+    for t in ranked:
+        text = describe_table(t, visible, qualify)
+        if len(shown) < max_tables and (not shown or used + len(text) <= max_chars):
+            shown.append(text)
+            used += len(text)
+        else:
+            rest.append(t)
+    out = "\n\n".join(shown)
+    if rest:
+        names = ", ".join(f"{_q(t.schema)}.{_q(t.name)}" if qualify else _q(t.name) for t in rest)
+        out += f"\n\n-- Other tables you may also query (columns not shown): {names}"
+    return out
+
+
+def _system(snapshot: SchemaSnapshot, policy: Policy) -> str:
+    dialect = DIALECT_NAMES.get(snapshot.dialect, snapshot.dialect)
+    verbs = sorted(v.upper() for v in policy.statement_verbs)
+    allowed = "only SELECT queries" if policy.read_only else "these statements: " + ", ".join(verbs)
+    return (
+        f"You are an expert {dialect} developer. Answer the user's question about the database "
+        f"with exactly one {dialect} SQL statement and nothing else. Use only the tables and "
+        f"columns described in the schema. You may write {allowed}."
+    )
+
+
+def build_messages(
+    question: str,
+    snapshot: SchemaSnapshot,
+    policy: Policy,
+    *,
+    examples: Sequence[Example] = (),
+    samples: Mapping[str, Sequence[Sequence[object]]] | None = None,
+    max_tables: int = DEFAULT_MAX_TABLES,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> list[Message]:
+    """Chat messages: system rules with the schema, few-shot pairs, then the question.
+
+    ``samples`` (table name → rows) is opt-in and appended as SQL comments under the schema.
+    """
+    schema = schema_text(question, snapshot, policy, max_tables=max_tables, max_chars=max_chars)
+    if samples:
+        extra = []
+        for table, rows in samples.items():
+            extra.append(f"-- sample rows of {table}:")
+            extra.extend(f"--   {tuple(r)!r}" for r in rows)
+        schema += "\n\n" + "\n".join(extra)
+    system = f"{_system(snapshot, policy)}\n\nDatabase schema:\n{schema}"
+    msgs: list[Message] = [{"role": "system", "content": system}]
+    for ex in examples:
+        msgs.append({"role": "user", "content": _user(ex.question)})
+        msgs.append({"role": "assistant", "content": ex.sql})
+    msgs.append({"role": "user", "content": _user(question)})
+    return msgs
+
+
+def _user(question: str) -> str:
+    return f"Question: {question.strip()}"
+
+
+def repair_messages(
+    messages: Sequence[Message], sql: str, violations: Sequence[str]
+) -> list[Message]:
+    """The conversation extended by the refused statement and its violations, quoted back."""
+    listed = "\n".join(f"{i}. {v}" for i, v in enumerate(violations, 1))
+    return [
+        *messages,
+        {"role": "assistant", "content": sql},
+        {
+            "role": "user",
+            "content": (
+                "That statement is not allowed for this database role:\n"
+                f"{listed}\n"
+                "Write one corrected SQL statement that answers the same question and uses only "
+                "what the schema above shows."
+            ),
+        },
+    ]
