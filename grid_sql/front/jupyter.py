@@ -1,0 +1,132 @@
+"""Jupyter front: ``%load_ext grid_sql``, ``%grid_connect``, ``%ask`` and ``%%ask``.
+
+::
+
+    %load_ext grid_sql
+    %grid_connect sqlite:///chinook.sqlite --model smollm2-135m --policy analyst.yaml
+    %ask top 5 customers by revenue
+
+    %%ask --out top
+    Which five customers spent the most?
+
+The magics return the :class:`~grid_sql.front.result.AskResult`, which the notebook renders as
+HTML (the SQL highlighted, the table, a one-line audit summary); ``--df`` returns a DataFrame
+instead. Why a connection held by the extension: building an Asker (model load, catalog read,
+grant read, grammar and guide compilation) is the expensive part, so ``%grid_connect`` does it
+once and every question after that reuses it. This module imports IPython; ``import grid_sql``
+does not import it (``grid_sql.load_ipython_extension`` imports this module lazily).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+
+from .result import AskResult
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .ask import Asker
+
+__all__ = ["GridMagics", "load_ipython_extension"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports mistakes as IPython UsageErrors instead of exiting the kernel."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{self.prog}: {message}\n{self.format_usage()}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
+        raise UsageError(message or self.format_help())
+
+
+def _connect_parser() -> _Parser:
+    p = _Parser(prog="%grid_connect", add_help=True)
+    p.add_argument("url", help="database URL (sqlite:///file, postgresql+psycopg://...) or path")
+    p.add_argument("--model", "-m", default=None, help="model name or GGUF path")
+    p.add_argument("--policy", "-p", default=None, help="application policy file (yaml/toml/json)")
+    p.add_argument("--audit", default=None, help="audit store (SQLite file)")
+    p.add_argument("--user", default=None, help="end user recorded in the audit seal")
+    p.add_argument("--row-limit", type=int, default=None, help="row cap per answer")
+    p.add_argument("--timeout", type=float, default=None, help="statement timeout, seconds")
+    p.add_argument("--max-tokens", type=int, default=None, help="generation budget")
+    p.add_argument("--allow-writes", action="store_true", help="run granted writes")
+    return p
+
+
+def _ask_parser(prog: str) -> _Parser:
+    p = _Parser(prog=prog, add_help=True)
+    p.add_argument("--out", "-o", default=None, help="also store the result in this variable")
+    p.add_argument("--df", action="store_true", help="return a pandas DataFrame")
+    return p
+
+
+@magics_class
+class GridMagics(Magics):
+    """The grid-sql magics; the Asker made by ``%grid_connect`` is kept on this object."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.asker: Asker | None = None
+
+    @line_magic
+    def grid_connect(self, line: str) -> None:
+        """``%grid_connect URL [--model M] [--policy FILE] [--audit FILE] [--user NAME]
+        [--row-limit N] [--timeout S] [--max-tokens N] [--allow-writes]``"""
+        args = _connect_parser().parse_args(shlex.split(line))
+        from .ask import Asker
+
+        opts: dict[str, Any] = {"model": args.model, "policy": args.policy}
+        for key, value in (
+            ("audit", args.audit),
+            ("user", args.user),
+            ("row_limit", args.row_limit),
+            ("timeout_s", args.timeout),
+            ("max_tokens", args.max_tokens),
+        ):
+            if value is not None:
+                opts[key] = value
+        if args.allow_writes:
+            opts["allow_writes"] = True
+        self.asker = Asker(args.url, **opts)
+        print(f"grid-sql connected: {_shown(args.url)}")
+
+    @line_cell_magic
+    def ask(self, line: str, cell: str | None = None) -> Any:
+        """``%ask QUESTION`` or ``%%ask [--out VAR] [--df]`` with the question as the cell."""
+        if cell is None:
+            return self._answer(line.strip(), _ask_parser("%ask").parse_args([]))
+        args = _ask_parser("%%ask").parse_args(shlex.split(line))
+        return self._answer(cell.strip(), args)
+
+    def _answer(self, question: str, args: argparse.Namespace) -> Any:
+        if self.asker is None:
+            raise UsageError("no database: run %grid_connect URL [--model M] first")
+        if not question:
+            raise UsageError("%ask needs a question (on the line, or as the %%ask cell)")
+        result: AskResult = self.asker.ask(question)
+        value: Any = result.to_dataframe() if args.df else result
+        if args.out and self.shell is not None:
+            self.shell.user_ns[args.out] = value
+        return value
+
+
+def _shown(url: str) -> str:
+    """The URL with its password masked (for the connect message)."""
+    if "://" not in url:
+        return url
+    import sqlalchemy as sa
+
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return url
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics (``%load_ext grid_sql``)."""
+    ipython.register_magics(GridMagics)
