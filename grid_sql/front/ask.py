@@ -1,0 +1,439 @@
+"""``Asker``: a question in, a policy-compliant statement executed safely, evidence out.
+
+One object binds a database, the connected role's effective policy, a model backend and an
+audit store. What is expensive is done once per (role, schema, tokenizer): introspection, the
+policy (grants narrowed by the application policy), the role grammar (projection + schema
+lexicon) and its compiled :class:`~grid_sql.mask.guide.Guide`. Per question:
+
+1. the prompt from the role's view of the schema (:mod:`grid_sql.front.prompt`);
+2. generation under the guide: every token inside the role's language (paper Prop. 7), every
+   non-error stop a complete statement (Prop. 9);
+3. the post-parse checker for what no left-to-right mask can judge (Prop. 11: column rights,
+   alias binding); on violations one repair round with the violations quoted back; if that
+   fails too, :class:`PolicyViolation` carrying the SQL and violations — never an execution;
+4. every generation, refused ones included, sealed into the audit store;
+5. safe execution (:mod:`grid_sql.front.execute`): one statement, READ ONLY unless the role
+   may write *and* the caller opted in, a timeout and a row cap.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ..errors import (
+    ConnectionConfigError,
+    EmptyLanguageError,
+    GridSQLError,
+    ModelError,
+    PolicyViolation,
+    QuestionError,
+    SchemaError,
+)
+from ..grammar import Grammar
+from ..mask.guide import Guide
+from ..policy.checker import Checker, Violation, format_violations
+from ..policy.config import AppPolicy, narrow
+from ..policy.grammar import role_grammar
+from ..policy.grants import read_grants, sqlite_baseline
+from ..policy.model import Policy
+from ..policy.session import as_app_policy, open_sqlite
+from ..schema.introspect import connect, introspect, make_engine
+from ..schema.model import SchemaSnapshot
+from .execute import execute
+from .prompt import Example, Message, build_messages, repair_messages
+from .result import AskResult, GeneratedSQL, Repair
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..audit.store import AuditStore
+    from ..decode.backend import Backend
+
+MAX_QUESTION_CHARS = 4000
+_GUIDES: dict[tuple[str, str], Guide] = {}
+_GUIDES_LOCK = threading.Lock()
+
+DB = str | Path | Engine | Connection
+
+
+def check_question(question: object) -> str:
+    """The question stripped, or :class:`QuestionError` when empty or unreasonably long."""
+    if not isinstance(question, str):
+        raise QuestionError(f"a question must be a string, got {type(question).__name__}")
+    q = question.strip()
+    if not q:
+        raise QuestionError("the question is empty")
+    if len(q) > MAX_QUESTION_CHARS:
+        raise QuestionError(
+            f"the question is {len(q)} characters long; the limit is {MAX_QUESTION_CHARS}"
+        )
+    return q
+
+
+def _sqlite_file(db: str | Path) -> Path | None:
+    """``db`` as an existing SQLite file path, when it is one rather than a URL."""
+    text = str(db)
+    if "://" in text:
+        return None
+    p = Path(text).expanduser()
+    if p.is_file():
+        return p
+    if isinstance(db, Path) or text.endswith((".sqlite", ".sqlite3", ".db")):
+        raise ConnectionConfigError(f"SQLite database file not found: {p}")
+    return None
+
+
+def guide_for(grammar: Grammar, backend: Backend) -> Guide:
+    """The compiled guide for (grammar, tokenizer), built once per process and shared."""
+    vocab = backend.vocab
+    key = (grammar.fingerprint, vocab.fingerprint)
+    with _GUIDES_LOCK:
+        guide = _GUIDES.get(key)
+        if guide is None:
+            guide = Guide(grammar, vocab)
+            _GUIDES[key] = guide
+        return guide
+
+
+def load_backend(model: str | Path | None) -> Backend:
+    """Resolve ``model`` (registry name, GGUF path, HF directory or hub id) and load it."""
+    from ..decode.backend import load_backend as _load
+
+    try:
+        return _load(model)
+    except GridSQLError:
+        raise
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ModelError(f"cannot load model {model!r}: {exc}") from exc
+
+
+class Asker:
+    """Binds a database, its role policy, a model backend and an audit store."""
+
+    def __init__(
+        self,
+        db: DB,
+        *,
+        model: str | Path | Backend | None = None,
+        policy: AppPolicy | Mapping[str, Any] | str | Path | None = None,
+        audit: AuditStore | str | Path | Literal[False] | None = None,
+        user: str | None = None,
+        allow_writes: bool = False,
+        row_limit: int = 1000,
+        timeout_s: float = 30.0,
+        max_tokens: int = 256,
+        repair: bool = True,
+        examples: Sequence[Example] = (),
+    ) -> None:
+        if row_limit < 0:
+            raise ValueError("row_limit must be >= 0")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be > 0")
+        if max_tokens <= 0:
+            raise ValueError("max_tokens must be > 0")
+        self.allow_writes = allow_writes
+        self.row_limit = row_limit
+        self.timeout_s = timeout_s
+        self.max_tokens = max_tokens
+        self.repair = repair
+        self.examples = tuple(examples)
+        self._model_arg = model
+        self._backend: Backend | None = None
+        self._lock = threading.RLock()
+        app = as_app_policy(policy)
+        self.bind: Engine | Connection = self._open(db, app)
+        self.snapshot, self.policy = self._read_policy(app)
+        self.user = user if user is not None else self.policy.role
+        try:
+            self.grammar = role_grammar(
+                Grammar.dialect(self.snapshot.dialect), self.snapshot, self.policy
+            )
+        except EmptyLanguageError as exc:
+            raise PolicyViolation(
+                f"the role {self.policy.role!r} may not run any statement the grammar can "
+                f"express on this database: {exc}"
+            ) from exc
+        self.checker = Checker(self.snapshot, self.policy)
+        self._audit_arg = audit
+        self._audit: AuditStore | None = None
+        if model is not None and not isinstance(model, str | Path):
+            self._backend = model
+
+    # ------------------------------------------------------------------ setup
+    def _open(self, db: DB, app: AppPolicy | None) -> Engine | Connection:
+        if isinstance(db, Engine | Connection):
+            return db
+        if not isinstance(db, str | Path):
+            raise ConnectionConfigError(
+                f"db must be a URL, a SQLite file path, an Engine or a Connection, "
+                f"not {type(db).__name__}"
+            )
+        path = _sqlite_file(db)
+        if path is None:
+            return make_engine(str(db))
+        # A SQLite file: learn the policy on a read-only handle, then reopen it read-only when
+        # the policy allows nothing but SELECT (mode=ro + query_only, see open_sqlite).
+        probe = make_engine(f"sqlite:///file:{path.resolve()}?mode=ro&uri=true")
+        try:
+            snap = introspect(probe)
+            pol = narrow(sqlite_baseline(snap), app, snap)
+        finally:
+            probe.dispose()
+        return open_sqlite(path, pol)
+
+    def _read_policy(self, app: AppPolicy | None) -> tuple[SchemaSnapshot, Policy]:
+        conn, owned = connect(self.bind)
+        try:
+            snap = introspect(conn)
+            if not any(True for _ in snap.iter_tables()):
+                raise SchemaError(
+                    "the connected role sees no tables in this database (nothing to ask about)"
+                )
+            try:
+                pol = narrow(read_grants(conn, snap), app, snap)
+            except sa.exc.DBAPIError as exc:  # pragma: no cover - read_grants maps these
+                raise SchemaError(f"cannot read the role's privileges: {exc.orig}") from exc
+            return snap, pol
+        finally:
+            if owned:
+                conn.close()
+
+    @property
+    def dialect(self) -> str:
+        return self.snapshot.dialect
+
+    @property
+    def backend(self) -> Backend:
+        """The model backend, loaded on first use (so policy-only use needs no model)."""
+        with self._lock:
+            if self._backend is None:
+                model = self._model_arg
+                assert model is None or isinstance(model, str | Path)
+                self._backend = load_backend(model)
+            return self._backend
+
+    @property
+    def audit(self) -> AuditStore | None:
+        """The audit store (opened on first use); None when auditing was turned off."""
+        with self._lock:
+            if self._audit is None and self._audit_arg is not False:
+                from ..audit.store import AuditStore
+
+                arg = self._audit_arg
+                self._audit = arg if isinstance(arg, AuditStore) else AuditStore(arg)
+            return self._audit
+
+    @property
+    def guide(self) -> Guide:
+        return guide_for(self.grammar, self.backend)
+
+    # ------------------------------------------------------------------ public API
+    def explain_policy(self) -> str:
+        """What the role may do, in words: the effective policy and what the grammar admits."""
+        lines = [self.policy.explain(), ""]
+        verbs = ", ".join(sorted(v.upper() for v in self.policy.statement_verbs)) or "(none)"
+        lines.append(f"The model can write these statements: {verbs}.")
+        tables = [t.qualified for t in self.policy.tables if t.any_right]
+        lines.append(f"Tables the grammar admits ({len(tables)}): " + ", ".join(tables))
+        lines.append(
+            "Column-level rights are checked after generation (post-parse checker); a statement "
+            "that fails them is repaired once or refused, never executed."
+        )
+        if not self.policy.read_only:
+            lines.append(
+                "Writing statements run only with allow_writes=True (CLI: --allow-writes)."
+            )
+        return "\n".join(lines)
+
+    def messages(self, question: str, examples: Sequence[Example] | None = None) -> list[Message]:
+        """The chat messages the model is given for ``question``."""
+        q = check_question(question)
+        ex = self.examples if examples is None else tuple(examples)
+        return build_messages(q, self.snapshot, self.policy, examples=ex)
+
+    def generate_sql(self, question: str, **options: Any) -> GeneratedSQL:
+        """Generate (and check, and if needed repair) the statement; execute nothing.
+
+        Options: ``max_tokens``, ``repair``, ``examples``. Raises :class:`QuestionError`,
+        :class:`PolicyViolation` (after the repair round), :class:`ModelError`.
+        """
+        t_start = time.perf_counter()
+        q = check_question(question)
+        max_tokens = int(options.pop("max_tokens", self.max_tokens))
+        repair = bool(options.pop("repair", self.repair))
+        examples = options.pop("examples", None)
+        if options:
+            raise TypeError(f"unknown option(s) for generate_sql: {sorted(options)}")
+        msgs = self.messages(q, examples)
+        repairs: list[Repair] = []
+        audit_ids: list[str] = []
+        timings = {"generation": 0.0, "mask": 0.0, "check": 0.0}
+        tokens = 0
+        rounds = 2 if repair else 1
+        last: tuple[str, list[Violation]] | None = None
+        for rnd in range(rounds):
+            gen = self._generate(msgs, max_tokens)
+            timings["generation"] += gen.seconds
+            timings["mask"] += gen.mask_seconds
+            tokens += gen.n_tokens
+            t0 = time.perf_counter()
+            found = self.checker.check(gen.sql)
+            timings["check"] += time.perf_counter() - t0
+            audit_id = self._seal(gen, q)
+            if audit_id is not None:
+                audit_ids.append(audit_id)
+            if not found:
+                timings["total"] = time.perf_counter() - t_start
+                return GeneratedSQL(
+                    question=q,
+                    sql=gen.sql,
+                    stop_reason=gen.stop_reason,
+                    audit_id=audit_id,
+                    audit_ids=audit_ids,
+                    repairs=repairs,
+                    timings=timings,
+                    tokens=tokens,
+                )
+            texts = [v.message for v in found]
+            repairs.append(Repair(gen.sql, texts, rnd))
+            last = (gen.sql, found)
+            msgs = repair_messages(msgs, gen.sql, texts)
+        assert last is not None
+        sql, found = last
+        err = PolicyViolation(
+            f"the generated statement violates the policy"
+            f"{' even after one repair round' if repair else ''} and was not executed:\n"
+            f"{sql}\n{format_violations(found)}",
+            list(found),
+            sql=sql,
+        )
+        err.repairs = repairs  # type: ignore[attr-defined]
+        err.audit_ids = audit_ids  # type: ignore[attr-defined]
+        raise err
+
+    def ask(self, question: str, **options: Any) -> AskResult:
+        """Generate, check and execute. Options: ``row_limit``, ``timeout_s``,
+        ``allow_writes``, ``max_tokens``, ``repair``, ``examples``.
+
+        Raises typed errors (see :mod:`grid_sql.errors`) and executes nothing on failure.
+        """
+        t_start = time.perf_counter()
+        row_limit = int(options.pop("row_limit", self.row_limit))
+        timeout_s = float(options.pop("timeout_s", self.timeout_s))
+        allow_writes = bool(options.pop("allow_writes", self.allow_writes))
+        gen = self.generate_sql(question, **options)
+        res = execute(
+            self.bind,
+            gen.sql,
+            policy=self.policy,
+            allow_writes=allow_writes,
+            row_limit=row_limit,
+            timeout_s=timeout_s,
+        )
+        timings = dict(gen.timings)
+        timings["execution"] = res.seconds
+        timings["total"] = time.perf_counter() - t_start
+        return AskResult(
+            question=gen.question,
+            sql=gen.sql,
+            columns=res.columns,
+            rows=res.rows,
+            truncated=res.truncated,
+            rowcount=res.rowcount,
+            stop_reason=gen.stop_reason,
+            audit_id=gen.audit_id,
+            repairs=gen.repairs,
+            timings=timings,
+        )
+
+    # ------------------------------------------------------------------ internals
+    def _generate(self, msgs: list[Message], max_tokens: int) -> _Gen:
+        from ..decode.loop import generate
+
+        with self._lock:  # one generation at a time per backend (model state is not shared)
+            backend = self.backend
+            guide = self.guide
+            prompt_ids = backend.chat_prompt(msgs)
+            t0 = time.perf_counter()
+            out = generate(backend, guide, prompt_ids, max_tokens=max_tokens)
+            seconds = time.perf_counter() - t0
+        text = out.text
+        sql = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+        return _Gen(
+            sql=sql.strip(),
+            stop_reason=str(
+                out.stop_reason.value if hasattr(out.stop_reason, "value") else out.stop_reason
+            ),
+            records=list(out.records),
+            seconds=seconds,
+            mask_seconds=float(getattr(out, "mask_seconds", 0.0)),
+            n_tokens=len(out.records),
+            guide=guide,
+            model_id=str(getattr(backend, "model_id", "")),
+        )
+
+    def _seal(self, gen: _Gen, question: str) -> str | None:
+        store = self.audit
+        if store is None:
+            return None
+        from ..audit.log import ArtifactRefs, AuditLog
+
+        log = AuditLog()
+        log.extend(gen.records)
+        record = log.seal(
+            stop_reason=gen.stop_reason,
+            artifacts=ArtifactRefs(
+                grammar=gen.guide.grammar.fingerprint,
+                tokenizer=gen.guide.vocab.fingerprint,
+                policy=self.policy.fingerprint,
+                schema=self.snapshot.fingerprint,
+                model_id=gen.model_id or None,
+            ),
+            final_sql=gen.sql,
+            question=question,
+            user=self.user,
+            mode="loop",
+            dialect=self.dialect,
+        )
+        return store.append(record, grammar=gen.guide.grammar, vocab=gen.guide.vocab)
+
+
+class _Gen:
+    """One generation as the Asker needs it (decoupled from the decode loop's own type)."""
+
+    __slots__ = (
+        "sql",
+        "stop_reason",
+        "records",
+        "seconds",
+        "mask_seconds",
+        "n_tokens",
+        "guide",
+        "model_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        sql: str,
+        stop_reason: str,
+        records: list[Any],
+        seconds: float,
+        mask_seconds: float,
+        n_tokens: int,
+        guide: Guide,
+        model_id: str,
+    ) -> None:
+        self.sql = sql
+        self.stop_reason = stop_reason
+        self.records = records
+        self.seconds = seconds
+        self.mask_seconds = mask_seconds
+        self.n_tokens = n_tokens
+        self.guide = guide
+        self.model_id = model_id
