@@ -1,19 +1,8 @@
-"""``python -m grid_sql demo``: see :mod:`grid_sql.front.demo`."""
+"""``python -m grid_sql ...``: the same commands as the ``grid-sql`` console script."""
 
 from __future__ import annotations
 
-import sys
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] != "demo":
-        print("usage: python -m grid_sql demo [--db PATH] [--vocab GGUF]", file=sys.stderr)
-        return 2
-    from .front.demo import main as demo
-
-    return demo(args[1:])
-
+from .cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,19 +1,27 @@
-"""``grid-sql demo``: the pipeline on the embedded default (Chinook SQLite).
+"""``grid-sql demo``: the product on the embedded default, offline.
 
-What it shows today, end to end on real parts: introspect Chinook, derive a select-only
-role policy (one table denied), compile it into the role's grammar (projection + schema
-lexicon), compile that against a real tokenizer vocabulary, and walk a reference statement
-token by token printing the exact mask size at each step; then show that forbidden
-continuations (other verbs, the denied table, an unknown table) have no legal token.
-The model-driven ``ask`` is not wired yet; this prints what a model would decode under.
+Chinook (shipped in the package) under a select-only role with one table denied, the default
+local model (``qwen2.5-coder-0.5b``; ``--model`` takes any other), and a few questions: for
+each, the SQL generated under the role's exact masks, the rows it returned from a READ ONLY
+transaction, and the audit id of the sealed per-token record. Then the forbidden
+continuations (other verbs, the denied table, an unknown table, a PRAGMA) are shown to have
+no legal token in the model's own vocabulary.
+
+``grid-sql demo --masks`` is the model-free walk: a reference statement token by token with
+the exact mask size at each step (over a GGUF vocabulary file, no model needed).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
+from ..data import chinook_path
+from ..errors import GridSQLError
 from ..grammar import Grammar
 from ..mask.guide import Guide
 from ..mask.vocab import Vocabulary, greedy_token_ids
@@ -23,12 +31,18 @@ from ..schema import introspect
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
-DEFAULT_DB = SHARED / "data/chinook/Chinook_Sqlite.sqlite"
+DEFAULT_DB = chinook_path()
 DEFAULT_VOCAB = SHARED / "data/tokenizers/ggml-vocab-qwen2.gguf"
 REFERENCE = (
     b"SELECT c.FirstName, c.LastName, SUM(i.Total) AS revenue FROM Customer c "
     b"JOIN Invoice i ON i.CustomerId = c.CustomerId GROUP BY c.CustomerId "
     b"ORDER BY SUM(i.Total) DESC LIMIT 5;"
+)
+DEMO_POLICY = {"verbs": ["select"], "tables": {"deny": ["Employee"]}}
+DEMO_QUESTIONS = (
+    "Who are the top 5 customers by total revenue?",
+    "How many tracks are there in each genre? Show the 5 largest genres.",
+    "Which artists have the most albums?",
 )
 PROBES = [
     b"DELETE FROM Customer",
@@ -42,7 +56,7 @@ def _tokenize(vocab: Vocabulary, text: bytes) -> list[int]:
     return greedy_token_ids(vocab, text, max_len=16)
 
 
-def run(db: Path = DEFAULT_DB, vocab_path: Path = DEFAULT_VOCAB) -> int:
+def masks_run(db: Path = DEFAULT_DB, vocab_path: Path = DEFAULT_VOCAB) -> int:
     t0 = time.perf_counter()
     engine = open_sqlite(db)
     snap = introspect(engine)
@@ -92,9 +106,86 @@ def run(db: Path = DEFAULT_DB, vocab_path: Path = DEFAULT_VOCAB) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="grid-sql demo", description=__doc__)
+def masks_main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="grid-sql demo --masks", description=__doc__)
     ap.add_argument("--db", type=Path, default=DEFAULT_DB)
     ap.add_argument("--vocab", type=Path, default=DEFAULT_VOCAB)
     a = ap.parse_args(argv)
-    return run(a.db, a.vocab)
+    return masks_run(a.db, a.vocab)
+
+
+def blocked_prefix(guide: Guide, probe: bytes) -> str | None:
+    """Where ``probe`` (tokenized greedily) first has no legal token, or None if it passes."""
+    vocab = guide.vocab
+    m = guide.matcher()
+    for t in _tokenize(vocab, probe):
+        if t not in set(m.allowed_token_ids().tolist()):
+            return f"{m.text()!r} + {vocab.token_bytes[t]!r}"
+        m.accept_token(t)
+    return None
+
+
+def run(
+    *,
+    model: str | Path | None = None,
+    questions: Sequence[str] | None = None,
+    db: str | Path | None = None,
+    audit: str | Path | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """Ask the demo questions; 0 when every question ran and every probe was blocked."""
+    from ..cli import print_result, progress
+    from .ask import Asker
+
+    out = out if out is not None else sys.stdout
+    path = Path(db) if db is not None else chinook_path()
+    try:
+        asker = Asker(path, model=model, policy=DEMO_POLICY, audit=audit)
+        print(f"database  {path.name}: {len(asker.snapshot.schemas[0].tables)} tables", file=out)
+        print(
+            f"policy    select-only, table Employee denied "
+            f"(fingerprint {asker.policy.fingerprint[:12]})",
+            file=out,
+        )
+        with progress("loading model"):
+            backend = asker.backend
+        print(f"model     {backend.model_id}", file=out)
+        store = asker.audit
+        if store is not None:
+            print(f"audit     {store!r}", file=out)
+    except GridSQLError as exc:
+        print(f"error ({type(exc).__name__}): {exc}", file=sys.stderr)
+        return 1
+    failures = 0
+    for q in questions or DEMO_QUESTIONS:
+        print(f"\nQ: {q}", file=out)
+        try:
+            with progress("generating"):
+                res = asker.ask(q, row_limit=10)
+        except GridSQLError as exc:
+            failures += 1
+            sql = getattr(exc, "sql", None)
+            if sql:
+                print(f"SQL (refused): {sql}", file=out)
+            print(f"error ({type(exc).__name__}): {exc}", file=out)
+            continue
+        print_result(res, out)
+    print(
+        "\nforbidden continuations under this role (first byte string with no legal token):",
+        file=out,
+    )
+    guide = asker.guide
+    for probe in PROBES:
+        where = blocked_prefix(guide, probe)
+        status = f"blocked at {where}" if where is not None else "ALLOWED (bug)"
+        print(f"  {probe.decode():28s} {status}", file=out)
+        if where is None:
+            failures += 1
+    return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m grid_sql demo`` (same options as ``grid-sql demo``)."""
+    from ..cli import main as cli_main
+
+    return cli_main(["demo", *(argv or [])])

@@ -1,0 +1,239 @@
+"""``grid-sql``: ask a database in plain language, run the demo, inspect audits and policies.
+
+    grid-sql ask "question" --db URL [--model M] [--policy FILE] [--json] [--allow-writes]
+                                     [--max-rows N] [--timeout S] [--max-tokens N]
+    grid-sql demo [--model M] [--question Q ...] [--masks]
+    grid-sql audit ...                 (see ``grid-sql audit --help``)
+    grid-sql policy explain --db URL [--policy FILE]
+    grid-sql models fetch|list|verify [NAME ...]
+
+Why ``--json`` prints one object even on failure: scripts should parse one shape and branch on
+``error`` rather than scrape stderr; the exit status is non-zero whenever ``error`` is set.
+Progress bars go to stderr (and only to a terminal), so stdout stays the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from .errors import GridSQLError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+@contextmanager
+def progress(label: str) -> Iterator[None]:
+    """An indeterminate tqdm bar on stderr while a slow step (model load, generation) runs."""
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    bar = tqdm(
+        total=1,
+        desc=label,
+        file=sys.stderr,
+        disable=None,
+        leave=False,
+        bar_format="{desc}: {elapsed}",
+    )
+    try:
+        yield
+        bar.update(1)
+    finally:
+        bar.close()
+
+
+def error_payload(exc: BaseException, question: str | None = None) -> dict[str, Any]:
+    """The ``--json`` object for a failure: same keys as a result, ``error`` set."""
+    violations = [getattr(v, "message", str(v)) for v in getattr(exc, "violations", []) or []]
+    repairs = [r.to_dict() for r in getattr(exc, "repairs", []) or []]
+    audit_ids = list(getattr(exc, "audit_ids", []) or [])
+    return {
+        "question": question,
+        "sql": getattr(exc, "sql", None),
+        "columns": [],
+        "rows": [],
+        "truncated": False,
+        "rowcount": 0,
+        "audit_id": audit_ids[-1] if audit_ids else None,
+        "audit_ids": audit_ids,
+        "repairs": repairs,
+        "violations": violations,
+        "error": str(exc),
+        "error_type": type(exc).__name__,
+    }
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int = 40) -> str:
+    """A plain text table (cells cut at ``width`` characters)."""
+
+    def cell(v: Any) -> str:
+        s = "NULL" if v is None else str(v)
+        return s if len(s) <= width else s[: width - 1] + "…"
+
+    body = [[cell(v) for v in r] for r in rows]
+    heads = [str(c) for c in columns]
+    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(heads)]
+    line = "  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))
+    sep = "  ".join("-" * w for w in widths)
+    out = [line, sep]
+    out.extend("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in body)
+    return "\n".join(out)
+
+
+def print_result(res: Any, out: TextIO) -> None:
+    """SQL, rows and the one-line audit summary of an :class:`AskResult`."""
+    print(f"SQL: {res.sql}", file=out)
+    for rep in res.repairs:
+        print(
+            f"  (refused attempt {rep.round}: {rep.sql!r}: {'; '.join(rep.violations)})", file=out
+        )
+    if res.columns:
+        print(format_table(res.columns, res.rows), file=out)
+        if res.truncated:
+            print(f"… more rows exist (capped at {len(res.rows)}; see --max-rows)", file=out)
+    else:
+        print(f"{res.rowcount} row(s) affected", file=out)
+    print(res.audit_summary(), file=out)
+
+
+# ---------------------------------------------------------------------- commands
+def _add_db_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", required=True, help="SQLAlchemy URL or a SQLite file path")
+    p.add_argument("--policy", help="application policy file (.yaml/.toml/.json) narrowing grants")
+
+
+def _ask(a: argparse.Namespace) -> int:
+    from .front.ask import Asker, check_question
+
+    try:
+        check_question(a.question)  # before connecting or loading anything
+        asker = Asker(
+            a.db,
+            model=a.model,
+            policy=a.policy,
+            audit=False if a.no_audit else a.audit,
+            user=a.user,
+            allow_writes=a.allow_writes,
+            row_limit=a.max_rows,
+            timeout_s=a.timeout,
+            max_tokens=a.max_tokens,
+            repair=not a.no_repair,
+        )
+        with progress("loading model"):
+            _ = asker.backend
+        with progress("generating"):
+            res = asker.ask(a.question)
+    except GridSQLError as exc:
+        if a.json:
+            print(json.dumps(error_payload(exc, a.question)))
+        else:
+            print(f"error ({type(exc).__name__}): {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if a.json:
+        print(json.dumps(res.to_dict()))
+    else:
+        print_result(res, sys.stdout)
+    return 0
+
+
+def _demo(a: argparse.Namespace) -> int:
+    from .front import demo
+
+    if a.masks:
+        return demo.masks_main([] if a.vocab is None else ["--vocab", a.vocab])
+    return demo.run(model=a.model, questions=a.question or None, audit=a.audit)
+
+
+def _policy(a: argparse.Namespace) -> int:
+    from .front.ask import Asker
+
+    try:
+        asker = Asker(a.db, policy=a.policy, audit=False)
+        print(asker.explain_policy())
+    except GridSQLError as exc:
+        print(f"error ({type(exc).__name__}): {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="grid-sql",
+        description="Plain-language questions to SQL that is valid and policy-compliant "
+        "by construction, executed safely, with a per-token audit trail.",
+    )
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    p = sub.add_parser("ask", help="answer one question on a database")
+    p.add_argument("question")
+    _add_db_args(p)
+    p.add_argument("--model", help="registry name, GGUF path, HF directory or hub id")
+    p.add_argument("--json", action="store_true", help="print one JSON object (error included)")
+    p.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="run writing statements the role is granted (default: read only)",
+    )
+    p.add_argument("--max-rows", type=int, default=1000, help="row cap (default 1000)")
+    p.add_argument("--timeout", type=float, default=30.0, help="statement timeout, seconds")
+    p.add_argument("--max-tokens", type=int, default=256, help="generation budget in tokens")
+    p.add_argument("--user", help="user name recorded in the audit seal (default: the role)")
+    p.add_argument("--audit", help="audit store: SQLite path or SQLAlchemy URL (default store)")
+    p.add_argument("--no-audit", action="store_true", help="do not record the generation")
+    p.add_argument("--no-repair", action="store_true", help="no checker-guided repair round")
+    p.set_defaults(func=_ask)
+
+    d = sub.add_parser("demo", help="Chinook (packaged) + the default local model")
+    d.add_argument("--model", help="any other model (registry name, GGUF path, ...)")
+    d.add_argument("--question", action="append", help="ask this instead (repeatable)")
+    d.add_argument("--audit", help="audit store (default store)")
+    d.add_argument(
+        "--masks",
+        action="store_true",
+        help="model-free: walk a statement printing exact mask sizes",
+    )
+    d.add_argument("--vocab", help="GGUF vocabulary for --masks")
+    d.set_defaults(func=_demo)
+
+    sub.add_parser(
+        "audit", help="show / verify / list audit records (grid-sql audit --help)", add_help=False
+    )
+    pol = sub.add_parser("policy", help="explain the connected role's effective policy")
+    psub = pol.add_subparsers(dest="policy_cmd", required=True, metavar="SUBCOMMAND")
+    pe = psub.add_parser("explain", help="what the role may do, in words")
+    _add_db_args(pe)
+    pe.set_defaults(func=_policy)
+    sub.add_parser("models", help="fetch / list / verify the offline models", add_help=False)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    # audit and models keep their own parsers: pass everything after the word through
+    if args and args[0] == "audit":
+        from .audit import audit_main
+
+        return audit_main(args[1:])
+    if args and args[0] == "models":
+        from .decode.models import main as models_main
+
+        return models_main(args[1:])
+    ap = _parser()
+    try:
+        a = ap.parse_args(args)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    if a.cmd is None:
+        ap.print_help(sys.stderr)
+        return EXIT_USAGE
+    code: int = a.func(a)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
