@@ -1,0 +1,196 @@
+"""SQLAlchemy 2.x front: ``ask(session_or_engine_or_connection, question)`` and ``GridSession``.
+
+::
+
+    from sqlalchemy.orm import sessionmaker
+    from grid_sql.front.sqlalchemy import GridSession
+
+    Session = sessionmaker(engine, class_=GridSession, grid_options={"model": "smollm2-135m"})
+    with Session() as session:
+        result = session.ask("top customers by revenue")   # an AskResult
+
+Why the Asker is cached per engine: the role's grammar, its compiled guide and the model depend
+on the database (catalog and grants read once) and the Asker options, not on the session, so
+every session of one engine reuses one Asker. The *statement* runs on the session's own
+connection, inside its transaction (a SAVEPOINT on PostgreSQL/SQLite; see
+``grid_sql.front.execute``), so a question sees the session's flushed but uncommitted changes
+and an opted-in write commits or rolls back with the session.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from ..errors import ConnectionConfigError
+from ..schema.introspect import make_engine
+from .result import AskResult
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .ask import Asker
+
+__all__ = ["GridSession", "ask", "asker_for", "engine_for_url", "split_options"]
+
+# Asker(...) arguments that select a different Asker (model, policy, audit store, user); the
+# rest (row_limit, timeout_s, allow_writes, max_tokens, repair, examples) are per question.
+ASKER_OPTIONS = frozenset({"model", "policy", "audit", "user"})
+_EXECUTION_OPTIONS = ("row_limit", "timeout_s", "allow_writes")
+
+_ASKERS: weakref.WeakKeyDictionary[sa.Engine, dict[tuple[Any, ...], Asker]] = (
+    weakref.WeakKeyDictionary()
+)
+_ENGINES: dict[str, sa.Engine] = {}
+_LOCK = threading.RLock()
+
+
+def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(Asker constructor options, per-question options)."""
+    asker = {k: v for k, v in options.items() if k in ASKER_OPTIONS}
+    per_question = {k: v for k, v in options.items() if k not in ASKER_OPTIONS}
+    return asker, per_question
+
+
+def _key(asker_opts: dict[str, Any]) -> tuple[Any, ...]:
+    """Cache key of Asker options; unhashable values (a Backend, an AppPolicy) by identity."""
+    items = []
+    for k in sorted(asker_opts):
+        v = asker_opts[k]
+        if isinstance(v, os.PathLike):
+            v = os.fspath(v)
+        try:
+            hash(v)
+        except TypeError:
+            v = ("id", id(v))
+        items.append((k, v))
+    return tuple(items)
+
+
+def asker_for(engine: sa.Engine, **asker_opts: Any) -> Asker:
+    """The Asker for ``engine`` and these options, built once and reused.
+
+    The cache holds the engine weakly: when the application drops its engine, its Askers go.
+    """
+    from .ask import Asker
+
+    key = _key(asker_opts)
+    with _LOCK:
+        per_engine = _ASKERS.setdefault(engine, {})
+        asker = per_engine.get(key)
+        if asker is None:
+            asker = Asker(engine, **asker_opts)
+            per_engine[key] = asker
+        return asker
+
+
+def engine_for_url(url: str | sa.URL | os.PathLike[str]) -> sa.Engine:
+    """One engine per URL (or SQLite file path) for the process, so its Asker is reused."""
+    text = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
+    if isinstance(url, sa.URL):
+        text = url.render_as_string(hide_password=False)
+    if "://" not in text:
+        path = Path(text)
+        if not path.is_file():
+            raise ConnectionConfigError(
+                f"{text!r} is neither a database URL nor an existing SQLite file"
+            )
+        text = f"sqlite:///{path.resolve()}"
+    with _LOCK:
+        engine = _ENGINES.get(text)
+        if engine is None:
+            engine = make_engine(text)
+            _ENGINES[text] = engine
+        return engine
+
+
+def _session_connection(session: Session) -> sa.Connection:
+    try:
+        return session.connection()
+    except sa.exc.UnboundExecutionError as exc:
+        raise ConnectionConfigError(
+            "the session has no bind: create it with sessionmaker(engine, class_=GridSession) "
+            "or Session(bind=engine)"
+        ) from exc
+
+
+def ask_on(asker: Asker, conn: sa.Connection, question: str, **options: Any) -> AskResult:
+    """Generate with ``asker`` and execute on ``conn`` (in its current transaction).
+
+    The generation (grammar, checker, repair, audit) is the Asker's; only the connection the
+    checked statement runs on is the caller's.
+    """
+    from .execute import execute
+
+    t0 = time.perf_counter()
+    gen_options = {k: v for k, v in options.items() if k not in _EXECUTION_OPTIONS}
+    generated = asker.generate_sql(question, **gen_options)
+    ran = execute(
+        conn,
+        generated.sql,
+        policy=asker.policy,
+        allow_writes=bool(options.get("allow_writes", asker.allow_writes)),
+        row_limit=int(options.get("row_limit", asker.row_limit)),
+        timeout_s=float(options.get("timeout_s", asker.timeout_s)),
+    )
+    timings = dict(generated.timings)
+    timings["execution"] = ran.seconds
+    timings["total"] = time.perf_counter() - t0
+    return AskResult(
+        question=generated.question,
+        sql=generated.sql,
+        columns=ran.columns,
+        rows=ran.rows,
+        truncated=ran.truncated,
+        rowcount=ran.rowcount,
+        stop_reason=generated.stop_reason,
+        audit_id=generated.audit_id,
+        repairs=list(generated.repairs),
+        timings=timings,
+    )
+
+
+def ask(target: Session | sa.Engine | sa.Connection, question: str, **options: Any) -> AskResult:
+    """Answer ``question`` on an ORM ``Session``, an ``Engine`` or a ``Connection``.
+
+    ``options``: ``model``, ``policy``, ``audit`` and ``user`` pick the cached Asker for the
+    target's engine; the rest (``row_limit``, ``timeout_s``, ``allow_writes``, ``max_tokens``,
+    ``repair``, ``examples``) apply to this question. On a session or a
+    connection the statement runs on that connection, inside its transaction.
+    """
+    asker_opts, per_question = split_options(options)
+    if isinstance(target, Session):
+        conn = _session_connection(target)
+        return ask_on(asker_for(conn.engine, **asker_opts), conn, question, **per_question)
+    if isinstance(target, sa.Connection):
+        return ask_on(asker_for(target.engine, **asker_opts), target, question, **per_question)
+    if isinstance(target, sa.Engine):
+        return asker_for(target, **asker_opts).ask(question, **per_question)
+    raise ConnectionConfigError(
+        f"cannot ask on a {type(target).__module__}.{type(target).__qualname__}: pass an "
+        "SQLAlchemy Session, Engine or Connection"
+    )
+
+
+class GridSession(Session):
+    """An ORM ``Session`` with :meth:`ask`.
+
+    ``grid_options`` (Asker settings and default per-question options) can be given to
+    ``sessionmaker(..., class_=GridSession, grid_options={...})`` or to the constructor;
+    keyword arguments of :meth:`ask` override them.
+    """
+
+    def __init__(
+        self, bind: Any = None, *, grid_options: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        super().__init__(bind=bind, **kw)
+        self.grid_options: dict[str, Any] = dict(grid_options or {})
+
+    def ask(self, question: str, **options: Any) -> AskResult:
+        """Answer ``question`` on this session's connection and transaction."""
+        return ask(self, question, **{**self.grid_options, **options})
