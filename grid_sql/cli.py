@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -27,12 +27,16 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
+def _tqdm() -> Any:
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    return tqdm
+
+
 @contextmanager
 def progress(label: str) -> Iterator[None]:
     """An indeterminate tqdm bar on stderr while a slow step (model load, generation) runs."""
-    from tqdm import tqdm  # type: ignore[import-untyped]
-
-    bar = tqdm(
+    bar = _tqdm()(
         total=1,
         desc=label,
         file=sys.stderr,
@@ -43,6 +47,22 @@ def progress(label: str) -> Iterator[None]:
     try:
         yield
         bar.update(1)
+    finally:
+        bar.close()
+
+
+@contextmanager
+def token_progress(max_tokens: int, label: str = "generating") -> Iterator[Callable[[Any], None]]:
+    """A tqdm bar on stderr advanced once per decoded token (pass the callback as on_step)."""
+    bar = _tqdm()(
+        total=max_tokens, desc=label, unit="tok", file=sys.stderr, disable=None, leave=False
+    )
+
+    def step(_record: Any) -> None:
+        bar.update(1)
+
+    try:
+        yield step
     finally:
         bar.close()
 
@@ -126,8 +146,8 @@ def _ask(a: argparse.Namespace) -> int:
         )
         with progress("loading model"):
             _ = asker.backend
-        with progress("generating"):
-            res = asker.ask(a.question)
+        with token_progress(a.max_tokens) as on_step:
+            res = asker.ask(a.question, on_step=on_step)
     except GridSQLError as exc:
         if a.json:
             print(json.dumps(error_payload(exc, a.question)))

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ..decode.records import StepRecord, StopReason
 from ..errors import (
     ConnectionConfigError,
     EmptyLanguageError,
@@ -53,6 +54,8 @@ from .result import AskResult, GeneratedSQL, Repair
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..audit.store import AuditStore
     from ..decode.backend import Backend
+
+OnStep = Callable[[StepRecord], None]
 
 MAX_QUESTION_CHARS = 4000
 _GUIDES: dict[tuple[str, str], Guide] = {}
@@ -259,14 +262,17 @@ class Asker:
     def generate_sql(self, question: str, **options: Any) -> GeneratedSQL:
         """Generate (and check, and if needed repair) the statement; execute nothing.
 
-        Options: ``max_tokens``, ``repair``, ``examples``. Raises :class:`QuestionError`,
-        :class:`PolicyViolation` (after the repair round), :class:`ModelError`.
+        Options: ``max_tokens``, ``repair``, ``examples``, ``on_step`` (called with each
+        :class:`StepRecord` as it is emitted, e.g. for a progress bar). Raises
+        :class:`QuestionError`, :class:`PolicyViolation` (after the repair round),
+        :class:`ModelError`.
         """
         t_start = time.perf_counter()
         q = check_question(question)
         max_tokens = int(options.pop("max_tokens", self.max_tokens))
         repair = bool(options.pop("repair", self.repair))
         examples = options.pop("examples", None)
+        on_step: OnStep | None = options.pop("on_step", None)
         if options:
             raise TypeError(f"unknown option(s) for generate_sql: {sorted(options)}")
         msgs = self.messages(q, examples)
@@ -277,7 +283,7 @@ class Asker:
         rounds = 2 if repair else 1
         last: tuple[str, list[Violation]] | None = None
         for rnd in range(rounds):
-            gen = self._generate(msgs, max_tokens)
+            gen = self._generate(msgs, max_tokens, on_step)
             timings["generation"] += gen.seconds
             timings["mask"] += gen.mask_seconds
             tokens += gen.n_tokens
@@ -352,29 +358,27 @@ class Asker:
         )
 
     # ------------------------------------------------------------------ internals
-    def _generate(self, msgs: list[Message], max_tokens: int) -> _Gen:
+    def _generate(
+        self, msgs: list[Message], max_tokens: int, on_step: OnStep | None = None
+    ) -> _Gen:
         from ..decode.loop import generate
 
-        with self._lock:  # one generation at a time per backend (model state is not shared)
+        with self._lock:  # one generation at a time: a backend holds one KV cache
             backend = self.backend
             guide = self.guide
             prompt_ids = backend.chat_prompt(msgs)
             t0 = time.perf_counter()
-            out = generate(backend, guide, prompt_ids, max_tokens=max_tokens)
+            out = generate(backend, guide, prompt_ids, max_tokens=max_tokens, on_step=on_step)
             seconds = time.perf_counter() - t0
-        text = out.text
-        sql = text.decode("utf-8") if isinstance(text, bytes) else str(text)
         return _Gen(
-            sql=sql.strip(),
-            stop_reason=str(
-                out.stop_reason.value if hasattr(out.stop_reason, "value") else out.stop_reason
-            ),
+            sql=out.sql,
+            stop_reason=StopReason(out.stop_reason).value,
             records=list(out.records),
             seconds=seconds,
-            mask_seconds=float(getattr(out, "mask_seconds", 0.0)),
-            n_tokens=len(out.records),
+            mask_seconds=out.mask_seconds,
+            n_tokens=out.n_tokens,
             guide=guide,
-            model_id=str(getattr(backend, "model_id", "")),
+            model_id=backend.model_id,
         )
 
     def _seal(self, gen: _Gen, question: str) -> str | None:

@@ -134,7 +134,7 @@ def run(
     out: TextIO | None = None,
 ) -> int:
     """Ask the demo questions; 0 when every question ran and every probe was blocked."""
-    from ..cli import print_result, progress
+    from ..cli import print_result, progress, token_progress
     from .ask import Asker
 
     out = out if out is not None else sys.stdout
@@ -160,8 +160,8 @@ def run(
     for q in questions or DEMO_QUESTIONS:
         print(f"\nQ: {q}", file=out)
         try:
-            with progress("generating"):
-                res = asker.ask(q, row_limit=10)
+            with token_progress(asker.max_tokens) as on_step:
+                res = asker.ask(q, row_limit=10, on_step=on_step)
         except GridSQLError as exc:
             failures += 1
             sql = getattr(exc, "sql", None)
