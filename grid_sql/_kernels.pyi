@@ -6,12 +6,13 @@ bytes (``unicode(false)``, ``utf8(false)``), inputs are ``bytes``.
 """
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, final
 
 __all__ = [
     "DEAD_STATE",
     "DEFAULT_MAX_STATES",
     "START_STATE",
+    "TrieWalker",
     "__version__",
     "build_union_dfa",
     "dfa_scan",
@@ -48,3 +49,52 @@ def dfa_scan(trans: bytes, data: bytes, start: int) -> int:
     """Walk ``data`` through ``trans`` (layout as returned by :func:`build_union_dfa`)
     from state ``start`` and return the final state. Raises ``ValueError`` for a malformed
     table or an out-of-range state."""
+
+
+@final
+class TrieWalker:
+    """The cold trie walk of one (grammar runtime, token trie) pair (``grid_sql/mask/walk.py``
+    ``Walker.walk_py`` is the reference; results are identical).
+
+    Buffers are little-endian: ``trans`` u32 (``n_states * 256``), ``accept``/``live`` u64
+    (``n_states * n_words``), ``ignored`` u64 (``<= n_words``), trie ``edge`` u8, ``depth``
+    u16, ``size`` u32, ``alias_offsets`` u32 (``n_nodes + 1``), ``alias_ids`` i32.
+    ``candidates[s]`` are state ``s``'s accepting terminals in resolution order;
+    ``lexicons`` are ``(terminal, words, fold_bare_case)``. Raises ``ValueError`` for
+    inconsistent tables (the message names the input).
+    """
+
+    def __new__(
+        cls,
+        trans: bytes,
+        accept: bytes,
+        live: bytes,
+        n_words: int,
+        candidates: Sequence[Sequence[int]],
+        ignored: bytes,
+        lexicons: Sequence[tuple[int, Sequence[bytes], bool]],
+        edge: bytes,
+        depth: bytes,
+        size: bytes,
+        alias_offsets: bytes,
+        alias_ids: bytes,
+    ) -> TrieWalker: ...
+    def walk(
+        self,
+        node0: int,
+        dfa: int,
+        rem: bytes,
+        la_len: int,
+        la_state: int,
+        allowed: bytes,
+    ) -> tuple[bytes, list[tuple[int, int, bytes]], int]:
+        """CI walk strictly below trie node ``node0`` from the scan frame ``(dfa, rem,
+        la_len, la_state)`` under the allowed-terminal bitset ``allowed`` (u64 words).
+
+        Returns ``(ci_ids_i32_le, residue, nodes_visited)``: sorted CI ids, and the CD
+        residue ``(node, terminal, requeue)`` in DFS order. Releases the GIL.
+        """
+    @property
+    def n_nodes(self) -> int: ...
+    @property
+    def n_states(self) -> int: ...

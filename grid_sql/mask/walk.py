@@ -17,11 +17,21 @@ emission failed). A node whose pending lexeme is live for no allowed or ignored 
 not admitted, but its subtree is still explored while its last accept could be emitted
 viably later (that is the only way a longer token can become viable again; see
 ``docs/design/foundation.md`` §2).
+
+Two implementations, one semantics: :meth:`Walker.walk_py` below is the reference, and
+:meth:`Walker.walk_kernel` runs the same walk in Rust (``grid_sql._kernels.TrieWalker``,
+``kernels/core/src/walk.rs``) with the GIL released, because the cold walk visits up to
+every trie node (~400k on a 151k-token vocabulary) and the interpreter costs ~1 µs per
+node. :meth:`Walker.walk` uses the kernel when the extension provides it, unless
+``GRID_SQL_KERNELS=0``; parity tests hold the two bit-identical (``tests/kernels/``).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +40,16 @@ from ..parser.incremental import ParserRuntime
 from .trie import TokenTrie
 
 _IGNORED = -1  # ParserRuntime.resolve's answer for an ignored terminal
+
+
+def kernels_enabled() -> bool:
+    """Whether the Rust walk may be used: the extension has it and ``GRID_SQL_KERNELS`` is
+    not ``0``."""
+    if os.environ.get("GRID_SQL_KERNELS", "1").strip() == "0":
+        return False
+    from .. import _kernels
+
+    return hasattr(_kernels, "TrieWalker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +95,63 @@ class Walker:
         self.size: list[int] = nodes["size"].tolist()
         self.alias_off: list[int] = trie.alias_offsets.tolist()
         self.alias_ids = trie.alias_ids
+        self.use_kernel = kernels_enabled()
+        self.n_words = max(1, (len(runtime.grammar.terminals) + 63) // 64)
+        self._kernel: Any = None
+        self._kernel_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the Rust kernel
+    def kernel(self) -> Any:
+        """The ``_kernels.TrieWalker`` of this (runtime, trie), built once on first use."""
+        k = self._kernel
+        if k is None:
+            with self._kernel_lock:
+                k = self._kernel
+                if k is None:
+                    k = self._build_kernel()
+                    self._kernel = k
+        return k
+
+    def _build_kernel(self) -> Any:
+        from .. import _kernels
+
+        rt, nw = self.rt, self.n_words
+        nbytes = nw * 8
+
+        def words(masks: tuple[int, ...]) -> bytes:
+            return b"".join(m.to_bytes(nbytes, "little") for m in masks)
+
+        nodes = self.trie.nodes
+        return _kernels.TrieWalker(
+            bytes(rt.grammar.lexer.trans_bytes),
+            words(rt.accept_masks),
+            words(rt.live_masks),
+            nw,
+            [list(c) for c in rt.candidates],
+            rt.ignored_mask.to_bytes(nbytes, "little"),
+            [(tid, sorted(w.words), w.fold_bare_case) for tid, w in rt.lexicon.items()],
+            np.ascontiguousarray(nodes["byte"]).tobytes(),
+            np.ascontiguousarray(nodes["depth"], dtype="<u2").tobytes(),
+            np.ascontiguousarray(nodes["size"], dtype="<u4").tobytes(),
+            np.ascontiguousarray(self.trie.alias_offsets, dtype="<u4").tobytes(),
+            np.ascontiguousarray(self.alias_ids, dtype="<i4").tobytes(),
+        )
+
+    def walk_kernel(self, node0: int, frame0: ScanFrame, allowed: int) -> WalkResult:
+        """:meth:`walk_py` in Rust (one GIL-released call)."""
+        ids, residue, visited = self.kernel().walk(
+            node0,
+            frame0.dfa,
+            frame0.rem,
+            frame0.la_len,
+            frame0.la_state,
+            allowed.to_bytes(self.n_words * 8, "little"),
+        )
+        return WalkResult(
+            np.frombuffer(ids, dtype="<i4"),
+            tuple(CDEntry(n, t, r) for n, t, r in residue),
+            visited,
+        )
 
     # ------------------------------------------------------------------ scanning under fixed A
     def step(
@@ -125,6 +202,12 @@ class Walker:
     # ------------------------------------------------------------------ the walk
     def walk(self, node0: int, frame0: ScanFrame, allowed: int) -> WalkResult:
         """CI walk of the subtree strictly below ``node0`` from ``frame0`` under A."""
+        if self.use_kernel:
+            return self.walk_kernel(node0, frame0, allowed)
+        return self.walk_py(node0, frame0, allowed)
+
+    def walk_py(self, node0: int, frame0: ScanFrame, allowed: int) -> WalkResult:
+        """The reference walk in Python (see the module docstring)."""
         edge, depth, size, off = self.edge, self.depth, self.size, self.alias_off
         step, live, recover = self.step, self.live, self.may_recover
         frames: dict[int, ScanFrame] = {depth[node0]: frame0}

@@ -3,9 +3,10 @@
 //! contract is `grid_sql/_kernels.pyi`, checked by `python -m mypy.stubtest`.
 
 use grid_sql_core::lexer::{BuildConfig, UnionDfa, DEFAULT_MAX_STATES};
+use grid_sql_core::walk::{Frame, Lexicon, ScanTables, TrieArrays, Walker};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList, PyTuple};
 
 /// Scans shorter than this stay under the GIL: releasing it costs more than the walk.
 const DETACH_SCAN_BYTES: usize = 1 << 16;
@@ -94,10 +95,138 @@ fn dfa_scan(py: Python<'_>, trans: &[u8], data: &[u8], start: u32) -> PyResult<u
     result.map_err(PyValueError::new_err)
 }
 
+fn le_words<T: Copy, const N: usize>(
+    name: &str,
+    data: &[u8],
+    conv: fn([u8; N]) -> T,
+) -> PyResult<Vec<T>> {
+    if data.len() % N != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must hold little-endian {N}-byte values, got {} bytes",
+            data.len()
+        )));
+    }
+    Ok(data
+        .chunks_exact(N)
+        .map(|c| conv(c.try_into().expect("chunk of N bytes")))
+        .collect())
+}
+
+fn value_err(e: impl ToString) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// One category lexicon as passed from Python: (terminal id, folded words, fold_bare_case).
+type LexiconSpec = (u32, Vec<Vec<u8>>, bool);
+
+/// The cold trie walk of one (grammar runtime, token trie) pair (`grid_sql/mask/walk.py`).
+///
+/// Built once from the scan tables and the trie arrays (all little-endian byte buffers);
+/// `walk` releases the GIL.
+#[pyclass(frozen, module = "grid_sql._kernels")]
+struct TrieWalker {
+    inner: Walker,
+}
+
+#[pymethods]
+impl TrieWalker {
+    #[new]
+    #[pyo3(signature = (trans, accept, live, n_words, candidates, ignored, lexicons, edge, depth, size, alias_offsets, alias_ids))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        trans: &[u8],
+        accept: &[u8],
+        live: &[u8],
+        n_words: usize,
+        candidates: Vec<Vec<u32>>,
+        ignored: &[u8],
+        lexicons: Vec<LexiconSpec>,
+        edge: Vec<u8>,
+        depth: &[u8],
+        size: &[u8],
+        alias_offsets: &[u8],
+        alias_ids: &[u8],
+    ) -> PyResult<Self> {
+        let trans = le_words("trans", trans, u32::from_le_bytes)?;
+        let accept = le_words("accept", accept, u64::from_le_bytes)?;
+        let live = le_words("live", live, u64::from_le_bytes)?;
+        let ignored = le_words("ignored", ignored, u64::from_le_bytes)?;
+        let depth = le_words("depth", depth, u16::from_le_bytes)?;
+        let size = le_words("size", size, u32::from_le_bytes)?;
+        let alias_off = le_words("alias_offsets", alias_offsets, u32::from_le_bytes)?;
+        let alias_ids = le_words("alias_ids", alias_ids, i32::from_le_bytes)?;
+        let inner = py.detach(move || -> Result<Walker, String> {
+            let lex = lexicons
+                .into_iter()
+                .map(|(t, words, fold)| (t, Lexicon::new(words, fold)))
+                .collect();
+            let scan = ScanTables::new(trans, &accept, live, n_words, candidates, &ignored, lex)
+                .map_err(|e| e.to_string())?;
+            let trie = TrieArrays::new(edge, depth, size, alias_off, alias_ids)
+                .map_err(|e| e.to_string())?;
+            Ok(Walker::new(scan, trie))
+        });
+        Ok(TrieWalker {
+            inner: inner.map_err(PyValueError::new_err)?,
+        })
+    }
+
+    /// CI walk of the subtree strictly below `node0` from the scan frame
+    /// `(dfa, rem, la_len, la_state)` under the allowed-terminal bitset `allowed`
+    /// (little-endian u64 words). Returns `(ci_ids_i32_le, residue, nodes_visited)` with
+    /// `residue` a list of `(node, terminal, requeue)` in DFS order.
+    #[allow(clippy::too_many_arguments)]
+    fn walk<'py>(
+        &self,
+        py: Python<'py>,
+        node0: usize,
+        dfa: u32,
+        rem: &[u8],
+        la_len: i64,
+        la_state: u32,
+        allowed: &[u8],
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let allowed = le_words("allowed", allowed, u64::from_le_bytes)?;
+        let frame = Frame {
+            dfa,
+            rem: rem.to_vec(),
+            la_len,
+            la_state,
+        };
+        let w = &self.inner;
+        let out = py
+            .detach(|| w.walk(node0, &frame, &allowed))
+            .map_err(value_err)?;
+        let mut id_bytes = Vec::with_capacity(out.ci_ids.len() * 4);
+        for t in &out.ci_ids {
+            id_bytes.extend_from_slice(&t.to_le_bytes());
+        }
+        let residue = PyList::empty(py);
+        for c in &out.residue {
+            residue.append((c.node, c.terminal, PyBytes::new(py, &c.requeue)))?;
+        }
+        (PyBytes::new(py, &id_bytes), residue, out.visited).into_pyobject(py)
+    }
+
+    /// Number of trie nodes.
+    #[getter]
+    fn n_nodes(&self) -> usize {
+        self.inner.trie().n_nodes()
+    }
+
+    /// Number of union-DFA states.
+    #[getter]
+    fn n_states(&self) -> usize {
+        self.inner.scan_tables().n_states()
+    }
+}
+
 #[pymodule]
 fn _kernels(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_union_dfa, m)?)?;
     m.add_function(wrap_pyfunction!(dfa_scan, m)?)?;
+    m.add_class::<TrieWalker>()?;
     m.add("DEFAULT_MAX_STATES", DEFAULT_MAX_STATES)?;
     m.add("DEAD_STATE", grid_sql_core::lexer::DEAD)?;
     m.add("START_STATE", grid_sql_core::lexer::START)?;
