@@ -14,11 +14,14 @@ on the database (catalog and grants read once) and the Asker options, not on the
 every session of one engine reuses one Asker. The *statement* runs on the session's own
 connection, inside its transaction (a SAVEPOINT on PostgreSQL/SQLite; see
 ``grid_sql.front.execute``), so a question sees the session's flushed but uncommitted changes
-and an opted-in write commits or rolls back with the session.
+and an opted-in write commits or rolls back with the session. MySQL/MariaDB are the exception:
+there ``START TRANSACTION READ ONLY`` would implicitly commit the session's open transaction,
+so the question runs on its own pooled connection and does not see uncommitted changes.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -58,12 +61,14 @@ def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
 
 
 def _key(asker_opts: dict[str, Any]) -> tuple[Any, ...]:
-    """Cache key of Asker options; unhashable values (a Backend, an AppPolicy) by identity."""
+    """Cache key of Asker options; mappings by content, other unhashable values by identity."""
     items = []
     for k in sorted(asker_opts):
         v = asker_opts[k]
         if isinstance(v, os.PathLike):
             v = os.fspath(v)
+        if isinstance(v, dict | list):  # a policy mapping: by content, so a literal reuses
+            v = ("json", json.dumps(v, sort_keys=True, default=str))
         try:
             hash(v)
         except TypeError:
@@ -160,15 +165,19 @@ def ask(target: Session | sa.Engine | sa.Connection, question: str, **options: A
 
     ``options``: ``model``, ``policy``, ``audit`` and ``user`` pick the cached Asker for the
     target's engine; the rest (``row_limit``, ``timeout_s``, ``allow_writes``, ``max_tokens``,
-    ``repair``, ``examples``) apply to this question. On a session or a
-    connection the statement runs on that connection, inside its transaction.
+    ``repair``, ``examples``) apply to this question. On a session or a connection the
+    statement runs on that connection, inside its transaction (except on MySQL/MariaDB, see
+    the module docstring).
     """
     asker_opts, per_question = split_options(options)
-    if isinstance(target, Session):
-        conn = _session_connection(target)
-        return ask_on(asker_for(conn.engine, **asker_opts), conn, question, **per_question)
-    if isinstance(target, sa.Connection):
-        return ask_on(asker_for(target.engine, **asker_opts), target, question, **per_question)
+    if isinstance(target, Session | sa.Connection):
+        conn = _session_connection(target) if isinstance(target, Session) else target
+        asker = asker_for(conn.engine, **asker_opts)
+        if conn.dialect.name in ("mysql", "mariadb"):
+            # START TRANSACTION READ ONLY would implicitly commit the caller's transaction, so
+            # on MySQL/MariaDB the question runs on a connection of its own from the pool.
+            return asker.ask(question, **per_question)
+        return ask_on(asker, conn, question, **per_question)
     if isinstance(target, sa.Engine):
         return asker_for(target, **asker_opts).ask(question, **per_question)
     raise ConnectionConfigError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -134,3 +135,28 @@ def my_url() -> sa.URL:
     return sa.make_url(os.environ["GRID_SQL_MYSQL_URL"]).set(
         database=DB, username=USER, password=PASSWORD
     )
+
+
+# ------------------------------------------------------------------ model-backed fixtures
+MODEL = "smollm2-135m"  # weak at SQL but fast: the fronts are tested, not the model
+
+
+@pytest.fixture(scope="session")
+def backend() -> Any:
+    """One loaded SmolLM2 backend shared by every front test (Askers take it as ``model=``)."""
+    from grid_sql.front.ask import load_backend
+
+    return load_backend(MODEL)
+
+
+@pytest.fixture(scope="session")
+def audit_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("audit") / "audit.sqlite"
+
+
+@pytest.fixture(scope="session")
+def chinook_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    """A writable Chinook copy shared by the session; tests roll back what they write."""
+    dst = tmp_path_factory.mktemp("chinook") / "chinook.sqlite"
+    shutil.copyfile(chinook_source(), dst)
+    return sa.create_engine(f"sqlite:///{dst}")

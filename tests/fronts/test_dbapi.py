@@ -176,3 +176,68 @@ def test_driver_attributes_pass_through(chinook_copy: Any) -> None:
     assert con.total_changes == raw.total_changes == 1
     con.rollback()
     con.close()
+
+
+# ------------------------------------------------------------------ with the real model
+def _check_cursor_answer(cur: Cursor) -> None:
+    result = cur.result
+    assert result is not None
+    assert cur.last_sql == result.sql and cur.audit_id == result.audit_id and cur.audit_id
+    if result.columns:
+        assert [d[0] for d in cur.description] == result.columns
+        assert all(len(d) == 7 for d in cur.description)
+    assert cur.rowcount == result.rowcount
+    rows = result.rows
+    assert cur.fetchone() == (tuple(rows[0]) if rows else None)
+    assert cur.fetchmany(2) == [tuple(r) for r in rows[1:3]]
+    assert list(cur) == [tuple(r) for r in rows[3:]]
+    assert cur.fetchall() == [] and cur.fetchone() is None
+
+
+def test_nl_execute_on_sqlite3(chinook_copy: Any, backend: Any, audit_db: Any) -> None:
+    raw = sqlite3.connect(chinook_copy)
+    con = grid_sql.connect(raw, model=backend, audit=audit_db, row_limit=20)
+    cur = con.cursor()
+    assert cur.nl_execute("List the names of all media types.", max_tokens=64) is cur
+    _check_cursor_answer(cur)
+    # a plain execute hands the cursor back to the driver
+    cur.execute("SELECT count(*) FROM MediaType")
+    assert cur.result is None and cur.fetchone() == (5,)
+    # the question ran read-only (query_only) and restored the connection: still writable
+    cur.execute("INSERT INTO MediaType (Name) VALUES ('Wax cylinder')")
+    assert cur.rowcount == 1
+    con.rollback()
+    con.close()
+
+
+@pytest.mark.db
+def test_nl_execute_on_psycopg_autocommit(pg_url: sa.URL, backend: Any, audit_db: Any) -> None:
+    raw = _raw("pg", pg_url=pg_url)
+    raw.autocommit = True
+    con = grid_sql.connect(raw, model=backend, audit=audit_db)
+    cur = con.cursor()
+    cur.nl_execute("Which albums came out in 1959?", max_tokens=64)
+    _check_cursor_answer(cur)
+    assert raw.autocommit is True  # the caller's mode is back
+    cur.execute("SHOW transaction_read_only")
+    assert cur.fetchone() == ("off",)
+    con.close()
+
+
+@pytest.mark.db
+def test_nl_execute_on_pymysql(my_url: sa.URL, backend: Any, audit_db: Any) -> None:
+    raw = pymysql.connect(
+        host=my_url.host,
+        port=my_url.port,
+        user=my_url.username,
+        password=my_url.password,
+        database=my_url.database,
+    )
+    con = grid_sql.connect(raw, model=backend, audit=audit_db)
+    cur = con.cursor()
+    cur.nl_execute("Which albums came out in 1959?", max_tokens=64)
+    _check_cursor_answer(cur)
+    assert not raw.server_status & 1  # the READ ONLY transaction has ended
+    cur.execute("SELECT @@session.tx_read_only")
+    assert cur.fetchone() == (0,)
+    con.close()

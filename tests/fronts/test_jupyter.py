@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from grid_sql.front.result import AskResult, Repair
+
+from .conftest import MODEL
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +83,23 @@ def test_result_renders_as_html_in_ipython(shell: InteractiveShell) -> None:
     assert "audit a1b2c3" in summary and "stop eos" in summary and "truncated" in summary
     assert "1 repaired attempt(s)" in summary
     assert "text/plain" in data and "audit_id='a1b2c3'" in data["text/plain"]
+
+
+# ------------------------------------------------------------------ with the real model
+def test_connect_and_ask_magics(shell: InteractiveShell, chinook_copy: Any, audit_db: Any) -> None:
+    shell.run_line_magic(
+        "grid_connect",
+        f"{chinook_copy} --model {MODEL} --audit {audit_db} --row-limit 5 --max-tokens 64",
+    )
+    result = shell.run_line_magic("ask", "How many albums are there?")
+    assert isinstance(result, AskResult) and result.audit_id
+    page = shell.display_formatter.format(result)[0]["text/html"]
+    assert f"audit {result.audit_id}" in page and "<table>" in page
+    # the cell magic through the whole cell path, as a notebook runs it
+    run = shell.run_cell("%%ask --out top\nList the names of all media types.\n")
+    run.raise_error()
+    assert isinstance(run.result, AskResult) and shell.user_ns["top"] is run.result
+    assert len(run.result.rows) <= 5  # --row-limit reached the Asker
+    frame = shell.run_cell_magic("ask", "--df", "List the names of all media types.")
+    assert list(frame.columns) == run.result.columns
+    assert frame.attrs["sql"] == run.result.sql  # greedy decoding: same question, same SQL

@@ -1,0 +1,64 @@
+"""Every example runs offline on the packaged Chinook with SmolLM2: the four scripts as
+subprocesses and the notebook through nbclient with the venv's ``python3`` kernel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from .conftest import MODEL, REPO
+
+EXAMPLES = REPO / "examples"
+SCRIPTS = ["ask_sqlite.py", "sqlalchemy_session.py", "dbapi_cursor.py", "pandas_read_sql.py"]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["GRID_SQL_MODEL"] = MODEL
+    env["GRID_SQL_AUDIT_DB"] = str(tmp_path / "audit.sqlite")
+    return env
+
+
+def test_every_example_is_tested() -> None:
+    found = {p.name for p in EXAMPLES.iterdir() if p.suffix in (".py", ".ipynb")}
+    assert found == {*SCRIPTS, "notebook.ipynb"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_example_script_runs(script: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / script)],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "SQL:" in proc.stdout
+    assert "audit" in proc.stdout
+
+
+@pytest.mark.slow
+def test_notebook_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in _env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    nb = nbformat.read(EXAMPLES / "notebook.ipynb", as_version=4)
+    client = NotebookClient(
+        nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert any('class="grid-sql-result"' in h for h in html)  # AskResult rendered
+    assert any("<table" in h for h in html)
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "grid-sql connected" in text

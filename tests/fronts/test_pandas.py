@@ -1,0 +1,64 @@
+"""pandas front: ``grid_sql.read_sql_nl`` returns the executed rows with their provenance."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+import grid_sql
+from grid_sql.errors import ConnectionConfigError
+from grid_sql.front import pandas as gpd
+from grid_sql.front.sqlalchemy import engine_for_url
+
+
+def test_read_sql_nl_on_an_engine(chinook_engine: sa.Engine, backend: Any, audit_db: Path) -> None:
+    df = grid_sql.read_sql_nl(
+        "List the names of all media types.",
+        chinook_engine,
+        model=backend,
+        audit=audit_db,
+        max_tokens=64,
+    )
+    assert isinstance(df, pd.DataFrame)
+    sql, audit_id = df.attrs["sql"], df.attrs["audit_id"]
+    assert sql.strip() and audit_id
+    assert df.attrs["question"] == "List the names of all media types."
+    with chinook_engine.connect() as conn:
+        ran = conn.exec_driver_sql(sql.rstrip().rstrip(";"))
+        expected = pd.DataFrame.from_records([tuple(r) for r in ran], columns=list(ran.keys()))
+    if not df.attrs["truncated"]:
+        pd.testing.assert_frame_equal(df, expected, check_dtype=False)
+
+
+def test_read_sql_nl_on_a_dbapi_connection_reuses_its_asker(
+    chinook_copy: Path, backend: Any, audit_db: Path
+) -> None:
+    raw = sqlite3.connect(chinook_copy)
+    opts = {"model": backend, "audit": audit_db, "max_tokens": 48}
+    df = grid_sql.read_sql_nl("How many artists are there?", raw, **opts)
+    wrapper = gpd._WRAPPED[raw]
+    asker = wrapper.asker
+    df2 = grid_sql.read_sql_nl("How many playlists are there?", raw, row_limit=1, **opts)
+    assert gpd._WRAPPED[raw] is wrapper and wrapper.asker is asker
+    assert df.attrs["audit_id"] != df2.attrs["audit_id"]
+    assert len(df2) <= 1
+    raw.execute("INSERT INTO Genre (Name) VALUES ('Zydeco')")  # the connection stays writable
+    raw.rollback()
+
+
+def test_bad_con_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConnectionConfigError, match="cannot use"):
+        grid_sql.read_sql_nl("how many albums?", 42)
+    with pytest.raises(ConnectionConfigError, match="neither a database URL"):
+        grid_sql.read_sql_nl("how many albums?", tmp_path / "missing.sqlite")
+
+
+def test_engine_for_url_is_one_engine_per_url(chinook_copy: Path) -> None:
+    a = engine_for_url(chinook_copy)
+    assert engine_for_url(str(chinook_copy)) is a
+    assert engine_for_url(f"sqlite:///{chinook_copy.resolve()}") is a

@@ -1,0 +1,137 @@
+"""SQLAlchemy front with the real SmolLM2 model: ``ask`` on an engine, a connection and an ORM
+session; the Asker is built once per engine; the statement runs inside the session's own
+transaction (PostgreSQL/SQLite) and leaves it usable; what is reported is what ran."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, sessionmaker
+
+from grid_sql.decode import StopReason
+from grid_sql.errors import ConnectionConfigError
+from grid_sql.front.result import AskResult
+from grid_sql.front.sqlalchemy import GridSession, ask, asker_for
+
+Q_COUNT = "How many albums are there?"
+Q_LIST = "List the names of all genres."
+
+
+def _rows_as_run(conn: sa.Connection, result: AskResult) -> Counter[str]:
+    rows = conn.exec_driver_sql(result.sql.rstrip().rstrip(";")).fetchall()
+    return Counter(repr(tuple(r)) for r in rows)
+
+
+def _check(result: AskResult) -> None:
+    assert isinstance(result, AskResult)
+    assert result.sql.strip()
+    assert result.audit_id
+    assert result.stop_reason in {s.value for s in StopReason}
+    assert result.rowcount == len(result.rows)
+    assert {"generation", "execution", "total"} <= set(result.timings)
+
+
+def test_unbound_session_is_a_config_error() -> None:
+    with GridSession() as session, pytest.raises(ConnectionConfigError, match="no bind"):
+        session.ask(Q_COUNT)
+    with pytest.raises(ConnectionConfigError, match="Session, Engine or Connection"):
+        ask(object(), Q_COUNT)  # type: ignore[arg-type]
+
+
+def test_ask_on_engine_reports_what_ran(
+    chinook_engine: sa.Engine, backend: Any, audit_db: Any
+) -> None:
+    opts = {"model": backend, "audit": audit_db}
+    result = ask(chinook_engine, Q_COUNT, max_tokens=64, **opts)
+    _check(result)
+    asker = asker_for(chinook_engine, **opts)
+    assert asker is asker_for(chinook_engine, **opts)  # cached per engine and options
+    with chinook_engine.connect() as conn:
+        if not result.truncated:
+            assert _rows_as_run(conn, result) == Counter(repr(r) for r in result.rows)
+    # a per-question row cap does not build a new Asker
+    capped = ask(chinook_engine, Q_LIST, max_tokens=64, row_limit=2, **opts)
+    _check(capped)
+    assert len(capped.rows) <= 2
+    assert asker_for(chinook_engine, **opts) is asker
+
+
+def test_grid_session_runs_inside_the_session_transaction(
+    chinook_engine: sa.Engine, backend: Any, audit_db: Any
+) -> None:
+    factory = sessionmaker(
+        chinook_engine, class_=GridSession, grid_options={"model": backend, "audit": audit_db}
+    )
+    with factory() as session:
+        assert isinstance(session, Session)
+        session.execute(sa.text("INSERT INTO Genre (GenreId, Name) VALUES (999, 'Zydeco')"))
+        result = session.ask(Q_LIST, max_tokens=64)
+        _check(result)
+        # the question ran on the session's connection (it sees the uncommitted row if it
+        # reads Genre) and left the session's transaction open and intact
+        assert session.in_transaction()
+        assert (
+            session.execute(sa.text("SELECT count(*) FROM Genre WHERE GenreId = 999")).scalar() == 1
+        )
+        if not result.truncated:
+            assert _rows_as_run(session.connection(), result) == Counter(
+                repr(r) for r in result.rows
+            )
+        session.rollback()
+        assert (
+            session.execute(sa.text("SELECT count(*) FROM Genre WHERE GenreId = 999")).scalar() == 0
+        )
+    # the same Asker served the session (cache keyed on the engine)
+    assert asker_for(chinook_engine, model=backend, audit=audit_db) is asker_for(
+        chinook_engine, model=backend, audit=audit_db
+    )
+
+
+def test_ask_on_connection_keeps_it_usable(
+    chinook_engine: sa.Engine, backend: Any, audit_db: Any
+) -> None:
+    with chinook_engine.connect() as conn:
+        result = ask(conn, Q_COUNT, model=backend, audit=audit_db, max_tokens=64)
+        _check(result)
+        assert conn.exec_driver_sql("SELECT count(*) FROM Album").scalar() == 347
+        conn.exec_driver_sql("UPDATE Album SET Title = 'x' WHERE AlbumId = 1")  # still writable
+        conn.rollback()
+
+
+@pytest.mark.db
+def test_grid_session_on_postgresql(pg_url: sa.URL, backend: Any, audit_db: Any) -> None:
+    engine = sa.create_engine(pg_url)
+    factory = sessionmaker(
+        engine, class_=GridSession, grid_options={"model": backend, "audit": audit_db}
+    )
+    with factory() as session:
+        session.execute(sa.text("CREATE TEMP TABLE scratch (a int)"))
+        session.execute(sa.text("INSERT INTO scratch VALUES (1)"))
+        result = session.ask("Which albums came out in 1959?", max_tokens=64)
+        _check(result)
+        # READ ONLY + statement_timeout were scoped to a SAVEPOINT: the session can still write
+        session.execute(sa.text("INSERT INTO scratch VALUES (2)"))
+        assert session.execute(sa.text("SELECT count(*) FROM scratch")).scalar() == 2
+        assert session.execute(sa.text("SHOW transaction_read_only")).scalar() == "off"
+        session.rollback()
+    engine.dispose()
+
+
+@pytest.mark.db
+def test_grid_session_on_mariadb_uses_its_own_connection(
+    my_url: sa.URL, backend: Any, audit_db: Any
+) -> None:
+    engine = sa.create_engine(my_url)
+    factory = sessionmaker(
+        engine, class_=GridSession, grid_options={"model": backend, "audit": audit_db}
+    )
+    with factory() as session:
+        session.execute(sa.text("SELECT 1"))  # the session's transaction is open on the server
+        result = session.ask("Which albums came out in 1959?", max_tokens=64)
+        _check(result)
+        assert session.in_transaction()  # not committed behind the caller's back
+        assert session.execute(sa.text("SELECT count(*) FROM album")).scalar() == 4
+    engine.dispose()
