@@ -97,9 +97,11 @@ class GridMagics(Magics):
 
     @line_cell_magic
     def ask(self, line: str, cell: str | None = None) -> Any:
-        """``%ask QUESTION`` or ``%%ask [--out VAR] [--df]`` with the question as the cell."""
+        """``%ask [--out VAR] [--df] QUESTION`` or ``%%ask [--out VAR] [--df]`` with the question
+        as the cell."""
         if cell is None:
-            return self._answer(line.strip(), _ask_parser("%ask").parse_args([]))
+            opts, question = _leading_options(line)
+            return self._answer(question, _ask_parser("%ask").parse_args(opts))
         args = _ask_parser("%%ask").parse_args(shlex.split(line))
         return self._answer(cell.strip(), args)
 
@@ -113,6 +115,21 @@ class GridMagics(Magics):
         if args.out and self.shell is not None:
             self.shell.user_ns[args.out] = value
         return value
+
+
+def _leading_options(line: str) -> tuple[list[str], str]:
+    """Split ``--df`` / ``--out NAME`` off the front of a ``%ask`` line; the rest is the question.
+
+    Not shlex: a question may hold an apostrophe ("What's ...") that is no quote.
+    """
+    words = line.split()
+    opts: list[str] = []
+    while words and words[0].startswith("-"):
+        flag = words.pop(0)
+        opts.append(flag)
+        if flag in ("--out", "-o") and words:
+            opts.append(words.pop(0))
+    return opts, " ".join(words)
 
 
 def _shown(url: str) -> str:

@@ -103,3 +103,13 @@ def test_connect_and_ask_magics(shell: InteractiveShell, chinook_copy: Any, audi
     frame = shell.run_cell_magic("ask", "--df", "List the names of all media types.")
     assert list(frame.columns) == run.result.columns
     assert frame.attrs["sql"] == run.result.sql  # greedy decoding: same question, same SQL
+
+
+def test_ask_line_options_and_apostrophes() -> None:
+    from grid_sql.front.jupyter import _leading_options
+
+    assert _leading_options("--df --out x What's the top album?") == (
+        ["--df", "--out", "x"],
+        "What's the top album?",
+    )
+    assert _leading_options("  How many  albums? ") == ([], "How many albums?")
