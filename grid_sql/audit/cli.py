@@ -1,0 +1,141 @@
+"""``grid-sql audit …``: verify, show and list audit records.
+
+    grid-sql audit verify [ID ...|--all] [--db FILE|URL]
+    grid-sql audit show ID [--step N] [--why TOKEN] [--db FILE|URL]
+    grid-sql audit list [--limit N] [--db FILE|URL]
+
+``verify`` exits 0 when every record replays bit-identically, 1 when any is tampered with or
+divergent, 2 on a usage or store error. ``--why`` takes a token id or a text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+from ..errors import AuditError
+from .store import AuditStore, default_path
+from .verify import Explainer, Verifier
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="grid-sql audit", description="Audit trail tools.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    db_help = f"audit store: a SQLite file or a SQLAlchemy URL (default {default_path()})"
+
+    v = sub.add_parser("verify", help="replay records against the archive; report tampering")
+    v.add_argument("ids", nargs="*", metavar="ID", help="audit ids (or unique prefixes)")
+    v.add_argument("--all", action="store_true", help="verify every record in the store")
+    v.add_argument("--db", help=db_help)
+
+    s = sub.add_parser("show", help="a record, or what was allowed at one step and why")
+    s.add_argument("id", metavar="ID")
+    s.add_argument("--step", type=int, help="explain this step")
+    s.add_argument("--why", help="token id or text: why was it blocked at --step")
+    s.add_argument("--db", help=db_help)
+
+    ls = sub.add_parser("list", help="sealed records, oldest first")
+    ls.add_argument("--limit", type=int, default=None, help="only the last N records")
+    ls.add_argument("--db", help=db_help)
+    return ap
+
+
+def _when(ns: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ns // 1_000_000_000)) + "Z"
+
+
+def _show(store: AuditStore, audit_id: str, out: TextIO) -> None:
+    rec = store.get(audit_id)
+    seal = rec.seal
+    arts = rec.artifacts
+    print(f"audit id    {rec.audit_id}", file=out)
+    print(f"question    {seal.get('question')!r}", file=out)
+    print(f"user        {seal.get('user') or '-'}", file=out)
+    print(
+        f"time        {_when(int(seal['started_at_ns']))} → {_when(int(seal['sealed_at_ns']))}",
+        file=out,
+    )
+    flags = ", ".join(seal.get("flags") or []) or "none"
+    print(
+        f"stop        {seal.get('stop_reason')} (mode {seal.get('mode')}, flags {flags})",
+        file=out,
+    )
+    print(f"sql         {seal.get('final_sql')}", file=out)
+    print(f"model       {arts.model_id or '-'}", file=out)
+    for name, fp in (
+        ("grammar", arts.grammar),
+        ("tokenizer", arts.tokenizer),
+        ("policy", arts.policy),
+        ("schema", arts.schema),
+    ):
+        print(f"{name:<11} {fp or '-'}", file=out)
+    vocab = None
+    try:
+        vocab = Verifier(store).vocab(arts.tokenizer)
+    except AuditError as e:
+        print(f"(token spellings unavailable: {e})", file=out)
+    print(f"\n{'step':>5} {'kind':<8} {'allowed':>8} {'blocked':>8}  token", file=out)
+    for st in rec.steps:
+        if vocab is not None and 0 <= st.token < vocab.size:
+            spelled = "EOS" if st.token == vocab.eos_token_id else repr(vocab.token_bytes[st.token])
+        else:
+            spelled = ""
+        print(
+            f"{st.step:>5} {st.kind:<8} {st.allowed:>8} {st.blocked:>8}  {st.token} {spelled}",
+            file=out,
+        )
+
+
+def audit_main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Entry point of ``grid-sql audit``; returns the process exit code."""
+    out = out if out is not None else sys.stdout
+    args = _parser().parse_args(list(argv) if argv is not None else None)
+    try:
+        store = AuditStore(args.db)
+    except AuditError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        if args.cmd == "verify":
+            if args.all == bool(args.ids):
+                print("error: give audit ids or --all (not both)", file=sys.stderr)
+                return 2
+            ids = store.ids() if args.all else [store.resolve(i) for i in args.ids]
+            verifier = Verifier(store)
+            bad = 0
+            for i in ids:
+                rep = verifier.verify(i)
+                bad += not rep.ok
+                print(rep.describe(), file=out)
+            print(f"{len(ids) - bad}/{len(ids)} record(s) verified", file=out)
+            return 1 if bad else 0
+        if args.cmd == "show":
+            if args.why is not None and args.step is None:
+                print("error: --why needs --step N", file=sys.stderr)
+                return 2
+            if args.step is None:
+                _show(store, args.id, out)
+            else:
+                print(Explainer(store).step(args.id, args.step, args.why), file=out)
+            return 0
+        if args.cmd == "list":
+            rows = list(store.iter_seals())
+            if args.limit is not None:
+                rows = rows[-args.limit :] if args.limit > 0 else []
+            for audit_id, seal in rows:
+                print(
+                    f"{audit_id[:16]}  {_when(int(seal['sealed_at_ns']))}  "
+                    f"{seal.get('user') or '-':<10} {seal.get('n_steps'):>4} steps  "
+                    f"{seal.get('stop_reason'):<14} {str(seal.get('final_sql'))[:70]}",
+                    file=out,
+                )
+            return 0
+    except AuditError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    return 2
