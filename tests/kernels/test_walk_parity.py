@@ -1,0 +1,46 @@
+"""Kernel walk ≡ Python walk, and kernel masks ≡ Python masks, along real statements.
+
+Every configuration reached while feeding Spider statements (SQLite dialect grammar) and
+Chinook statements (a select-only role grammar with a bare-case-folding schema lexicon)
+token by token is checked twice: the root walk (CI ids, CD residue in order, nodes
+visited) and the full mask with its entry ids (which audit trails replay), over GPT-2,
+Llama-2 (SPM), Qwen2 and Llama-3 vocabularies.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ..mask.helpers import greedy_tokens
+from .helpers import check_masks, check_root_walk, guide_pair, statements
+
+CASES = [
+    ("gpt-2", "sqlite", 2),
+    ("gpt-2", "chinook", 1),
+    ("llama-spm", "sqlite", 2),
+    ("llama-spm", "chinook", 1),
+    pytest.param("qwen2", "sqlite", 1, marks=pytest.mark.slow),
+    pytest.param("qwen2", "chinook", 1, marks=pytest.mark.slow),
+    pytest.param("llama-bpe", "sqlite", 1, marks=pytest.mark.slow),
+    pytest.param("llama-bpe", "chinook", 1, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("vname", "gname", "n_statements"), CASES)
+def test_kernel_walk_and_masks_equal_python(vname: str, gname: str, n_statements: int) -> None:
+    gk, gp = guide_pair(gname, vname)
+    steps = residue_steps = 0
+    entries = 0
+    for sql in statements(gname, n_statements):
+        m = gk.matcher()
+        for t in [*greedy_tokens(vname, sql), None]:
+            residue_steps += check_root_walk(gk, gp, m.config) > 0
+            _, n_entries = check_masks(gk, gp, m.config)
+            entries += n_entries
+            steps += 1
+            if t is not None:
+                m.accept_token(t)
+        assert m.is_accepting()
+    # the corpus must exercise the CD residue and the sub-walks below it
+    assert residue_steps >= steps // 2, (residue_steps, steps)
+    assert entries > steps, (entries, steps)
