@@ -154,9 +154,7 @@ class Walker:
         )
 
     # ------------------------------------------------------------------ scanning under fixed A
-    def step(
-        self, frame: ScanFrame, data: bytes, allowed: int
-    ) -> ScanFrame | CDEntry | None:
+    def step(self, frame: ScanFrame, data: bytes, allowed: int) -> ScanFrame | CDEntry | None:
         """Scan ``data`` from ``frame`` under A = ``allowed``.
 
         Returns the new frame, a CDEntry (node -1; the caller fills it) when a real terminal

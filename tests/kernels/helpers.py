@@ -45,7 +45,8 @@ def grammar(name: str) -> Grammar:
         app = AppPolicy.from_mapping(
             {"verbs": ["select"], "tables": {"deny": ["Employee"]}}, origin="test"
         )
-        return role_grammar(Grammar.dialect("sqlite"), snap, narrow(sqlite_baseline(snap), app, snap))
+        policy = narrow(sqlite_baseline(snap), app, snap)
+        return role_grammar(Grammar.dialect("sqlite"), snap, policy)
     raise KeyError(name)
 
 
