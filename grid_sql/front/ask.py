@@ -36,10 +36,11 @@ from ..errors import (
     PolicyViolation,
     QuestionError,
     SchemaError,
+    StatementError,
 )
 from ..grammar import Grammar
 from ..mask.guide import Guide
-from ..policy.checker import Checker, Violation, format_violations
+from ..policy.checker import Checker, Violation
 from ..policy.config import AppPolicy, narrow
 from ..policy.grammar import role_grammar
 from ..policy.grants import read_grants, sqlite_baseline
@@ -47,7 +48,7 @@ from ..policy.model import Policy
 from ..policy.session import as_app_policy, open_sqlite
 from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
-from .execute import execute
+from .execute import bind_parameters, execute
 from .prompt import Example, Message, build_messages, repair_messages
 from .result import AskResult, GeneratedSQL, Repair
 
@@ -281,7 +282,7 @@ class Asker:
         timings = {"generation": 0.0, "mask": 0.0, "check": 0.0}
         tokens = 0
         rounds = 2 if repair else 1
-        last: tuple[str, list[Violation]] | None = None
+        last: tuple[str, list[Violation], list[str]] | None = None
         for rnd in range(rounds):
             gen = self._generate(msgs, max_tokens, on_step)
             timings["generation"] += gen.seconds
@@ -289,11 +290,12 @@ class Asker:
             tokens += gen.n_tokens
             t0 = time.perf_counter()
             found = self.checker.check(gen.sql)
+            params = bind_parameters(gen.sql, self.dialect)
             timings["check"] += time.perf_counter() - t0
             audit_id = self._seal(gen, q)
             if audit_id is not None:
                 audit_ids.append(audit_id)
-            if not found:
+            if not found and not params:
                 timings["total"] = time.perf_counter() - t_start
                 return GeneratedSQL(
                     question=q,
@@ -306,20 +308,34 @@ class Asker:
                     tokens=tokens,
                 )
             texts = [v.message for v in found]
+            if params:
+                texts.append(
+                    f"The statement uses bind parameter(s) {', '.join(params)}, which have no "
+                    "values; write literal values instead."
+                )
             repairs.append(Repair(gen.sql, texts, rnd))
-            last = (gen.sql, found)
+            last = (gen.sql, found, texts)
             msgs = repair_messages(msgs, gen.sql, texts)
         assert last is not None
-        sql, found = last
-        err = PolicyViolation(
-            f"the generated statement violates the policy"
-            f"{' even after one repair round' if repair else ''} and was not executed:\n"
-            f"{sql}\n{format_violations(found)}",
-            list(found),
-            sql=sql,
-        )
-        err.repairs = repairs  # type: ignore[attr-defined]
-        err.audit_ids = audit_ids  # type: ignore[attr-defined]
+        sql, found, texts = last
+        after = " even after one repair round" if repair else ""
+        listed = "\n".join(f"{i}. {t}" for i, t in enumerate(texts, 1))
+        err: PolicyViolation | StatementError
+        if found:
+            err = PolicyViolation(
+                f"the generated statement violates the policy{after} and was not executed:\n"
+                f"{sql}\n{listed}",
+                list(found),
+                sql=sql,
+            )
+        else:
+            err = StatementError(
+                f"the generated statement cannot be executed{after} and was not run:\n"
+                f"{sql}\n{listed}"
+            )
+            err.sql = sql  # type: ignore[attr-defined]
+        err.repairs = repairs  # type: ignore[union-attr]
+        err.audit_ids = audit_ids  # type: ignore[union-attr]
         raise err
 
     def ask(self, question: str, **options: Any) -> AskResult:
@@ -357,6 +373,54 @@ class Asker:
             timings=timings,
         )
 
+    def run_sql(self, sql: str, **options: Any) -> AskResult:
+        """Run a hand-written statement under the same rules as a generated one.
+
+        The post-parse checker first (a violation raises :class:`PolicyViolation` carrying the
+        SQL and violations, and nothing runs), then safe execution. Options: ``row_limit``,
+        ``timeout_s``, ``allow_writes``. ``stop_reason`` is ``""`` and ``audit_id`` None:
+        nothing was generated, so there is no decoding to audit.
+        """
+        t_start = time.perf_counter()
+        row_limit = int(options.pop("row_limit", self.row_limit))
+        timeout_s = float(options.pop("timeout_s", self.timeout_s))
+        allow_writes = bool(options.pop("allow_writes", self.allow_writes))
+        if options:
+            raise TypeError(f"unknown option(s) for run_sql: {sorted(options)}")
+        t0 = time.perf_counter()
+        found = self.checker.check(sql)
+        check_s = time.perf_counter() - t0
+        if found:
+            listed = "\n".join(f"{i}. {v.message}" for i, v in enumerate(found, 1))
+            raise PolicyViolation(
+                f"the statement violates the policy and was not executed:\n{sql}\n{listed}",
+                list(found),
+                sql=sql,
+            )
+        res = execute(
+            self.bind,
+            sql,
+            policy=self.policy,
+            allow_writes=allow_writes,
+            row_limit=row_limit,
+            timeout_s=timeout_s,
+        )
+        return AskResult(
+            question="",
+            sql=sql,
+            columns=res.columns,
+            rows=res.rows,
+            truncated=res.truncated,
+            rowcount=res.rowcount,
+            stop_reason="",
+            audit_id=None,
+            timings={
+                "check": check_s,
+                "execution": res.seconds,
+                "total": time.perf_counter() - t_start,
+            },
+        )
+
     # ------------------------------------------------------------------ internals
     def _generate(
         self, msgs: list[Message], max_tokens: int, on_step: OnStep | None = None
@@ -368,7 +432,13 @@ class Asker:
             guide = self.guide
             prompt_ids = backend.chat_prompt(msgs)
             t0 = time.perf_counter()
-            out = generate(backend, guide, prompt_ids, max_tokens=max_tokens, on_step=on_step)
+            try:
+                out = generate(backend, guide, prompt_ids, max_tokens=max_tokens, on_step=on_step)
+            except GridSQLError:
+                raise
+            except (RuntimeError, ValueError, OSError) as exc:
+                # the model library failed mid-generation; nothing was produced or run
+                raise ModelError(f"generation failed in {backend!r}: {exc}") from exc
             seconds = time.perf_counter() - t0
         return _Gen(
             sql=out.sql,

@@ -92,6 +92,12 @@ def statement_verb(sql: str, dialect: str) -> str:
             f"exactly one SQL statement may be executed, got {len(parsed)}: nothing was run"
         )
     stmt = parsed[0]
+    params = _parameters(stmt, dialect)
+    if params:
+        raise StatementError(
+            f"the statement has bind parameter(s) {', '.join(params)} and no values to bind: "
+            "nothing was run"
+        )
     for node, verb in _VERBS:
         if isinstance(stmt, node):
             if verb == "select" and _writes_in_query(stmt):
@@ -100,6 +106,28 @@ def statement_verb(sql: str, dialect: str) -> str:
     if isinstance(stmt, exp.Command):
         return str(stmt.name).lower() or "other"
     return type(stmt).__name__.lower()
+
+
+def _parameters(stmt: exp.Expr, dialect: str) -> list[str]:
+    """Bind parameters (``?``, ``:name``, ``$1``, ``%s``; SQLite ``@x``) in the statement.
+
+    Why refuse them: generated SQL comes with no values to bind, so a parameter is either an
+    error at the driver or, worse, silently bound to something the caller did not intend.
+    MySQL's ``@x`` is a user variable, not a parameter, and is left alone.
+    """
+    kinds: tuple[type[exp.Expr], ...] = (
+        (exp.Placeholder,) if dialect == "mysql" else (exp.Placeholder, exp.Parameter)
+    )
+    return sorted({node.sql() for node in stmt.find_all(*kinds)})
+
+
+def bind_parameters(sql: str, dialect: str) -> list[str]:
+    """The bind parameters of ``sql`` (empty when it has none or does not parse)."""
+    try:
+        parsed = [s for s in sqlglot.parse(sql, read=_SQLGLOT.get(dialect, dialect)) if s]
+    except (ParseError, TokenError):
+        return []
+    return sorted({p for stmt in parsed for p in _parameters(stmt, dialect)})
 
 
 def _writes_in_query(stmt: exp.Expr) -> bool:
