@@ -100,9 +100,9 @@ class Verifier:
     reading back what the producing process cached.
     """
 
-    def __init__(self, store: AuditStore) -> None:
+    def __init__(self, store: AuditStore, *, cache: MaskCache | None = None) -> None:
         self.store = store
-        self.cache = MaskCache()
+        self.cache = cache if cache is not None else MaskCache()
         self._grammars: dict[str, Grammar] = {}
         self._vocabs: dict[str, Vocabulary] = {}
         self._guides: dict[tuple[str, str], Guide] = {}
@@ -353,6 +353,7 @@ class Explainer:
     def __init__(self, store: AuditStore, verifier: Verifier | None = None) -> None:
         self.store = store
         self.verifier = verifier or Verifier(store)
+        self._projected: dict[tuple[str, str], Grammar] = {}
 
     def _state_at(self, rec: AuditRecord, step: int) -> tuple[Guide, Configuration, bytes]:
         if not 0 <= step < len(rec.steps):
@@ -473,7 +474,10 @@ class Explainer:
         reasons: list[str] = []
         proj = role.projection
         if proj is not None:
-            unlexed = l1.project(proj)
+            key = (l1.fingerprint, repr(proj.describe()))
+            unlexed = self._projected.get(key)
+            if unlexed is None:
+                unlexed = self._projected[key] = l1.project(proj)
             u_rt = ParserRuntime.for_grammar(unlexed)
             if u_rt.advance(u_rt.initial, prefix + data) is not None:
                 reasons.append(self._lexicon_reason(role, cfg, data, good))
