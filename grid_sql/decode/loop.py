@@ -1,0 +1,290 @@
+"""The GRID-owned decode loop (termination mode 1, paper §5 Proposition 9 and §6.1).
+
+Per step, in the paper's normative order: the exact mask of the current configuration is
+filled (``Guide.fill_bitmask``), applied to the model's logits in place (disallowed -> -inf),
+a token is picked (argmax at temperature 0, else seeded sampling from the masked softmax),
+the matcher advances, and a :class:`~grid_sql.decode.records.StepRecord` is emitted. Singleton
+masks are a forced span: their tokens are appended without sampling (one record each) and fed
+to the model as one batch. EOS is only ever in the mask at ACCEPT, so a model-chosen EOS ends
+a complete statement.
+
+Termination: the loop keeps the invariant ``reserve cost(κ) <= remaining budget`` where the
+reserve (``grid_sql.mask.reserve``) is a token-denominated completion legal under the exact
+mask. A move (sampled token or forced span) is taken only if the completion from the
+configuration it leads to still fits; otherwise the reserve completion of the current
+configuration is written instead (kind RESERVE) and the generation ends there. So every
+non-error stop is a complete statement. Every stop also appends one EOS record at ACCEPT
+(the paper's "Write(shortest completion + EOS)", and the audit trail's EOS tail), which is
+not counted in ``max_tokens`` and not fed to the model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import BudgetError, MaskError, TokenizerError
+from ..mask.guide import Guide, Matcher
+from ..mask.reserve import ReserveTable, reserve_table
+from ..parser.incremental import Configuration
+from .backend import Backend, MaskApplier
+from .records import StepKind, StepRecord, StopReason, mask_digest
+
+__all__ = ["Generation", "Timings", "generate", "pick_token"]
+
+OnStep = Callable[[StepRecord], None]
+_APPLIERS: dict[int, MaskApplier] = {}
+
+
+@dataclass(slots=True)
+class Timings:
+    """Wall-clock seconds by phase (``model`` excludes the prompt's ``prefill``)."""
+
+    prefill: float = 0.0
+    model: float = 0.0
+    mask: float = 0.0  # mask fill + in-place application
+    reserve: float = 0.0  # reserve cost/completion bookkeeping
+    total: float = 0.0
+
+    @property
+    def guard(self) -> float:
+        """Everything grid-sql adds on top of the model (mask + reserve + picking)."""
+        return max(0.0, self.total - self.prefill - self.model)
+
+
+@dataclass(slots=True)
+class Generation:
+    """The result of one constrained generation."""
+
+    token_ids: list[int]  # emitted tokens, EOS excluded
+    text: bytes  # their spelling: a complete statement for every stop reason but TRUNCATED
+    stop_reason: StopReason
+    records: list[StepRecord]
+    timings: Timings
+    prompt_tokens: int
+    mode: int = 1  # 1: GRID-owned loop (reserve available); 2: logits-processor mode
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def sql(self) -> str:
+        return self.text.decode("utf-8", errors="replace").strip()
+
+    @property
+    def mask_seconds(self) -> float:
+        return self.timings.mask
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.token_ids)
+
+
+def _applier(size: int) -> MaskApplier:
+    a = _APPLIERS.get(size)
+    if a is None:
+        a = _APPLIERS[size] = MaskApplier(size)
+    return a
+
+
+def pick_token(
+    logits: np.ndarray, bitmask: np.ndarray, temperature: float, rng: np.random.Generator
+) -> int:
+    """Argmax (temperature 0, lowest id on ties) or a sample from the masked softmax.
+
+    ``logits`` must already be masked; sampling draws over the allowed ids only, so a
+    disallowed token has probability exactly 0 (hard masking, Proposition 7).
+    """
+    if temperature <= 0.0:
+        return int(np.argmax(logits))
+    bits = np.unpackbits(bitmask.view(np.uint8), bitorder="little", count=logits.shape[0])
+    ids = np.flatnonzero(bits)
+    z = logits[ids].astype(np.float64) / temperature
+    z -= z.max()
+    p = np.exp(z)
+    p /= p.sum()
+    return int(ids[rng.choice(ids.size, p=p)])
+
+
+def _bit(buf: np.ndarray, token: int) -> bool:
+    return bool((int(buf[token >> 5]) >> (token & 31)) & 1)
+
+
+class _Recorder:
+    """Fills the exact mask of a configuration and turns a chosen token into a record."""
+
+    def __init__(self, guide: Guide, m: Matcher, on_step: OnStep | None, t: Timings) -> None:
+        self.guide = guide
+        self.m = m
+        self.buf = m.allocate_bitmask()
+        self.records: list[StepRecord] = []
+        self.on_step = on_step
+        self.t = t
+        self._filled_for: Configuration | None = None
+        self._fill: tuple[int, list[str]] = (0, [])
+
+    def fill(self) -> tuple[int, list[str]]:
+        cfg = self.m.config
+        if self._filled_for is not cfg:
+            t0 = time.perf_counter()
+            self._fill = self.guide.fill_bitmask(cfg, self.buf)
+            self._filled_for = cfg
+            self.t.mask += time.perf_counter() - t0
+        return self._fill
+
+    def emit(self, token: int, kind: StepKind) -> None:
+        """Record ``token`` at the current configuration and advance the matcher."""
+        n_allowed, entry_ids = self.fill()
+        if not _bit(self.buf, token):
+            raise MaskError(f"{kind.value} token {token} is not in the exact mask")
+        rec = StepRecord(
+            step=len(self.records),
+            config_hash=self.m.config_hash,
+            entry_ids=tuple(entry_ids),
+            mask_digest=mask_digest(self.buf),
+            token=token,
+            allowed=n_allowed,
+            blocked=self.guide.vocab.size - n_allowed,
+            kind=kind,
+        )
+        self.m.accept_token(token)
+        self.records.append(rec)
+        if self.on_step is not None:
+            self.on_step(rec)
+
+
+def _ends_statement(m: Matcher) -> bool:
+    """At ACCEPT right after a top-level ``;`` (a ``;`` inside a literal is not accepting).
+
+    Only the last token is looked at (O(1) per step): a ``;`` followed by whitespace-only
+    tokens was already seen accepting when it was emitted.
+    """
+    tb = m.guide.token_bytes
+    return bool(m.tokens) and tb[m.tokens[-1]].rstrip().endswith(b";") and m.is_accepting()
+
+
+def generate(
+    backend: Backend,
+    guide: Guide,
+    prompt_ids: Sequence[int],
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    on_step: OnStep | None = None,
+    stop_at_semicolon: bool = True,
+    reserve: ReserveTable | None = None,
+) -> Generation:
+    """Decode one statement of ``guide``'s language from ``backend`` after ``prompt_ids``.
+
+    ``max_tokens`` bounds the emitted tokens (EOS excluded). Raises :class:`BudgetError` if
+    it cannot hold the shortest completion of the empty statement, and
+    :class:`TokenizerError` if the guide was compiled for another vocabulary.
+    """
+    if guide.vocab.fingerprint != backend.vocab.fingerprint:
+        raise TokenizerError(
+            "the guide was compiled for another vocabulary than the backend's "
+            f"({guide.vocab.source!r} vs {backend.vocab.source!r})"
+        )
+    if max_tokens < 0:
+        raise BudgetError(f"max_tokens must be >= 0, got {max_tokens}")
+    t_start = time.perf_counter()
+    timings = Timings()
+    res = reserve if reserve is not None else reserve_table(guide.grammar, guide.vocab)
+    m = guide.matcher()
+    rec = _Recorder(guide, m, on_step, timings)
+    apply = _applier(guide.vocab.size)
+    rng = np.random.default_rng(seed)
+    eos = guide.eos_id
+
+    def cost(cfg: Configuration) -> int:
+        t0 = time.perf_counter()
+        c = res.cost(cfg)
+        timings.reserve += time.perf_counter() - t0
+        return c
+
+    need = cost(m.config)
+    if need > max_tokens:
+        raise BudgetError(
+            f"max_tokens={max_tokens} cannot hold the shortest complete statement ({need} tokens)"
+        )
+
+    def write_reserve() -> None:
+        t0 = time.perf_counter()
+        comp = res.completion(m.config)
+        timings.reserve += time.perf_counter() - t0
+        for t in comp.tokens:
+            rec.emit(t, StepKind.RESERVE)
+
+    t0 = time.perf_counter()
+    logits = backend.prefill(prompt_ids)
+    timings.prefill = time.perf_counter() - t0
+    stop: StopReason
+    while True:
+        remaining = max_tokens - len(m.tokens)
+        # Jump-forward: a singleton mask chain is written without consulting the model.
+        forced = m.forced_tokens(limit=max(remaining, 0))
+        if forced:
+            mark = len(m.tokens)
+            cfg0 = m.config
+            m.accept_tokens(forced)
+            fits = cost(m.config) <= remaining - len(forced)
+            m.rollback(len(m.tokens) - mark)
+            assert m.config is cfg0
+            if not fits:
+                write_reserve()
+                stop = StopReason.RESERVE
+                break
+            for t in forced:
+                rec.emit(t, StepKind.FORCED)
+            if stop_at_semicolon and _ends_statement(m):
+                stop = StopReason.STOP_AT_ACCEPT
+                break
+            t0 = time.perf_counter()
+            logits = backend.step(forced)
+            timings.model += time.perf_counter() - t0
+            continue
+        rec.fill()
+        t0 = time.perf_counter()
+        apply(logits, rec.buf)
+        tok = pick_token(logits, rec.buf, temperature, rng)
+        timings.mask += time.perf_counter() - t0
+        if not _bit(rec.buf, tok):  # only if every allowed logit is -inf or NaN
+            raise MaskError(f"picked token {tok} outside the mask (degenerate logits)")
+        if tok == eos:
+            stop = StopReason.EOS
+            break
+        if remaining < 1:
+            write_reserve()
+            stop = StopReason.RESERVE
+            break
+        cfg0 = m.config
+        m.accept_token(tok)
+        fits = cost(m.config) <= remaining - 1
+        m.rollback(1)
+        assert m.config is cfg0
+        if not fits:
+            write_reserve()
+            stop = StopReason.RESERVE
+            break
+        rec.emit(tok, StepKind.SAMPLED)
+        if stop_at_semicolon and _ends_statement(m):
+            stop = StopReason.STOP_AT_ACCEPT
+            break
+        t0 = time.perf_counter()
+        logits = backend.step([tok])
+        timings.model += time.perf_counter() - t0
+    if not m.is_accepting():  # cannot happen: every branch above ends at ACCEPT
+        raise MaskError(f"generation stopped ({stop.value}) outside ACCEPT")
+    rec.emit(eos, StepKind.EOS)
+    timings.total = time.perf_counter() - t_start
+    tokens = [t for t in m.tokens if t != eos]
+    return Generation(
+        token_ids=tokens,
+        text=guide.vocab.spell(tokens),
+        stop_reason=stop,
+        records=rec.records,
+        timings=timings,
+        prompt_tokens=len(prompt_ids),
+    )

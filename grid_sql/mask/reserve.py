@@ -1,0 +1,408 @@
+"""The termination reserve (paper §5, Proposition 9, mode 1): a token-denominated completion.
+
+From any viable configuration κ the reserve produces a token sequence that (i) is legal
+token by token under the exact mask and (ii) ends at ACCEPT, together with its length in
+vocabulary tokens. The decode loop keeps ``cost(κ) <= remaining budget`` as an invariant and
+writes the completion (then EOS) as soon as continuing would break it, so every non-error
+stop is a complete statement.
+
+How the completion is built:
+
+1. *Pending lexeme.* If the scan remainder ρ finalizes as a terminal, it is kept; otherwise the
+   shortest byte extension that makes it finalize is found by breadth-first search over the
+   viable-prefix oracle (a quoted string needs its quote, ``Cust`` under a lexicon needs
+   ``omer``).
+2. *Grammar completion.* On the resulting LALR stack, the cheapest way to ACCEPT is read off
+   the LR(0) kernel items: for the top state, each kernel item ``A -> α·β`` costs
+   ``cost(β)`` plus the completion of the stack after reducing ``A`` (pop ``|α|``, GOTO).
+   Items of an LR(0) state are exactly the items valid for its viable prefix, so every
+   choice extends the prefix toward a sentence. ``cost`` of a nonterminal is its cheapest
+   yield, computed once per (grammar, vocabulary).
+3. *Spelling.* Each terminal is spelled by a fixed shortest lexeme (a lexicon word for
+   category terminals) preceded by one space, and each such piece is cut into tokens by
+   :func:`~grid_sql.mask.vocab.greedy_token_ids`. Every byte prefix of ``prefix + completion``
+   is a viable prefix, so *any* segmentation is legal under the exact mask; a terminal's
+   cost is the token count of its piece, which makes the cost exact for the sequence
+   actually written (not a terminal-denominated under-estimate).
+
+The completion is minimal in this token-weighted terminal metric, not over all token
+sequences (a shorter spelling across lexeme boundaries may exist); soundness needs only that
+the reported cost is the length of what is written. The result is verified with the oracle
+before it is returned.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from lark.common import ParserConf
+from lark.parsers.lalr_analysis import LALR_Analyzer
+
+from ..errors import MaskError
+from ..grammar.ir import Grammar
+from ..grammar.lexer import DEAD, START
+from ..parser.incremental import Configuration, ParserRuntime
+from ..parser.stack import StackNode
+from .vocab import Vocabulary, greedy_token_ids
+
+__all__ = ["Completion", "ReserveTable", "reserve_table"]
+
+_SEPARATORS = (b" ", b"\n")
+_MAX_EXTENSION = 96  # bytes: longer than any identifier or literal the BFS needs to close
+_MAX_BFS_NODES = 50_000
+_ALPHABET = bytes(range(0x20, 0x7F))
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A reserve completion: ``tokens`` spell ``data``; ``cost`` = ``len(tokens)`` (EOS not
+    included: the caller appends it)."""
+
+    tokens: tuple[int, ...]
+    data: bytes
+
+    @property
+    def cost(self) -> int:
+        return len(self.tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    lhs: int  # nonterminal id (-1 for the augmented root rule)
+    k: int  # |α|: states popped by the reduction
+    beta: tuple[int, ...]  # symbols after the dot (terminal ids, or n_t + 1 + nonterminal id)
+    cost: int
+
+
+class ReserveTable:
+    """Per (grammar, vocabulary) tables for minimal completions (paper: ReserveTable)."""
+
+    def __init__(self, grammar: Grammar, vocab: Vocabulary) -> None:
+        self.grammar = grammar
+        self.vocab = vocab
+        self.rt = ParserRuntime.for_grammar(grammar)
+        tables = grammar.tables
+        self.n_t = tables.n_terminals
+        self.nt_ids = dict(tables.nonterminal_ids)
+        self.end_state = tables.end_state
+        self.start_state = tables.start_state
+        self._cap = min(64, max(len(b) for b in vocab.token_bytes))
+        self.lexeme: dict[int, bytes] = self._shortest_lexemes()
+        self.piece: dict[int, tuple[int, ...]] = {
+            t: tuple(self._spell(b" " + lex)) for t, lex in self.lexeme.items()
+        }
+        self.sym_cost: list[float] = []
+        self.best_rule: dict[int, tuple[int, ...]] = {}
+        self._symbol_costs()
+        self.items: list[list[_Item]] = self._kernel_items()
+        self._memo: dict[int, Completion] = {}
+        self._memo_keep: deque[Configuration] = deque()
+
+    def _spell(self, data: bytes) -> list[int]:
+        return greedy_token_ids(self.vocab, data, max_len=self._cap)
+
+    # ------------------------------------------------------------------ offline tables
+    def _shortest_lexemes(self) -> dict[int, bytes]:
+        """A short lexeme per used terminal that scans (and resolves, when possible) as it."""
+        rt = self.rt
+        g = self.grammar
+        used = {g.terminal_ids[n] for n in g.used_terminals}
+        # BFS over the union DFA: the shortest string reaching each state.
+        trans = rt.trans
+        shortest: dict[int, bytes] = {START: b""}
+        queue = deque([START])
+        while queue:
+            st = queue.popleft()
+            s = shortest[st]
+            if len(s) >= _MAX_EXTENSION:
+                continue
+            for b in _ALPHABET:
+                nx = trans[st * 256 + b]
+                if nx != DEAD and nx not in shortest:
+                    shortest[nx] = s + bytes([b])
+                    queue.append(nx)
+        first: dict[int, bytes] = {}
+        anyc: dict[int, bytes] = {}
+        for st, s in shortest.items():
+            cands = rt.candidates[st]
+            if not s or not cands:
+                continue
+            lead = True
+            for tid in cands:
+                if tid in rt.lexicon:
+                    continue  # category terminals are spelled from their words below
+                if lead and (tid not in first or len(s) < len(first[tid])):
+                    first[tid] = s
+                if tid not in anyc or len(s) < len(anyc[tid]):
+                    anyc[tid] = s
+                lead = False
+        out: dict[int, bytes] = {}
+        for tid in used:
+            words = rt.lexicon.get(tid)
+            if words is not None:
+                best: bytes | None = None
+                for w in sorted(words.words, key=lambda w: (len(w), w)):
+                    st = g.lexer.scan(w)
+                    if st == DEAD or tid not in rt.candidates[st]:
+                        continue
+                    if best is None:
+                        best = w
+                    if rt.resolve(st, w, 1 << tid) == tid:
+                        best = w
+                        break
+                if best is not None:
+                    out[tid] = best
+            elif tid in first:
+                out[tid] = first[tid]
+            elif tid in anyc:
+                out[tid] = anyc[tid]
+        return out
+
+    def _sym(self, name: str) -> int:
+        tid = self.grammar.terminal_ids.get(name)
+        if tid is not None:
+            return tid
+        return self.n_t + 1 + self.nt_ids[name]
+
+    def _symbol_costs(self) -> None:
+        """Cheapest yield (in tokens) of every symbol: a Knuth-style fixed point."""
+        n_nt = len(self.nt_ids)
+        cost = [math.inf] * (self.n_t + 1 + n_nt)
+        for t, toks in self.piece.items():
+            cost[t] = float(max(1, len(toks)))
+        rules = [(self._sym(r.lhs), tuple(self._sym(s) for s in r.rhs)) for r in self.grammar.rules]
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in rules:
+                c = sum(cost[s] for s in rhs) if rhs else 0.0
+                if c < cost[lhs]:
+                    cost[lhs] = c
+                    self.best_rule[lhs] = rhs
+                    changed = True
+        self.sym_cost = cost
+
+    def _kernel_items(self) -> list[list[_Item]]:
+        """LR(0) kernel items per canonical state id (lark's LR(0) sets, mapped by walking
+        their transitions in lockstep with the frozen tables)."""
+        g = self.grammar
+        tables = g.tables
+        an = LALR_Analyzer(ParserConf(list(g.lark_rules), {}, [g.start]))
+        an.compute_lr0_states()
+        root = an.lr0_start_states[g.start]
+        canon = {root: tables.start_state}
+        queue = deque([root])
+        action, goto = tables.action, tables.goto
+        while queue:
+            iset = queue.popleft()
+            s = canon[iset]
+            for sym, nxt in iset.transitions.items():
+                if sym.is_term:
+                    tid = g.terminal_ids.get(sym.name)
+                    if tid is None:  # $END: handled by the accept test
+                        continue
+                    a = int(action[s, tid])
+                    if a <= 0:
+                        raise MaskError(f"LR(0) shift on {sym.name} missing in state {s}")
+                    s2 = a - 1
+                else:
+                    nt = self.nt_ids.get(sym.name)
+                    if nt is None:
+                        continue
+                    s2 = int(goto[s, nt])
+                if nxt in canon:
+                    if canon[nxt] != s2:
+                        raise MaskError("LR(0) sets do not match the frozen LALR tables")
+                    continue
+                canon[nxt] = s2
+                queue.append(nxt)
+        items: list[list[_Item]] = [[] for _ in range(tables.n_states)]
+        for iset, s in canon.items():
+            for rp in iset.kernel:
+                name = rp.rule.origin.name
+                lhs = self.nt_ids.get(name, -1)
+                beta = tuple(
+                    self._sym(x.name) for x in rp.rule.expansion[rp.index :] if x.name != "$END"
+                )
+                c = sum(self.sym_cost[x] for x in beta)
+                if math.isinf(c):
+                    continue
+                items[s].append(_Item(lhs, rp.index, beta, int(c)))
+            items[s].sort(key=lambda it: it.cost)
+        return items
+
+    # ------------------------------------------------------------------ per configuration
+    def _stack_completion(self, node: StackNode) -> list[int] | None:
+        """Cheapest symbol sequence from stack ``node`` to ACCEPT (None if there is none)."""
+        memo: dict[tuple[int, int], tuple[float, tuple[int, ...], tuple[int, int] | None]] = {}
+        keep: dict[int, StackNode] = {}
+        busy: set[tuple[int, int]] = set()
+        goto = self.rt.goto
+
+        def solve(state: int, below: StackNode | None) -> float:
+            key = (state, id(below))
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[0]
+            if state == self.end_state:
+                memo[key] = (0.0, (), None)
+                return 0.0
+            if key in busy:
+                return math.inf
+            busy.add(key)
+            if below is not None:
+                keep[id(below)] = below
+            best: tuple[float, tuple[int, ...], tuple[int, int] | None] = (math.inf, (), None)
+            for it in self.items[state]:
+                if it.cost >= best[0]:
+                    break
+                if it.lhs < 0:  # augmented root item: complete the start symbol
+                    best = (float(it.cost), it.beta, None)
+                    continue
+                if below is None or it.k - 1 > below.depth:
+                    continue
+                base = below if it.k == 1 else below.ancestor(it.k - 1)
+                g2 = goto[base.state][it.lhs]
+                if g2 < 0:
+                    continue
+                rest = solve(g2, base)
+                c = it.cost + rest
+                if c < best[0]:
+                    keep[id(base)] = base
+                    best = (c, it.beta, (g2, id(base)))
+            busy.discard(key)
+            memo[key] = best
+            return best[0]
+
+        total = solve(node.state, node.parent)
+        if math.isinf(total):
+            return None
+        out: list[int] = []
+        key: tuple[int, int] | None = (node.state, id(node.parent))
+        while key is not None:
+            _, beta, nxt = memo[key]
+            out.extend(beta)
+            key = nxt
+        return out
+
+    def _expand(self, symbols: list[int]) -> list[int]:
+        """Terminal ids of the cheapest yield of ``symbols`` (left to right)."""
+        out: list[int] = []
+        stack = list(reversed(symbols))
+        while stack:
+            s = stack.pop()
+            if s < self.n_t:
+                out.append(s)
+            else:
+                stack.extend(reversed(self.best_rule[s]))
+        return out
+
+    def _close_pending(self, cfg: Configuration) -> tuple[bytes, StackNode] | None:
+        """Bytes that end the pending lexeme and the stack after it is emitted."""
+        if not cfg.scan.rem:
+            return b"", cfg.stack
+        # Extending the lexeme itself almost always suffices (and keeps the search narrow);
+        # the full alphabet also tries bytes that force an emission first.
+        return self._bfs_close(cfg, extend_only=True) or self._bfs_close(cfg, extend_only=False)
+
+    def _bfs_close(
+        self, cfg: Configuration, *, extend_only: bool
+    ) -> tuple[bytes, StackNode] | None:
+        rt = self.rt
+        trans = rt.trans
+        seen = 0
+        visited: set[tuple[object, ...]] = set()
+        queue: deque[tuple[bytes, Configuration]] = deque([(b"", cfg)])
+        while queue and seen < _MAX_BFS_NODES:
+            ext, c = queue.popleft()
+            node = rt.finalize(c)
+            if node is not None:
+                for sep in _SEPARATORS:
+                    c2 = rt.advance(c, sep)
+                    if c2 is not None and c2.stack.hash == node.hash and not c2.scan.rem.strip():
+                        # the pieces that follow start with b" "; any other separator is kept
+                        return (ext if sep == b" " else ext + sep), node
+            if len(ext) >= _MAX_EXTENSION:
+                continue
+            base = c.scan.dfa * 256
+            for b in _ALPHABET:
+                if extend_only and trans[base + b] == DEAD:
+                    continue
+                c2 = rt.advance(c, bytes([b]))
+                seen += 1
+                if c2 is None:
+                    continue
+                # Configurations that behave alike from here on are explored once (inside a
+                # comment or string every byte leads to the same state).
+                sc = c2.scan
+                key: tuple[object, ...] = (
+                    c2.stack.hash,
+                    sc.dfa,
+                    sc.la_state,
+                    len(sc.rem) - sc.la_len,
+                )
+                if rt.live_masks[sc.dfa] & rt.lexicon_mask:
+                    key += (sc.rem,)
+                if key not in visited:
+                    visited.add(key)
+                    queue.append((ext + bytes([b]), c2))
+        return None
+
+    def completion(self, cfg: Configuration) -> Completion:
+        """The reserve completion of viable configuration ``cfg`` (memoized per object)."""
+        hit = self._memo.get(id(cfg))
+        if hit is not None:
+            return hit
+        comp = self._compute(cfg)
+        self._memo[id(cfg)] = comp
+        self._memo_keep.append(cfg)  # pin the object so its id is not reused
+        if len(self._memo_keep) > 4096:
+            old = self._memo_keep.popleft()
+            self._memo.pop(id(old), None)
+        return comp
+
+    def cost(self, cfg: Configuration) -> int:
+        """Tokens needed to reach ACCEPT from ``cfg`` (EOS excluded)."""
+        return self.completion(cfg).cost
+
+    def _compute(self, cfg: Configuration) -> Completion:
+        rt = self.rt
+        closed = self._close_pending(cfg)
+        if closed is None:
+            raise MaskError(f"no way to finish the pending lexeme {cfg.scan.rem!r}")
+        ext, node = closed
+        syms = self._stack_completion(node)
+        if syms is None:
+            raise MaskError(f"no completion from the stack {node!r}")
+        terms = self._expand(syms)
+        tokens: list[int] = self._spell(ext) if ext else []
+        data = ext
+        for t in terms:
+            tokens.extend(self.piece[t])
+            data += b" " + self.lexeme[t]
+        end = rt.advance(cfg, data) if data else cfg
+        if end is None or not rt.eos_allowed(end):
+            raise MaskError(
+                f"reserve completion {data!r} does not reach ACCEPT from pending "
+                f"{cfg.scan.rem!r} (terminals {[self.grammar.terminals[t].name for t in terms]})"
+            )
+        return Completion(tuple(tokens), data)
+
+
+_TABLES: dict[tuple[str, str], ReserveTable] = {}
+_LOCK = threading.Lock()
+
+
+def reserve_table(grammar: Grammar, vocab: Vocabulary) -> ReserveTable:
+    """The shared :class:`ReserveTable` of (grammar fingerprint, vocabulary fingerprint)."""
+    key = (grammar.fingerprint, vocab.fingerprint)
+    with _LOCK:
+        hit = _TABLES.get(key)
+    if hit is not None:
+        return hit
+    table = ReserveTable(grammar, vocab)
+    with _LOCK:
+        return _TABLES.setdefault(key, table)
