@@ -141,10 +141,12 @@ class AuditStore:
                     )
             elif self.dialect == "postgresql":
                 fn = f"{self.prefix}_append_only"
-                conn.exec_driver_sql(
-                    f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                    f"BEGIN RAISE EXCEPTION '{APPEND_ONLY_MESSAGE} (% on %)', TG_OP, "
-                    "TG_TABLE_NAME; END $$"
+                conn.execute(  # sa.text escapes the '%' placeholders for the driver
+                    sa.text(
+                        f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql "
+                        f"AS $$ BEGIN RAISE EXCEPTION '{APPEND_ONLY_MESSAGE} (% on %)', TG_OP, "
+                        "TG_TABLE_NAME; END $$"
+                    )
                 )
                 have = self._existing_triggers(conn)
                 for name, table, op in self._trigger_names():
