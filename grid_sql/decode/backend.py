@@ -290,7 +290,7 @@ class TransformersBackend(Backend):
         else:
             src = resolved.ref
         if resolved.kind == "hub":
-            _offline_guard()
+            kw.update(_hub_access(resolved.ref))
         tok: Any
         mdl: Any
         try:
@@ -371,10 +371,30 @@ class TransformersBackend(Backend):
         return arr
 
 
-def _offline_guard() -> None:
-    """Fail fast when the hub is unreachable instead of retrying for minutes."""
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
-    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "10")
+def _hub_access(repo_id: str) -> dict[str, Any]:
+    """``from_pretrained`` options for a hub id: the local cache if it has the model, else
+    the network, but only after a quick reachability probe (huggingface_hub otherwise
+    retries a dead endpoint for a minute or more before giving up)."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo_id, "config.json")
+    if isinstance(cached, str) or constants.HF_HUB_OFFLINE:
+        return {"local_files_only": True}
+    url = urlparse(constants.ENDPOINT)
+    host = url.hostname or "huggingface.co"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as e:
+        raise ModelError(
+            f"{repo_id!r} is not in the local Hugging Face cache and the hub ({host}) is "
+            f"unreachable ({e}); pass a local model directory or GGUF file, or a registry "
+            "name (python -m grid_sql.decode.models list)"
+        ) from e
+    return {}
 
 
 def load_backend(

@@ -25,6 +25,10 @@ How the completion is built:
    cost is the token count of its piece, which makes the cost exact for the sequence
    actually written (not a terminal-denominated under-estimate).
 
+Among completions of equal token count a few terminals are disfavoured (``*`` as a whole
+select list would be a statement SQLite refuses without ``FROM``); the reported cost is
+always the exact token count.
+
 The completion is minimal in this token-weighted terminal metric, not over all token
 sequences (a shorter spelling across lexeme boundaries may exist); soundness needs only that
 the reported cost is the length of what is written. The result is verified with the oracle
@@ -54,6 +58,9 @@ _SEPARATORS = (b" ", b"\n")
 _MAX_EXTENSION = 96  # bytes: longer than any identifier or literal the BFS needs to close
 _MAX_BFS_NODES = 50_000
 _ALPHABET = bytes(range(0x20, 0x7F))
+# Search weights: _SCALE per token, +1 for terminals that make a poor filler.
+_SCALE = 64
+_DISFAVOURED = frozenset({"STAR"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +178,11 @@ class ReserveTable:
         """Cheapest yield (in tokens) of every symbol: a Knuth-style fixed point."""
         n_nt = len(self.nt_ids)
         cost = [math.inf] * (self.n_t + 1 + n_nt)
+        names = self.grammar.terminals
         for t, toks in self.piece.items():
-            cost[t] = float(max(1, len(toks)))
+            # tokens dominate; the tie-break keeps executable fillers first (SELECT 0, not
+            # SELECT * with no FROM)
+            cost[t] = float(_SCALE * max(1, len(toks)) + (names[t].name in _DISFAVOURED))
         rules = [(self._sym(r.lhs), tuple(self._sym(s) for s in r.rhs)) for r in self.grammar.rules]
         changed = True
         while changed:

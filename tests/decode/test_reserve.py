@@ -1,0 +1,100 @@
+"""The termination reserve (mode 1): from random viable prefixes of real SQL, the completion is
+legal token by token under the exact mask, ends at ACCEPT, and its cost is its length."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from grid_sql.grammar import Grammar
+from grid_sql.mask.guide import Guide
+from grid_sql.mask.reserve import reserve_table
+from grid_sql.mask.vocab import Vocabulary, greedy_token_ids
+from grid_sql.parser.incremental import accepts
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sqlite"
+CHINOOK_SQL = [
+    b"SELECT c.FirstName, c.LastName, SUM(i.Total) AS revenue FROM Customer c JOIN Invoice i "
+    b"ON i.CustomerId = c.CustomerId GROUP BY c.CustomerId ORDER BY SUM(i.Total) DESC LIMIT 5;",
+    b"SELECT Name FROM Artist WHERE ArtistId IN (SELECT ArtistId FROM Album WHERE Title "
+    b"LIKE '%Rock%') ORDER BY Name",
+    b"SELECT count(*) FROM Invoice WHERE BillingCountry = 'Brazil' AND Total > 5.5",
+    b'SELECT "Title", (SELECT Name FROM Artist a WHERE a.ArtistId = al.ArtistId) FROM Album al',
+]
+
+
+def _statements(grammar: Grammar) -> list[bytes]:
+    lines = (FIXTURES / "queries.sql").read_bytes().splitlines()
+    out = [ln.strip() for ln in lines if ln.strip() and not ln.startswith(b"--")]
+    return [s for s in out if accepts(grammar, s)]
+
+
+def _check_prefixes(guide: Guide, stmts: list[bytes], n: int, seed: int) -> int:
+    """Feed ``n`` random token prefixes, then their reserve completion; returns checks."""
+    rng = random.Random(seed)
+    table = reserve_table(guide.grammar, guide.vocab)
+    checked = 0
+    for _ in range(n):
+        stmt = rng.choice(stmts)
+        toks = greedy_token_ids(guide.vocab, stmt, max_len=16)
+        cut = rng.randint(0, len(toks))
+        m = guide.matcher()
+        m.accept_tokens(toks[:cut])
+        comp = table.completion(m.config)
+        assert comp.cost == len(comp.tokens) == table.cost(m.config)
+        for t in comp.tokens:
+            # membership in the exact mask, checked explicitly (accept_token re-checks)
+            assert t in set(m.allowed_token_ids().tolist()), (stmt, cut, comp)
+            m.accept_token(t)
+        assert m.is_accepting(), (m.text(), comp)
+        m.accept_token(guide.eos_id)  # EOS is legal: the output is a sentence
+        assert accepts(guide.grammar, m.text())
+        checked += 1
+    return checked
+
+
+def test_reserve_plain_sqlite_dialect(smollm2_vocab: Vocabulary) -> None:
+    g = Grammar.dialect("sqlite")
+    stmts = _statements(g)
+    assert len(stmts) > 50
+    assert _check_prefixes(Guide(g, smollm2_vocab), stmts, n=120, seed=1) == 120
+
+
+def test_reserve_chinook_role_grammar(chinook_guide: Guide) -> None:
+    stmts = [s for s in CHINOOK_SQL if accepts(chinook_guide.grammar, s)]
+    assert len(stmts) == len(CHINOOK_SQL)
+    assert _check_prefixes(chinook_guide, stmts, n=80, seed=2) == 80
+
+
+def test_reserve_every_byte_prefix(chinook_guide: Guide) -> None:
+    """Byte-level prefixes too (mid-identifier, mid-string, mid-comment): completion closes."""
+    g = chinook_guide.grammar
+    table = reserve_table(g, chinook_guide.vocab)
+    rt = table.rt
+    stmt = b"SELECT Name /* c */ FROM Artist WHERE Name = 'AC/DC' -- x\n ORDER BY ArtistId;"
+    assert accepts(g, stmt)
+    for i in range(len(stmt) + 1):
+        cfg = rt.advance(rt.initial, stmt[:i])
+        assert cfg is not None
+        comp = table.completion(cfg)
+        assert accepts(g, stmt[:i] + comp.data), (stmt[:i], comp.data)
+        assert chinook_guide.vocab.spell(comp.tokens) == comp.data
+
+
+def test_reserve_of_a_complete_statement_is_empty(chinook_guide: Guide) -> None:
+    table = reserve_table(chinook_guide.grammar, chinook_guide.vocab)
+    m = chinook_guide.matcher()
+    m.accept_tokens(greedy_token_ids(chinook_guide.vocab, b"SELECT Name FROM Artist;"))
+    assert m.is_accepting()
+    assert table.completion(m.config).tokens == ()
+
+
+@pytest.mark.parametrize("prefix", [b"SELECT Na", b"SELECT 'unterminated", b"SELECT (1 + (2"])
+def test_reserve_closes_open_constructs(chinook_guide: Guide, prefix: bytes) -> None:
+    table = reserve_table(chinook_guide.grammar, chinook_guide.vocab)
+    cfg = table.rt.advance(table.rt.initial, prefix)
+    assert cfg is not None
+    comp = table.completion(cfg)
+    assert accepts(chinook_guide.grammar, prefix + comp.data)
