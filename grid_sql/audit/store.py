@@ -116,8 +116,14 @@ class AuditStore:
             sa.Column("payload", _BLOB, nullable=False),
         )
         self.metadata = md
+        # Guards found missing on an existing store are re-installed, and remembered: a
+        # verifier reports that the store was not append-only for some time.
+        self.guards_restored: list[str] = []
         try:
+            existed = sa.inspect(self.engine).has_table(self.seals.name)
             md.create_all(self.engine, checkfirst=True)
+            if existed:
+                self.guards_restored = self.missing_guards()
             self._install_triggers()
         except sa.exc.SQLAlchemyError as e:
             raise AuditError(f"cannot initialise the audit store: {e}") from e

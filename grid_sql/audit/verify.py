@@ -32,7 +32,7 @@ from ..mask.cache import MaskCache
 from ..mask.guide import Guide, Matcher
 from ..mask.vocab import Vocabulary
 from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime
-from .artifacts import rebuild_grammar, rebuild_vocab
+from .artifacts import l1_grammar_of, rebuild_grammar, rebuild_vocab
 from .log import FORMAT_VERSION, GENESIS, AuditRecord, chain_link, seal_hash
 from .store import AuditStore
 
@@ -160,6 +160,11 @@ class Verifier:
             rep.add(Divergence(None, "format", str(seal.get("format")), str(FORMAT_VERSION)))
             return rep
         self._check_chain(rec, rep)
+        if self.store.guards_restored:
+            rep.warnings.append(
+                "the store was not append-only when opened (triggers re-installed: "
+                + ", ".join(self.store.guards_restored) + ")"
+            )
         missing = self.store.missing_guards()
         if missing:
             rep.warnings.append(
@@ -462,9 +467,11 @@ class Explainer:
         at = f"after {(prefix + data[:good]).decode('utf-8', 'replace')!r}"
         terms = ", ".join(_next_terminals(rt, cfg)) or "(none)"
         l1_fp = rec.artifacts.l1_grammar
-        if not l1_fp:
+        # Seals without the L1 reference fall back to the shipped dialect, accepted only if it
+        # is the one the role grammar was derived from (its L1 fingerprint is hashed into it).
+        l1 = self.verifier.grammar(l1_fp) if l1_fp else l1_grammar_of(role)
+        if l1 is None:
             return f"the role's grammar cannot continue {at}; allowed terminals here: {terms}"
-        l1 = self.verifier.grammar(l1_fp)
         l1_rt = ParserRuntime.for_grammar(l1)
         if l1_rt.advance(l1_rt.initial, prefix + data) is None:
             return (
