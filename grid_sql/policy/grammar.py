@@ -4,12 +4,16 @@ The role projection keeps exactly the statement productions of the verbs the pol
 (PRAGMA, ATTACH, COPY and other specials are never kept), and drops the escape hatches a
 strict role must not have: a FROM item naming an arbitrary CTE (``cte_ref``) and table
 functions, either of which would let a forbidden table name through as a non-category
-identifier. The schema lexicon admits only tables the role has some right on, only columns
-readable (or writable) in at least one of them, and only their schemas.
+identifier. The schema lexicons are verb-scoped: FROM/JOIN and every other read position
+(``TABLE_NAME``) admit only tables the role may SELECT from; the target of INSERT, UPDATE,
+DELETE and TRUNCATE (``INSERT_TABLE_NAME`` ...) admits only the tables holding that privilege.
+Columns admit the names readable or writable in at least one table, and schemas only those of
+the tables kept.
 
-Current limit, stated rather than hidden: the table lexicon is one list for every table
-position, the union over the allowed verbs; which verb may touch which table (and which
-columns of which table) is decided exactly by the post-parse checker (Proposition 11).
+Current limit, stated rather than hidden: the column lexicon is one list for every column
+position, the union over the tables; which columns of which table a statement may touch is
+decided exactly by the post-parse checker (Proposition 11). DDL positions (DROP/ALTER/CREATE
+INDEX ... ON) use ``TABLE_NAME`` and so are limited to readable tables.
 """
 
 from __future__ import annotations
@@ -34,6 +38,14 @@ VERB_RULES: dict[str, tuple[str, ...]] = {
     "revoke": ("revoke_stmt",),
 }
 STRICT_DROPS = ("cte_ref", "table_function")
+# category terminal -> the table privilege that admits a table there
+TABLE_CATEGORIES: dict[str, str] = {
+    "TABLE_NAME": "select",
+    "INSERT_TABLE_NAME": "insert",
+    "UPDATE_TABLE_NAME": "update",
+    "DELETE_TABLE_NAME": "delete",
+    "TRUNCATE_TABLE_NAME": "truncate",
+}
 QUOTES = {"sqlite": ('"', "`", "["), "postgresql": ('"',), "mysql": ("`",)}
 
 
@@ -77,13 +89,15 @@ def role_grammar(grammar: Grammar, snapshot: SchemaSnapshot, policy: Policy) -> 
     g = grammar.project(RoleProjection(drop=frozenset(drop), keep_statements=frozenset(keep)))
 
     dialect = snapshot.dialect
-    tables: set[str] = set()
+    tables: dict[str, set[str]] = {term: set() for term in TABLE_CATEGORIES}
     schemas: set[str] = set()
     columns: set[str] = set()
     for tp in policy.tables:
         if not tp.any_right:
             continue
-        tables.add(tp.name)
+        for term, verb in TABLE_CATEGORIES.items():
+            if tp.allows(verb):
+                tables[term].add(tp.name)
         if tp.schema:
             schemas.add(tp.schema)
         info = snapshot.table(tp.name, tp.schema)
@@ -91,7 +105,8 @@ def role_grammar(grammar: Grammar, snapshot: SchemaSnapshot, policy: Policy) -> 
             if tp.readable(col.name) or tp.insertable(col.name) or tp.updatable(col.name):
                 columns.add(col.name)
     words: dict[str, list[bytes]] = {}
-    for term, names in (("TABLE_NAME", tables), ("COLUMN_NAME", columns), ("SCHEMA_NAME", schemas)):
+    names_of: dict[str, set[str]] = {**tables, "COLUMN_NAME": columns, "SCHEMA_NAME": schemas}
+    for term, names in names_of.items():
         if term in g.terminal_ids:
             words[term] = sorted({w for n in names for w in _forms(g, term, n, dialect)})
     return g.with_lexicon(SchemaLexicon(words, fold_bare_case=True))

@@ -42,3 +42,62 @@ def test_tables_and_columns_restricted(chinook_role: Grammar) -> None:
     # a column that exists only in the denied table is not a column anywhere
     assert not is_viable_prefix(chinook_role, b"SELECT ReportsTo FROM")
     assert is_viable_prefix(chinook_role, b"SELECT CustomerId FROM")
+
+
+def _rights(snap, grants: dict[str, set[str]]):
+    """A Policy giving each named Chinook table exactly ``grants[name]`` (others nothing)."""
+    from grid_sql.policy import COLUMN_PRIVILEGES, Policy, TablePolicy
+
+    tables = []
+    for sname, t in snap.iter_tables():
+        verbs = frozenset(grants.get(t.name, set()))
+        cols = tuple((c.name, verbs & frozenset(COLUMN_PRIVILEGES)) for c in t.columns)
+        tables.append(TablePolicy(sname, t.name, t.kind, verbs, cols))
+    used = set().union(*grants.values())
+    return Policy("sqlite", "test", snap.default_schema, tuple(tables), frozenset(used))
+
+
+def test_table_lexicons_are_verb_scoped() -> None:
+    """INSERT INTO / UPDATE / DELETE FROM admit only the tables holding that privilege,
+    and FROM admits only readable tables (issue #5 §3)."""
+    snap = introspect(open_sqlite(CHINOOK))
+    policy = _rights(
+        snap,
+        {
+            "Artist": {"select"},
+            "Playlist": {"insert"},  # insert-only: writable, never readable
+            "Genre": {"select", "update"},
+            "MediaType": {"select", "delete"},
+        },
+    )
+    g = role_grammar(Grammar.dialect("sqlite"), snap, policy)
+    assert accepts(g, b"INSERT INTO Playlist (Name) VALUES ('x')")
+    assert accepts(g, b"INSERT INTO Playlist (Name) SELECT Name FROM Artist")
+    assert not is_viable_prefix(g, b"SELECT * FROM Playlist ")
+    assert not is_viable_prefix(g, b"INSERT INTO Artist ")
+    assert not is_viable_prefix(g, b"INSERT INTO Genre ")
+    assert accepts(g, b"UPDATE Genre SET Name = 'x' WHERE GenreId = 1")
+    assert not is_viable_prefix(g, b"UPDATE Artist ")
+    assert not is_viable_prefix(g, b"UPDATE MediaType ")
+    assert accepts(g, b"DELETE FROM MediaType WHERE MediaTypeId = 9")
+    assert not is_viable_prefix(g, b"DELETE FROM Genre ")
+    assert not is_viable_prefix(g, b"DELETE FROM Playlist ")
+    # reads go through FROM: every readable table, and only those
+    for t in (b"Artist", b"Genre", b"MediaType"):
+        assert accepts(g, b"SELECT * FROM " + t)
+    # a table the role holds no right on is outside every position
+    for prefix in (b"SELECT * FROM Track ", b"INSERT INTO Track ", b"DELETE FROM Track "):
+        assert not is_viable_prefix(g, prefix)
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "mysql"])
+def test_write_targets_schema_qualified(dialect: str) -> None:
+    """A qualified write target still goes through the verb's lexicon (PG/MySQL shapes)."""
+    g = Grammar.dialect(dialect)
+    assert accepts(g, b"INSERT INTO s.t (a) VALUES (1)")
+    assert accepts(g, b"UPDATE s.t SET a = 1")
+    assert accepts(g, b"DELETE FROM s.t WHERE a = 1")
+    assert accepts(g, b"TRUNCATE TABLE s.t")
+    if dialect == "mysql":
+        assert accepts(g, b"UPDATE t JOIN u ON t.a = u.a SET t.b = u.b")
+        assert accepts(g, b"UPDATE t, u SET t.b = u.b WHERE t.a = u.a")
