@@ -1,0 +1,159 @@
+"""The GRID-owned decode loop on a real model: SmolLM2-135M through llama.cpp, Chinook role.
+
+Every generated statement must be a sentence of the role grammar and run on SQLite; every
+record must replay to the same configuration hash and bit-identical mask with the chosen
+token inside it; the KV cache must give the logits of a full re-run; tiny budgets must still
+end in complete statements (the reserve)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from grid_sql.decode import Generation, StepKind, StopReason, generate, mask_digest
+from grid_sql.decode.backend import LlamaCppBackend
+from grid_sql.errors import BudgetError, TokenizerError
+from grid_sql.mask.guide import Guide
+from grid_sql.mask.reserve import reserve_table
+from grid_sql.mask.vocab import Vocabulary
+from grid_sql.parser.incremental import accepts
+
+from .conftest import QUESTIONS, messages
+
+
+@pytest.fixture(scope="module")
+def backend(smollm2_gguf: Path, smollm2_vocab: Vocabulary) -> Iterator[LlamaCppBackend]:
+    b = LlamaCppBackend(str(smollm2_gguf), n_ctx=1024, vocab=smollm2_vocab)
+    yield b
+
+
+@pytest.fixture(scope="module")
+def generations(backend: LlamaCppBackend, chinook_guide: Guide) -> list[Generation]:
+    return [
+        generate(backend, chinook_guide, backend.chat_prompt(messages(q)), max_tokens=40)
+        for q in QUESTIONS
+    ]
+
+
+def replay(guide: Guide, gen: Generation) -> None:
+    """Recompute every step from the tokens alone; the record must match bit for bit."""
+    m = guide.matcher()
+    buf = m.allocate_bitmask()
+    for i, rec in enumerate(gen.records):
+        assert rec.step == i
+        assert rec.config_hash == m.config_hash
+        n, entry_ids = guide.fill_bitmask(m.config, buf)
+        assert rec.mask_digest == mask_digest(buf)
+        assert tuple(entry_ids) == rec.entry_ids
+        assert (rec.allowed, rec.blocked) == (n, guide.vocab.size - n)
+        assert (int(buf[rec.token >> 5]) >> (rec.token & 31)) & 1, f"step {i} token not in mask"
+        if rec.kind is StepKind.FORCED:
+            assert n == 1
+        m.accept_token(rec.token)
+    assert gen.records[-1].kind is StepKind.EOS
+    assert m.is_terminated()
+
+
+def test_backend_vocabulary_is_the_models(backend: LlamaCppBackend) -> None:
+    assert backend.vocab.size == backend.llm.n_vocab()
+    assert backend.vocab.eos_token_id == backend.llm.token_eos()
+    ids = backend.chat_prompt(messages("hi"))
+    assert ids and all(0 <= t < backend.vocab.size for t in ids)
+    assert backend.vocab.spell(ids).endswith(b"assistant\n")
+
+
+def test_vocabulary_that_disagrees_with_the_model_is_refused(
+    smollm2_gguf: Path, smollm2_vocab: Vocabulary
+) -> None:
+    short = Vocabulary(
+        smollm2_vocab.token_bytes[:-1],
+        eos_token_id=smollm2_vocab.eos_token_id,
+        special_ids=smollm2_vocab.special_ids - {smollm2_vocab.size - 1},
+        warn_incomplete=False,
+    )
+    with pytest.raises(TokenizerError, match="logits"):
+        LlamaCppBackend(str(smollm2_gguf), n_ctx=256, vocab=short)
+
+
+def test_generated_statements_are_sentences_that_run(
+    generations: list[Generation], chinook_guide: Guide, chinook_engine: sa.Engine
+) -> None:
+    for gen in generations:
+        assert gen.stop_reason in (StopReason.EOS, StopReason.STOP_AT_ACCEPT, StopReason.RESERVE)
+        assert 0 < len(gen.token_ids) <= 40
+        assert accepts(chinook_guide.grammar, gen.text), gen.text
+        with chinook_engine.connect() as conn:
+            conn.execute(sa.text(gen.sql.rstrip().rstrip(";")))
+        t = gen.timings
+        assert t.total >= t.prefill + t.model and t.mask > 0
+
+
+def test_records_replay_bit_identical(generations: list[Generation], chinook_guide: Guide) -> None:
+    for gen in generations:
+        assert [r.token for r in gen.records[:-1]] == gen.token_ids
+        replay(chinook_guide, gen)
+
+
+def test_kv_reuse_gives_the_logits_of_a_full_rerun(backend: LlamaCppBackend) -> None:
+    prompt = backend.chat_prompt(messages("List all albums."))
+    logits = backend.prefill(prompt)
+    extra: list[int] = []
+    for _ in range(3):
+        t = int(np.argmax(logits))
+        extra.append(t)
+        n_before = backend.llm.n_tokens
+        logits = backend.step([t])
+        assert backend.llm.n_tokens == n_before + 1  # one position evaluated, not a re-run
+    incremental = logits.copy()
+    backend.reset()
+    full = backend.prefill(prompt + extra).copy()
+    np.testing.assert_allclose(incremental, full, rtol=0, atol=2e-2)
+    assert int(np.argmax(incremental)) == int(np.argmax(full))
+    # a second prefill of a shared prefix only evaluates the new suffix
+    backend.prefill(prompt)
+    assert backend.n_past == len(prompt)
+
+
+def test_tiny_budgets_still_end_in_complete_statements(
+    backend: LlamaCppBackend, chinook_guide: Guide
+) -> None:
+    table = reserve_table(chinook_guide.grammar, chinook_guide.vocab)
+    floor = table.cost(chinook_guide.matcher().config)
+    prompt = backend.chat_prompt(messages(QUESTIONS[0]))
+    with pytest.raises(BudgetError):
+        generate(backend, chinook_guide, prompt, max_tokens=floor - 1)
+    for budget in (floor, floor + 1, floor + 3, 9):
+        gen = generate(backend, chinook_guide, prompt, max_tokens=budget)
+        assert len(gen.token_ids) <= budget
+        assert accepts(chinook_guide.grammar, gen.text), (budget, gen.text)
+        if gen.stop_reason is StopReason.RESERVE:
+            assert (
+                any(r.kind is StepKind.RESERVE for r in gen.records)
+                or gen.records[-1].kind is StepKind.EOS
+            )
+        replay(chinook_guide, gen)
+
+
+def test_seeded_sampling_is_reproducible(backend: LlamaCppBackend, chinook_guide: Guide) -> None:
+    prompt = backend.chat_prompt(messages(QUESTIONS[1]))
+    a = generate(backend, chinook_guide, prompt, max_tokens=16, temperature=0.9, seed=7)
+    b = generate(backend, chinook_guide, prompt, max_tokens=16, temperature=0.9, seed=7)
+    assert a.token_ids == b.token_ids
+    assert accepts(chinook_guide.grammar, a.text)
+    replay(chinook_guide, a)
+
+
+def test_guide_for_another_vocabulary_is_refused(
+    backend: LlamaCppBackend, chinook_guide: Guide
+) -> None:
+    v = backend.vocab
+    relabelled = Vocabulary(  # same spellings, another EOS: a different tokenizer
+        v.token_bytes, eos_token_id=0, special_ids=v.special_ids, warn_incomplete=False
+    )
+    other = Guide(chinook_guide.grammar, relabelled)
+    with pytest.raises(TokenizerError, match="another vocabulary"):
+        generate(backend, other, [1, 2, 3], max_tokens=8)
