@@ -128,28 +128,39 @@ def _q(name: str) -> str:
 
 
 def describe_table(t: VisibleTable, visible: set[tuple[str, str]], qualify: bool) -> str:
-    """``CREATE TABLE``-style text: columns with types, primary key, visible foreign keys."""
+    """One-line ``CREATE TABLE`` text: columns with types, primary key, visible foreign keys.
+
+    Why one line and no NOT NULL: the prompt is prefilled on every question, and on a CPU the
+    prefill dominates a small model's latency; this keeps what the model needs to join and
+    filter (names, types, keys) at about half the tokens of the multi-line form.
+    """
     name = f"{_q(t.schema)}.{_q(t.name)}" if qualify else _q(t.name)
     kind = "VIEW" if t.info.kind != "table" else "TABLE"
     colnames = {c.name for c in t.columns}
-    lines = [
-        f"  {_q(c.name)} {c.type or 'ANY'}{'' if c.nullable else ' NOT NULL'}" for c in t.columns
-    ]
     pk = [c for c in t.info.primary_key if c in colnames]
-    if pk and len(pk) == len(t.info.primary_key):
-        lines.append(f"  PRIMARY KEY ({', '.join(_q(c) for c in pk)})")
+    whole_pk = bool(pk) and len(pk) == len(t.info.primary_key)
+    inline: dict[str, str] = {}
+    tail: list[str] = []
     for fk in t.info.foreign_keys:
-        if _fk_visible(fk, t, colnames, visible):
-            target = fk.referred_table
-            if qualify:
-                target = f"{_q(fk.referred_schema or t.schema)}.{_q(target)}"
-            else:
-                target = _q(target)
-            lines.append(
-                f"  FOREIGN KEY ({', '.join(_q(c) for c in fk.columns)}) REFERENCES "
-                f"{target} ({', '.join(_q(c) for c in fk.referred_columns)})"
-            )
-    return f"CREATE {kind} {name} (\n" + ",\n".join(lines) + "\n);"
+        if not _fk_visible(fk, t, colnames, visible):
+            continue
+        target = _q(fk.referred_table)
+        if qualify:
+            target = f"{_q(fk.referred_schema or t.schema)}.{target}"
+        refs = ", ".join(_q(c) for c in fk.referred_columns)
+        if len(fk.columns) == 1 and fk.columns[0] not in inline:
+            inline[fk.columns[0]] = f" REFERENCES {target}({refs})"
+        else:
+            cols = ", ".join(_q(c) for c in fk.columns)
+            tail.append(f"FOREIGN KEY ({cols}) REFERENCES {target}({refs})")
+    parts = []
+    for c in t.columns:
+        key = " PRIMARY KEY" if whole_pk and len(pk) == 1 and c.name == pk[0] else ""
+        parts.append(f"{_q(c.name)} {c.type or 'ANY'}{key}{inline.get(c.name, '')}")
+    if whole_pk and len(pk) > 1:
+        parts.append(f"PRIMARY KEY ({', '.join(_q(c) for c in pk)})")
+    parts.extend(tail)
+    return f"CREATE {kind} {name} ({', '.join(parts)});"
 
 
 def _fk_visible(
@@ -185,10 +196,10 @@ def schema_text(
             used += len(text)
         else:
             rest.append(t)
-    out = "\n\n".join(shown)
+    out = "\n".join(shown)
     if rest:
         names = ", ".join(f"{_q(t.schema)}.{_q(t.name)}" if qualify else _q(t.name) for t in rest)
-        out += f"\n\n-- Other tables you may also query (columns not shown): {names}"
+        out += f"\n-- Other tables you may also query (columns not shown): {names}"
     return out
 
 
