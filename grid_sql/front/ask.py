@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -153,16 +154,8 @@ class Asker:
         self.bind: Engine | Connection = self._open(db, app)
         self.snapshot, self.policy = self._read_policy(app)
         self.user = user if user is not None else self.policy.role
-        try:
-            self.grammar = role_grammar(
-                Grammar.dialect(self.snapshot.dialect), self.snapshot, self.policy
-            )
-        except EmptyLanguageError as exc:
-            raise PolicyViolation(
-                f"the role {self.policy.role!r} may not run any statement the grammar can "
-                f"express on this database: {exc}"
-            ) from exc
-        self.checker = Checker(self.snapshot, self.policy)
+        self._modes: dict[bool, _Mode] = {}
+        self._mode(allow_writes)  # compile now: a role with no usable language fails here
         self._audit_arg = audit
         self._audit: AuditStore | None = None
         if model is not None and not isinstance(model, str | Path):
@@ -232,6 +225,40 @@ class Asker:
                 self._audit = arg if isinstance(arg, AuditStore) else AuditStore(arg)
             return self._audit
 
+    def _mode(self, writes: bool) -> _Mode:
+        """Policy, grammar and checker for generation with or without writes.
+
+        Why two: without the caller's opt-in a write could never run, so generating one would
+        only waste the budget and the repair round; the language is narrowed to SELECT.
+        """
+        with self._lock:
+            mode = self._modes.get(writes)
+            if mode is not None:
+                return mode
+            pol = self.policy
+            if not writes and not pol.read_only:
+                pol = narrow(pol, _SELECT_ONLY, self.snapshot)
+            try:
+                grammar = role_grammar(Grammar.dialect(self.snapshot.dialect), self.snapshot, pol)
+            except EmptyLanguageError as exc:
+                what = "" if writes else " without allow_writes"
+                raise PolicyViolation(
+                    f"the role {pol.role!r} may not run any statement{what} that the grammar "
+                    f"can express on this database: {exc}"
+                ) from exc
+            mode = _Mode(pol, grammar, Checker(self.snapshot, pol))
+            self._modes[writes] = mode
+            return mode
+
+    @property
+    def grammar(self) -> Grammar:
+        """The role grammar generation runs under (SELECT-only unless writes are opted in)."""
+        return self._mode(self.allow_writes).grammar
+
+    @property
+    def checker(self) -> Checker:
+        return self._mode(self.allow_writes).checker
+
     @property
     def guide(self) -> Guide:
         return guide_for(self.grammar, self.backend)
@@ -254,11 +281,17 @@ class Asker:
             )
         return "\n".join(lines)
 
-    def messages(self, question: str, examples: Sequence[Example] | None = None) -> list[Message]:
+    def messages(
+        self,
+        question: str,
+        examples: Sequence[Example] | None = None,
+        allow_writes: bool | None = None,
+    ) -> list[Message]:
         """The chat messages the model is given for ``question``."""
         q = check_question(question)
         ex = self.examples if examples is None else tuple(examples)
-        return build_messages(q, self.snapshot, self.policy, examples=ex)
+        writes = self.allow_writes if allow_writes is None else allow_writes
+        return build_messages(q, self.snapshot, self._mode(writes).policy, examples=ex)
 
     def generate_sql(self, question: str, **options: Any) -> GeneratedSQL:
         """Generate (and check, and if needed repair) the statement; execute nothing.
@@ -274,9 +307,11 @@ class Asker:
         repair = bool(options.pop("repair", self.repair))
         examples = options.pop("examples", None)
         on_step: OnStep | None = options.pop("on_step", None)
+        writes = bool(options.pop("allow_writes", self.allow_writes))
         if options:
             raise TypeError(f"unknown option(s) for generate_sql: {sorted(options)}")
-        msgs = self.messages(q, examples)
+        mode = self._mode(writes)
+        msgs = self.messages(q, examples, writes)
         repairs: list[Repair] = []
         audit_ids: list[str] = []
         timings = {"generation": 0.0, "mask": 0.0, "check": 0.0}
@@ -284,15 +319,15 @@ class Asker:
         rounds = 2 if repair else 1
         last: tuple[str, list[Violation], list[str]] | None = None
         for rnd in range(rounds):
-            gen = self._generate(msgs, max_tokens, on_step)
+            gen = self._generate(msgs, max_tokens, mode, on_step)
             timings["generation"] += gen.seconds
             timings["mask"] += gen.mask_seconds
             tokens += gen.n_tokens
             t0 = time.perf_counter()
-            found = self.checker.check(gen.sql)
+            found = mode.checker.check(gen.sql)
             params = bind_parameters(gen.sql, self.dialect)
             timings["check"] += time.perf_counter() - t0
-            audit_id = self._seal(gen, q)
+            audit_id = self._seal(gen, q, mode)
             if audit_id is not None:
                 audit_ids.append(audit_id)
             if not found and not params:
@@ -348,7 +383,7 @@ class Asker:
         row_limit = int(options.pop("row_limit", self.row_limit))
         timeout_s = float(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
-        gen = self.generate_sql(question, **options)
+        gen = self.generate_sql(question, allow_writes=allow_writes, **options)
         res = execute(
             self.bind,
             gen.sql,
@@ -388,7 +423,7 @@ class Asker:
         if options:
             raise TypeError(f"unknown option(s) for run_sql: {sorted(options)}")
         t0 = time.perf_counter()
-        found = self.checker.check(sql)
+        found = self._mode(allow_writes).checker.check(sql)
         check_s = time.perf_counter() - t0
         if found:
             listed = "\n".join(f"{i}. {v.message}" for i, v in enumerate(found, 1))
@@ -423,13 +458,13 @@ class Asker:
 
     # ------------------------------------------------------------------ internals
     def _generate(
-        self, msgs: list[Message], max_tokens: int, on_step: OnStep | None = None
+        self, msgs: list[Message], max_tokens: int, mode: _Mode, on_step: OnStep | None = None
     ) -> _Gen:
         from ..decode.loop import generate
 
         with self._lock:  # one generation at a time: a backend holds one KV cache
             backend = self.backend
-            guide = self.guide
+            guide = guide_for(mode.grammar, backend)
             prompt_ids = backend.chat_prompt(msgs)
             t0 = time.perf_counter()
             try:
@@ -451,7 +486,7 @@ class Asker:
             model_id=backend.model_id,
         )
 
-    def _seal(self, gen: _Gen, question: str) -> str | None:
+    def _seal(self, gen: _Gen, question: str, mode: _Mode) -> str | None:
         store = self.audit
         if store is None:
             return None
@@ -464,7 +499,7 @@ class Asker:
             artifacts=ArtifactRefs(
                 grammar=gen.guide.grammar.fingerprint,
                 tokenizer=gen.guide.vocab.fingerprint,
-                policy=self.policy.fingerprint,
+                policy=mode.policy.fingerprint,
                 schema=self.snapshot.fingerprint,
                 model_id=gen.model_id or None,
             ),
@@ -475,6 +510,18 @@ class Asker:
             dialect=self.dialect,
         )
         return store.append(record, grammar=gen.guide.grammar, vocab=gen.guide.vocab)
+
+
+_SELECT_ONLY = AppPolicy.from_mapping({"verbs": ["select"]}, origin="no allow_writes")
+
+
+@dataclass(frozen=True)
+class _Mode:
+    """What generation runs under: the policy it was compiled from, its grammar, its checker."""
+
+    policy: Policy
+    grammar: Grammar
+    checker: Checker
 
 
 class _Gen:

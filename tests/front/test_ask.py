@@ -93,6 +93,18 @@ def test_run_sql_refuses_forbidden_statements_without_running_them(chinook_copy)
         asker.run_sql("SELECT FirstName FROM Customer WHERE CustomerId = :id")
 
 
+def test_writes_need_the_opt_in_even_in_the_language(chinook_copy):
+    """Without allow_writes the role's language is narrowed to SELECT: no write is generated,
+    and a hand-written one is refused by the checker before execution is even considered."""
+    asker = Asker(chinook_copy, audit=False)  # the file allows everything
+    assert asker.checker.policy.statement_verbs == {"select"}
+    with pytest.raises(PolicyViolation):
+        asker.run_sql("UPDATE Genre SET Name = 'x' WHERE GenreId = 1")
+    res = asker.run_sql("UPDATE Genre SET Name = 'x' WHERE GenreId = 1", allow_writes=True)
+    assert res.rowcount == 1
+    assert asker.run_sql("SELECT Name FROM Genre WHERE GenreId = 1").rows == [("x",)]
+
+
 def test_select_only_file_is_opened_read_only(chinook_copy):
     asker = Asker(chinook_copy, policy={"verbs": ["select"]}, audit=False)
     assert "mode=ro" in str(asker.bind.url)
