@@ -141,7 +141,8 @@ class Verifier:
     def verify(self, audit_id: str) -> VerifyReport:
         return self.verify_record(self.store.get(audit_id))
 
-    def verify_record(self, rec: AuditRecord) -> VerifyReport:
+    def verify_record(self, rec: AuditRecord, *, first_only: bool = False) -> VerifyReport:
+        """Verify one record; ``first_only`` stops the replay at the first divergence."""
         rep = VerifyReport(rec.audit_id, steps=len(rec.steps))
         seal = rec.seal
         try:
@@ -177,7 +178,9 @@ class Verifier:
         except AuditError as e:
             rep.add(Divergence(None, "artifacts", "archived grammar and tokenizer", str(e)))
             return rep
-        self._replay(rec, guide, rep)
+        if first_only and rep.findings:
+            return rep
+        self._replay(rec, guide, rep, first_only)
         return rep
 
     def _check_chain(self, rec: AuditRecord, rep: VerifyReport) -> None:
@@ -217,7 +220,9 @@ class Verifier:
         if seal.get("n_steps") != len(rec.steps):
             rep.add(Divergence(None, "n_steps", str(seal.get("n_steps")), str(len(rec.steps))))
 
-    def _replay(self, rec: AuditRecord, guide: Guide, rep: VerifyReport) -> None:
+    def _replay(
+        self, rec: AuditRecord, guide: Guide, rep: VerifyReport, first_only: bool = False
+    ) -> None:
         vocab = guide.vocab
         m = guide.matcher()
         buf = m.allocate_bitmask()
@@ -277,6 +282,8 @@ class Verifier:
             if not kind_ok:
                 expect = "eos" if tok == eos else ("forced" if n == 1 else "sampled/reserve")
                 rep.add(Divergence(step, "kind", str(s.kind), expect))
+            if first_only and rep.findings:
+                return
             m.accept_token(tok)
             rep.replayed = pos + 1
         self._check_end(rec, m, rep)
