@@ -40,6 +40,7 @@ setup: ext models ## .venv + Python deps ([dev] extra) + the Rust extension (rel
 # ~/.cache/grid-sql/models (GRID_SQL_MODEL_DIR); a no-op once cached.
 models: ext ## fetch and verify the offline models (SmolLM2-135M for tests, Qwen2.5-Coder-0.5B)
 	$(PY) -m grid_sql.decode.models fetch
+	$(PY) -m grid_sql.decode.models prepare-hf smollm2-135m
 
 $(PY):
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "grid-sql needs Python >= 3.11"'
