@@ -292,6 +292,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("--force", action="store_true", help="re-download even if cached")
     v = sub.add_parser("verify", help="re-hash cached models (deletes a corrupt file)")
     v.add_argument("names", nargs="*")
+    h = sub.add_parser(
+        "prepare-hf",
+        help="dequantize registry models once for the transformers backend (needs torch)",
+    )
+    h.add_argument("names", nargs="+")
     sub.add_parser("list", help="registry names, cache state and paths")
     a = ap.parse_args(argv)
 
@@ -302,6 +307,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.cmd == "fetch":
             for name in a.names or list(REGISTRY):
                 print(fetch_model(name, force=a.force, progress=say))
+        elif a.cmd == "prepare-hf":
+            try:
+                import torch  # noqa: F401
+                import transformers  # noqa: F401
+            except ImportError:
+                say("prepare-hf: torch/transformers not installed; nothing to prepare")
+                return 0
+            from .backend import TransformersBackend
+
+            for name in a.names:
+                say(f"{name}: loading through transformers (dequantized copy cached)")
+                TransformersBackend(name)
         elif a.cmd == "verify":
             for name in a.names or [n for n in REGISTRY if cached_path(n).is_file()]:
                 print(f"{name}: ok {verify_model(name)}")
