@@ -138,8 +138,16 @@ class Verifier:
         return g
 
     # ---------------------------------------------------------------- verification
-    def verify(self, audit_id: str) -> VerifyReport:
-        return self.verify_record(self.store.get(audit_id))
+    def verify(self, audit_id: str, *, first_only: bool = False) -> VerifyReport:
+        """Verify a stored record; an unknown id raises, an unreadable record is a finding."""
+        full = self.store.resolve(audit_id)
+        try:
+            rec = self.store.get(full)
+        except AuditError as e:
+            rep = VerifyReport(full)
+            rep.add(Divergence(None, "record", "a well-formed stored record", str(e)))
+            return rep
+        return self.verify_record(rec, first_only=first_only)
 
     def verify_record(self, rec: AuditRecord, *, first_only: bool = False) -> VerifyReport:
         """Verify one record; ``first_only`` stops the replay at the first divergence."""

@@ -248,3 +248,37 @@ def test_explain_names_the_cause(audited: Audited, verifier: Verifier) -> None:
     chosen = str(rec.steps[at_table].token)
     assert "it was allowed at this step" in ex.step(rec.audit_id, at_table, chosen)
     assert "legal continuation" in ex.step(rec.audit_id, at_table + 1, " ORDER BY")
+
+
+def test_tokenizer_artifact_and_malformed_rows_are_detected(
+    audited: Audited, tmp_path: Path
+) -> None:
+    import zlib
+
+    from grid_sql.audit.artifacts import Artifact
+
+    store, recs = audited
+    copy = _copy(store, tmp_path)
+    fp = recs[0].artifacts.tokenizer
+    raw = zlib.decompress(copy.artifact(fp).payload)
+    at = raw.index(b"SELECT")  # respell one token
+    payload = zlib.compress(raw[:at] + b"DELETE" + raw[at + 6 :])
+    with copy.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TRIGGER grid_sql_audit_artifact_no_update")
+        conn.execute(
+            sa.text("UPDATE grid_sql_audit_artifact SET payload = :p, content_hash = :h "
+                    "WHERE fingerprint = :f"),
+            {"p": payload, "h": Artifact(fp, "tokenizer", payload).content_hash, "f": fp},
+        )
+        conn.exec_driver_sql("DROP TRIGGER grid_sql_audit_step_no_update")
+        conn.execute(
+            sa.text("UPDATE grid_sql_audit_step SET kind = 'bogus' "
+                    "WHERE audit_id = :a AND step = 1"),
+            {"a": recs[1].audit_id},
+        )
+    v = Verifier(copy)
+    rep = v.verify(recs[0].audit_id)
+    assert rep.first is not None and "the archived vocabulary was altered" in str(rep.first)
+    rep = v.verify(recs[1].audit_id)
+    assert rep.first is not None and rep.first.field == "record"
+    assert "malformed" in str(rep.first)
