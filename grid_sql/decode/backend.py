@@ -352,8 +352,15 @@ class TransformersBackend(Backend):
             return
         if n == 0:
             self._past = None
-        else:
-            self._past.crop(n)
+            return
+        cur = int(self._past.get_seq_length())
+        if n < cur:
+            try:
+                self._past.crop(n)
+            except ValueError:  # transformers >= 5.2x: crop(-k) drops the last k positions
+                self._past.crop(n - cur)
+        if int(self._past.get_seq_length()) != n:
+            raise ModelError(f"KV cache crop to {n} left {self._past.get_seq_length()} positions")
 
     def _new_cache(self) -> Any:
         from transformers import DynamicCache
