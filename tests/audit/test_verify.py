@@ -282,3 +282,25 @@ def test_tokenizer_artifact_and_malformed_rows_are_detected(
     rep = v.verify(recs[1].audit_id)
     assert rep.first is not None and rep.first.field == "record"
     assert "malformed" in str(rep.first)
+
+
+def test_stop_reasons_are_checked_against_the_replay(audited: Audited, verifier: Verifier) -> None:
+    from grid_sql.audit import AuditLog
+
+    rec = audited[1][0]
+    cut = rec.steps[:5]  # 'SELECT Name FROM Artist ORDER': not a complete statement
+    text = b"".join(qwen2().token_bytes[s.token] for s in cut).decode()
+
+    def sealed(**kw: object) -> AuditRecord:
+        log = AuditLog()
+        log.extend(cut)
+        return log.seal(artifacts=rec.artifacts, final_sql=text, **kw)  # type: ignore[arg-type]
+
+    # processor mode may truncate (paper §5, mode 2): a faithful record of that verifies
+    ok = verifier.verify_record(sealed(stop_reason="truncated", mode="processor",
+                                       flags=["truncation-possible"]))
+    assert ok.ok, ok.describe()
+    # a loop-mode stop that leaves an incomplete statement is not a faithful record
+    bad = verifier.verify_record(sealed(stop_reason="stop_at_accept"))
+    assert [d.field for d in bad.findings] == ["stop_reason"]
+    assert "complete statement" in bad.describe()
