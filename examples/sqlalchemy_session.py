@@ -2,35 +2,41 @@
 
 The Asker is built once per engine and reused by every session; the statement runs on the
 session's own connection and transaction.
-Run: ``python examples/sqlalchemy_session.py`` (model from $GRID_SQL_MODEL).
+Run: ``python examples/sqlalchemy_session.py`` (model from $GRID_SQL_MODEL, see _setup.py).
 """
 
 from __future__ import annotations
 
-import os
-
 import sqlalchemy as sa
+from _setup import EXAMPLES, MODEL, POLICY, refused
 from sqlalchemy.orm import sessionmaker
 
 from grid_sql.data import chinook_url
+from grid_sql.errors import GridSQLError
 from grid_sql.front.sqlalchemy import GridSession
-
-MODEL = os.environ.get("GRID_SQL_MODEL", "qwen2.5-coder-0.5b")
 
 
 def main() -> None:
     engine = sa.create_engine(chinook_url())  # read-only SQLite URI
-    Session = sessionmaker(engine, class_=GridSession, grid_options={"model": MODEL})
+    Session = sessionmaker(
+        engine,
+        class_=GridSession,
+        grid_options={"model": MODEL, "policy": POLICY, "examples": EXAMPLES, "row_limit": 5},
+    )
     with Session() as session:
-        # ordinary ORM/Core work and questions share the session
-        n = session.execute(sa.text("SELECT count(*) FROM Track")).scalar_one()
-        print(f"{n} tracks")
-        result = session.ask("How many tracks are longer than five minutes?", row_limit=5)
-        print(f"SQL: {result.sql}")
-        print(f"rows: {result.rows}")
-        print(f"audit id: {result.audit_id}")
-        again = session.ask("List three genres.", row_limit=3)
-        print(f"SQL: {again.sql}\nrows: {again.rows}")
+        # ordinary Core/ORM work and questions share the session
+        n = session.execute(sa.text("SELECT count(*) FROM Genre")).scalar_one()
+        print(f"{n} genres")
+        for question in ("How many genres are there?", "List the titles of five albums."):
+            print(f"\nQ: {question}")
+            try:
+                result = session.ask(question)
+            except GridSQLError as exc:
+                print(refused(exc))
+                continue
+            print(f"SQL: {result.sql}")
+            print(f"rows: {result.rows}")
+            print(result.audit_summary())
 
 
 if __name__ == "__main__":

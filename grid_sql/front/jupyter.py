@@ -4,6 +4,7 @@
 
     %load_ext grid_sql
     %grid_connect sqlite:///chinook.sqlite --model smollm2-135m --policy analyst.yaml
+    %grid_connect chinook.sqlite --examples few_shot.json   # optional few-shot pairs
     %ask top 5 customers by revenue
 
     %%ask --out top
@@ -20,12 +21,15 @@ does not import it (``grid_sql.load_ipython_extension`` imports this module lazi
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
+from .prompt import Example
 from .result import AskResult
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -55,6 +59,9 @@ def _connect_parser() -> _Parser:
     p.add_argument("--timeout", type=float, default=None, help="statement timeout, seconds")
     p.add_argument("--max-tokens", type=int, default=None, help="generation budget")
     p.add_argument("--allow-writes", action="store_true", help="run granted writes")
+    p.add_argument(
+        "--examples", default=None, help="few-shot pairs: a .json/.yaml list of {question, sql}"
+    )
     return p
 
 
@@ -92,6 +99,8 @@ class GridMagics(Magics):
                 opts[key] = value
         if args.allow_writes:
             opts["allow_writes"] = True
+        if args.examples is not None:
+            opts["examples"] = load_examples(args.examples)
         self.asker = Asker(args.url, **opts)
         print(f"grid-sql connected: {_shown(args.url)}")
 
@@ -115,6 +124,23 @@ class GridMagics(Magics):
         if args.out and self.shell is not None:
             self.shell.user_ns[args.out] = value
         return value
+
+
+def load_examples(path: str) -> list[Example]:
+    """Few-shot pairs from a JSON or YAML file: a list of ``{question: ..., sql: ...}``."""
+    text = Path(path).expanduser().read_text(encoding="utf-8")
+    if path.endswith((".yaml", ".yml")):
+        import yaml
+
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    if not isinstance(data, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("question"), str) and isinstance(d.get("sql"), str)
+        for d in data
+    ):
+        raise UsageError(f"{path}: expected a list of {{question: ..., sql: ...}} pairs")
+    return [Example(d["question"], d["sql"]) for d in data]
 
 
 def _leading_options(line: str) -> tuple[list[str], str]:

@@ -139,6 +139,24 @@ def my_url() -> sa.URL:
 
 # ------------------------------------------------------------------ model-backed fixtures
 MODEL = "smollm2-135m"  # weak at SQL but fast: the fronts are tested, not the model
+# SQLite has no grants (every verb is allowed): the application policy makes the role read-only
+# and keeps two small tables, so the prompt (the role's view of the schema) stays short.
+READ_ONLY = {"verbs": ["select"], "tables": {"allow": ["Genre", "MediaType"]}}
+Q_GENRES = "List the names of all genres."
+Q_MEDIA = "List the names of all media types."
+Q_1959 = "Which albums came out in 1959?"
+
+
+def few_shot() -> list[Any]:
+    """Few-shot pairs (an Asker feature) that steer the small model to answerable SQL: the
+    fronts are under test here, not SmolLM2's SQL skills."""
+    from grid_sql.front.prompt import Example
+
+    return [
+        Example(Q_GENRES, "SELECT Name FROM Genre;"),
+        Example(Q_MEDIA, "SELECT Name FROM MediaType;"),
+        Example(Q_1959, "SELECT title FROM album WHERE year = 1959;"),
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -152,6 +170,20 @@ def backend() -> Any:
 @pytest.fixture(scope="session")
 def audit_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("audit") / "audit.sqlite"
+
+
+@pytest.fixture(scope="session")
+def opts(backend: Any, audit_db: Path) -> dict[str, Any]:
+    """Asker options shared by the model tests: one backend, one audit store, read-only,
+    few-shot pairs and a small budget."""
+    return {
+        "model": backend,
+        "audit": audit_db,
+        "policy": READ_ONLY,
+        "examples": few_shot(),
+        "max_tokens": 32,
+        "repair": False,
+    }
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,8 @@ import grid_sql
 from grid_sql.errors import ConnectionConfigError, ConnectionStateError
 from grid_sql.front.dbapi import Connection, Cursor
 
+from .conftest import Q_1959, Q_MEDIA, few_shot
+
 
 def _raw(kind: str, pg_url: sa.URL | None = None, my_url: sa.URL | None = None) -> Any:
     if kind == "pg":
@@ -194,11 +196,11 @@ def _check_cursor_answer(cur: Cursor) -> None:
     assert cur.fetchall() == [] and cur.fetchone() is None
 
 
-def test_nl_execute_on_sqlite3(chinook_copy: Any, backend: Any, audit_db: Any) -> None:
+def test_nl_execute_on_sqlite3(chinook_copy: Any, opts: dict[str, Any]) -> None:
     raw = sqlite3.connect(chinook_copy)
-    con = grid_sql.connect(raw, model=backend, audit=audit_db, row_limit=20)
+    con = grid_sql.connect(raw, row_limit=20, **opts)
     cur = con.cursor()
-    assert cur.nl_execute("List the names of all media types.", max_tokens=64) is cur
+    assert cur.nl_execute(Q_MEDIA) is cur
     _check_cursor_answer(cur)
     # a plain execute hands the cursor back to the driver
     cur.execute("SELECT count(*) FROM MediaType")
@@ -214,9 +216,9 @@ def test_nl_execute_on_sqlite3(chinook_copy: Any, backend: Any, audit_db: Any) -
 def test_nl_execute_on_psycopg_autocommit(pg_url: sa.URL, backend: Any, audit_db: Any) -> None:
     raw = _raw("pg", pg_url=pg_url)
     raw.autocommit = True
-    con = grid_sql.connect(raw, model=backend, audit=audit_db)
+    con = grid_sql.connect(raw, model=backend, audit=audit_db, examples=few_shot(), max_tokens=32)
     cur = con.cursor()
-    cur.nl_execute("Which albums came out in 1959?", max_tokens=64)
+    cur.nl_execute(Q_1959)
     _check_cursor_answer(cur)
     assert raw.autocommit is True  # the caller's mode is back
     cur.execute("SHOW transaction_read_only")
@@ -233,9 +235,9 @@ def test_nl_execute_on_pymysql(my_url: sa.URL, backend: Any, audit_db: Any) -> N
         password=my_url.password,
         database=my_url.database,
     )
-    con = grid_sql.connect(raw, model=backend, audit=audit_db)
+    con = grid_sql.connect(raw, model=backend, audit=audit_db, examples=few_shot(), max_tokens=32)
     cur = con.cursor()
-    cur.nl_execute("Which albums came out in 1959?", max_tokens=64)
+    cur.nl_execute(Q_1959)
     _check_cursor_answer(cur)
     assert not raw.server_status & 1  # the READ ONLY transaction has ended
     cur.execute("SELECT @@session.tx_read_only")

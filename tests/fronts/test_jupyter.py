@@ -3,17 +3,19 @@ report usage errors, and an AskResult renders as HTML through IPython's display 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-from typing import Any
+from pathlib import Path
 
+import pandas as pd
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from grid_sql.front.result import AskResult, Repair
 
-from .conftest import MODEL
+from .conftest import MODEL, Q_GENRES, Q_MEDIA, READ_ONLY, few_shot
 
 
 @pytest.fixture(scope="module")
@@ -86,23 +88,36 @@ def test_result_renders_as_html_in_ipython(shell: InteractiveShell) -> None:
 
 
 # ------------------------------------------------------------------ with the real model
-def test_connect_and_ask_magics(shell: InteractiveShell, chinook_copy: Any, audit_db: Any) -> None:
+def test_connect_and_ask_magics(
+    shell: InteractiveShell, chinook_copy: Path, audit_db: Path, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(READ_ONLY))
+    shots = tmp_path / "shots.json"
+    shots.write_text(json.dumps([{"question": e.question, "sql": e.sql} for e in few_shot()]))
     shell.run_line_magic(
         "grid_connect",
-        f"{chinook_copy} --model {MODEL} --audit {audit_db} --row-limit 5 --max-tokens 64",
+        f"{chinook_copy} --model {MODEL} --audit {audit_db} --policy {policy} "
+        f"--examples {shots} --row-limit 3 --max-tokens 32",
     )
-    result = shell.run_line_magic("ask", "How many albums are there?")
+    result = shell.run_line_magic("ask", Q_GENRES)
     assert isinstance(result, AskResult) and result.audit_id
+    assert len(result.rows) <= 3  # --row-limit reached the Asker
     page = shell.display_formatter.format(result)[0]["text/html"]
     assert f"audit {result.audit_id}" in page and "<table>" in page
     # the cell magic through the whole cell path, as a notebook runs it
-    run = shell.run_cell("%%ask --out top\nList the names of all media types.\n")
+    run = shell.run_cell(f"%%ask --df --out frame\n{Q_MEDIA}\n")
     run.raise_error()
-    assert isinstance(run.result, AskResult) and shell.user_ns["top"] is run.result
-    assert len(run.result.rows) <= 5  # --row-limit reached the Asker
-    frame = shell.run_cell_magic("ask", "--df", "List the names of all media types.")
-    assert list(frame.columns) == run.result.columns
-    assert frame.attrs["sql"] == run.result.sql  # greedy decoding: same question, same SQL
+    frame = run.result
+    assert isinstance(frame, pd.DataFrame) and shell.user_ns["frame"] is frame
+    assert frame.attrs["sql"] and frame.attrs["audit_id"] and len(frame) <= 3
+
+
+def test_bad_examples_file_is_a_usage_error(shell: InteractiveShell, tmp_path: Path) -> None:
+    bad = tmp_path / "shots.json"
+    bad.write_text(json.dumps({"question": "q"}))
+    with pytest.raises(UsageError, match="question: ..., sql: ..."):
+        shell.run_line_magic("grid_connect", f"{tmp_path / 'x.sqlite'} --examples {bad}")
 
 
 def test_ask_line_options_and_apostrophes() -> None:

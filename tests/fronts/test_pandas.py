@@ -15,19 +15,15 @@ from grid_sql.errors import ConnectionConfigError
 from grid_sql.front import pandas as gpd
 from grid_sql.front.sqlalchemy import engine_for_url
 
+from .conftest import Q_GENRES, Q_MEDIA
 
-def test_read_sql_nl_on_an_engine(chinook_engine: sa.Engine, backend: Any, audit_db: Path) -> None:
-    df = grid_sql.read_sql_nl(
-        "List the names of all media types.",
-        chinook_engine,
-        model=backend,
-        audit=audit_db,
-        max_tokens=64,
-    )
+
+def test_read_sql_nl_on_an_engine(chinook_engine: sa.Engine, opts: dict[str, Any]) -> None:
+    df = grid_sql.read_sql_nl(Q_MEDIA, chinook_engine, **opts)
     assert isinstance(df, pd.DataFrame)
     sql, audit_id = df.attrs["sql"], df.attrs["audit_id"]
     assert sql.strip() and audit_id
-    assert df.attrs["question"] == "List the names of all media types."
+    assert df.attrs["question"] == Q_MEDIA
     with chinook_engine.connect() as conn:
         ran = conn.exec_driver_sql(sql.rstrip().rstrip(";"))
         expected = pd.DataFrame.from_records([tuple(r) for r in ran], columns=list(ran.keys()))
@@ -36,14 +32,13 @@ def test_read_sql_nl_on_an_engine(chinook_engine: sa.Engine, backend: Any, audit
 
 
 def test_read_sql_nl_on_a_dbapi_connection_reuses_its_asker(
-    chinook_copy: Path, backend: Any, audit_db: Path
+    chinook_copy: Path, opts: dict[str, Any]
 ) -> None:
     raw = sqlite3.connect(chinook_copy)
-    opts = {"model": backend, "audit": audit_db, "max_tokens": 48}
-    df = grid_sql.read_sql_nl("How many artists are there?", raw, **opts)
+    df = grid_sql.read_sql_nl(Q_GENRES, raw, **opts)
     wrapper = gpd._WRAPPED[raw]
     asker = wrapper.asker
-    df2 = grid_sql.read_sql_nl("How many playlists are there?", raw, row_limit=1, **opts)
+    df2 = grid_sql.read_sql_nl(Q_MEDIA, raw, row_limit=1, **opts)
     assert gpd._WRAPPED[raw] is wrapper and wrapper.asker is asker
     assert df.attrs["audit_id"] != df2.attrs["audit_id"]
     assert len(df2) <= 1

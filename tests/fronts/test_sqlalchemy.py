@@ -16,11 +16,11 @@ from grid_sql.errors import ConnectionConfigError
 from grid_sql.front.result import AskResult
 from grid_sql.front.sqlalchemy import GridSession, ask, asker_for
 
-Q_COUNT = "How many albums are there?"
-Q_LIST = "List the names of all genres."
+from .conftest import Q_1959, Q_GENRES, few_shot
 
 
 def _rows_as_run(conn: sa.Connection, result: AskResult) -> Counter[str]:
+    """The statement's full result, run again on ``conn`` (as a multiset of rows)."""
     rows = conn.exec_driver_sql(result.sql.rstrip().rstrip(";")).fetchall()
     return Counter(repr(tuple(r)) for r in rows)
 
@@ -36,39 +36,37 @@ def _check(result: AskResult) -> None:
 
 def test_unbound_session_is_a_config_error() -> None:
     with GridSession() as session, pytest.raises(ConnectionConfigError, match="no bind"):
-        session.ask(Q_COUNT)
+        session.ask(Q_GENRES)
     with pytest.raises(ConnectionConfigError, match="Session, Engine or Connection"):
-        ask(object(), Q_COUNT)  # type: ignore[arg-type]
+        ask(object(), Q_GENRES)  # type: ignore[arg-type]
 
 
-def test_ask_on_engine_reports_what_ran(
-    chinook_engine: sa.Engine, backend: Any, audit_db: Any
+def test_ask_on_a_connection_reports_what_ran(
+    chinook_engine: sa.Engine, opts: dict[str, Any]
 ) -> None:
-    opts = {"model": backend, "audit": audit_db}
-    result = ask(chinook_engine, Q_COUNT, max_tokens=64, **opts)
-    _check(result)
-    asker = asker_for(chinook_engine, **opts)
-    assert asker is asker_for(chinook_engine, **opts)  # cached per engine and options
     with chinook_engine.connect() as conn:
-        if not result.truncated:
-            assert _rows_as_run(conn, result) == Counter(repr(r) for r in result.rows)
-    # a per-question row cap does not build a new Asker
-    capped = ask(chinook_engine, Q_LIST, max_tokens=64, row_limit=2, **opts)
-    _check(capped)
-    assert len(capped.rows) <= 2
-    assert asker_for(chinook_engine, **opts) is asker
+        result = ask(conn, Q_GENRES, row_limit=3, **opts)
+        _check(result)
+        # what is reported is what ran: the capped rows are rows of the statement's result
+        ran = _rows_as_run(conn, result)
+        assert len(result.rows) == min(3, ran.total())
+        assert result.truncated == (ran.total() > 3)
+        assert Counter(repr(tuple(r)) for r in result.rows) <= ran
+        conn.exec_driver_sql("UPDATE Album SET Title = 'x' WHERE AlbumId = 1")  # still writable
+        conn.rollback()
+    asker = asker_for(chinook_engine, **opts)
+    assert asker is asker_for(chinook_engine, **dict(opts))  # cached per engine and options
+    assert asker.policy.statement_verbs == {"select"}  # the read-only app policy applied
 
 
 def test_grid_session_runs_inside_the_session_transaction(
-    chinook_engine: sa.Engine, backend: Any, audit_db: Any
+    chinook_engine: sa.Engine, opts: dict[str, Any]
 ) -> None:
-    factory = sessionmaker(
-        chinook_engine, class_=GridSession, grid_options={"model": backend, "audit": audit_db}
-    )
+    factory = sessionmaker(chinook_engine, class_=GridSession, grid_options=opts)
     with factory() as session:
         assert isinstance(session, Session)
         session.execute(sa.text("INSERT INTO Genre (GenreId, Name) VALUES (999, 'Zydeco')"))
-        result = session.ask(Q_LIST, max_tokens=64)
+        result = session.ask(Q_GENRES)
         _check(result)
         # the question ran on the session's connection (it sees the uncommitted row if it
         # reads Genre) and left the session's transaction open and intact
@@ -76,41 +74,25 @@ def test_grid_session_runs_inside_the_session_transaction(
         assert (
             session.execute(sa.text("SELECT count(*) FROM Genre WHERE GenreId = 999")).scalar() == 1
         )
-        if not result.truncated:
-            assert _rows_as_run(session.connection(), result) == Counter(
-                repr(r) for r in result.rows
-            )
+        ran = _rows_as_run(session.connection(), result)
+        assert Counter(repr(tuple(r)) for r in result.rows) <= ran
         session.rollback()
         assert (
             session.execute(sa.text("SELECT count(*) FROM Genre WHERE GenreId = 999")).scalar() == 0
         )
     # the same Asker served the session (cache keyed on the engine)
-    assert asker_for(chinook_engine, model=backend, audit=audit_db) is asker_for(
-        chinook_engine, model=backend, audit=audit_db
-    )
-
-
-def test_ask_on_connection_keeps_it_usable(
-    chinook_engine: sa.Engine, backend: Any, audit_db: Any
-) -> None:
-    with chinook_engine.connect() as conn:
-        result = ask(conn, Q_COUNT, model=backend, audit=audit_db, max_tokens=64)
-        _check(result)
-        assert conn.exec_driver_sql("SELECT count(*) FROM Album").scalar() == 347
-        conn.exec_driver_sql("UPDATE Album SET Title = 'x' WHERE AlbumId = 1")  # still writable
-        conn.rollback()
+    assert asker_for(chinook_engine, **opts) is asker_for(chinook_engine, **dict(opts))
 
 
 @pytest.mark.db
 def test_grid_session_on_postgresql(pg_url: sa.URL, backend: Any, audit_db: Any) -> None:
     engine = sa.create_engine(pg_url)
-    factory = sessionmaker(
-        engine, class_=GridSession, grid_options={"model": backend, "audit": audit_db}
-    )
+    grid = {"model": backend, "audit": audit_db, "examples": few_shot(), "max_tokens": 32}
+    factory = sessionmaker(engine, class_=GridSession, grid_options=grid)
     with factory() as session:
         session.execute(sa.text("CREATE TEMP TABLE scratch (a int)"))
         session.execute(sa.text("INSERT INTO scratch VALUES (1)"))
-        result = session.ask("Which albums came out in 1959?", max_tokens=64)
+        result = session.ask(Q_1959)
         _check(result)
         # READ ONLY + statement_timeout were scoped to a SAVEPOINT: the session can still write
         session.execute(sa.text("INSERT INTO scratch VALUES (2)"))
@@ -125,12 +107,11 @@ def test_grid_session_on_mariadb_uses_its_own_connection(
     my_url: sa.URL, backend: Any, audit_db: Any
 ) -> None:
     engine = sa.create_engine(my_url)
-    factory = sessionmaker(
-        engine, class_=GridSession, grid_options={"model": backend, "audit": audit_db}
-    )
+    grid = {"model": backend, "audit": audit_db, "examples": few_shot(), "max_tokens": 32}
+    factory = sessionmaker(engine, class_=GridSession, grid_options=grid)
     with factory() as session:
         session.execute(sa.text("SELECT 1"))  # the session's transaction is open on the server
-        result = session.ask("Which albums came out in 1959?", max_tokens=64)
+        result = session.ask(Q_1959)
         _check(result)
         assert session.in_transaction()  # not committed behind the caller's back
         assert session.execute(sa.text("SELECT count(*) FROM album")).scalar() == 4
