@@ -15,6 +15,10 @@ column names, plus a bonus for foreign-key neighbours of the best matches, and t
 are described in full; the rest are listed by name only. The guide is unaffected: its lexicon
 still admits every allowed table, so a model that needs an unlisted table can still name it.
 
+The rule "repeat the expression, never an alias, in ORDER BY / GROUP BY / HAVING" is there
+because the schema lexicon admits only real column names: an output alias cannot be named
+again later in the statement, so a model that tries gets steered into a dead branch.
+
 Messages are plain ``{"role", "content"}`` dicts; the backend applies the model's own chat
 template to them.
 """
@@ -210,7 +214,8 @@ def _system(snapshot: SchemaSnapshot, policy: Policy) -> str:
     return (
         f"You are an expert {dialect} developer. Answer the user's question about the database "
         f"with exactly one {dialect} SQL statement and nothing else. Use only the tables and "
-        f"columns described in the schema. You may write {allowed}."
+        f"columns described in the schema. You may write {allowed}. In ORDER BY, GROUP BY "
+        f"and HAVING repeat the expression (e.g. ORDER BY SUM(x) DESC), never a column alias."
     )
 
 
