@@ -216,6 +216,8 @@ def generate(
         t0 = time.perf_counter()
         comp = res.completion(m.config)
         timings.reserve += time.perf_counter() - t0
+        if comp.cost > max_tokens - len(m.tokens):  # the invariant says it cannot
+            raise MaskError(f"reserve of {comp.cost} tokens exceeds the remaining budget")
         for t in comp.tokens:
             rec.emit(t, StepKind.RESERVE)
 
