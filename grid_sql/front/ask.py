@@ -63,7 +63,7 @@ MAX_QUESTION_CHARS = 4000
 _GUIDES: dict[tuple[str, str], Guide] = {}
 _GUIDES_LOCK = threading.Lock()
 
-DB = str | Path | Engine | Connection
+DB = str | Path | sa.URL | Engine | Connection
 
 
 def check_question(question: object) -> str:
@@ -165,6 +165,8 @@ class Asker:
     def _open(self, db: DB, app: AppPolicy | None) -> Engine | Connection:
         if isinstance(db, Engine | Connection):
             return db
+        if isinstance(db, sa.URL):
+            return make_engine(db)
         if not isinstance(db, str | Path):
             raise ConnectionConfigError(
                 f"db must be a URL, a SQLite file path, an Engine or a Connection, "

@@ -220,3 +220,24 @@ def test_write_request_under_select_only_role_cannot_write(shop_db, shop_asker):
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM orders").scalar() == 4
     engine.dispose()
+
+
+# ------------------------------------------------------------------ real servers
+@pytest.mark.db
+@pytest.mark.slow  # grammar + guide per server dialect, then a generation: ~40 s on a busy host
+@pytest.mark.parametrize("server", ["pg_front", "my_front"])
+def test_asker_on_real_servers(server, request, smollm2):
+    url = request.getfixturevalue(server)("gs_front_ro")
+    asker = Asker(url, model=smollm2, audit=False, max_tokens=40)
+    assert asker.policy.read_only and asker.dialect in ("postgresql", "mysql")
+    ok = asker.run_sql("SELECT name FROM item ORDER BY id", row_limit=3)
+    assert ok.rows == [("item 1",), ("item 2",), ("item 3",)] and ok.truncated
+    with pytest.raises(PolicyViolation):
+        asker.run_sql("UPDATE item SET price = 0", allow_writes=True)
+    try:
+        res = asker.ask("How many items cost more than 100?")
+    except (PolicyViolation, StatementError) as exc:
+        assert exc.sql
+        return
+    assert asker.checker.check(res.sql) == []
+    assert res.sql.lstrip().upper().startswith(("SELECT", "WITH", "("))
