@@ -96,57 +96,83 @@ class Guide:
 
     def allowed_ids(self, cfg: Configuration) -> tuple[np.ndarray, bool, list[str]]:
         """(sorted allowed non-EOS ids, EOS legal, entry ids consulted)."""
-        parts: list[np.ndarray] = []
-        entry_ids: list[str] = []
-        shifted: dict[tuple[int, int], StackNode] = {}
-        self._collect(cfg, 0, parts, entry_ids, shifted)
+        entries, extra = self.collect(cfg)
+        parts = [e.ci_ids for e in entries if e.ci_ids.size] + extra
         ids = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int32)
         eos = self.runtime.eos_allowed(cfg)
-        return ids.astype(np.int32, copy=False), eos, entry_ids
+        return ids.astype(np.int32, copy=False), eos, [e.entry_id for e in entries]
+
+    def collect(self, cfg: Configuration) -> tuple[list[MaskEntry], list[np.ndarray]]:
+        """The entries making up the mask of ``cfg`` (root first, then the CD sub-walks in
+        residue order, depth first) and the alias classes of the CD nodes that passed."""
+        entries: list[MaskEntry] = []
+        extra: list[np.ndarray] = []
+        self._collect(cfg, 0, entries, extra, {}, {})
+        return entries, extra
 
     def _collect(
         self,
         cfg: Configuration,
         node: int,
-        parts: list[np.ndarray],
-        entry_ids: list[str],
+        entries: list[MaskEntry],
+        extra: list[np.ndarray],
         shifted: dict[tuple[int, int], StackNode],
+        advanced: dict[tuple[int, int, bytes], tuple[Configuration, bool] | None],
     ) -> None:
         rt = self.runtime
         entry = self.entry_for(cfg, node)
-        entry_ids.append(entry.entry_id)
-        if entry.ci_ids.size:
-            parts.append(entry.ci_ids)
+        entries.append(entry)
         for sub, term, requeue in entry.residue:
-            k = (id(cfg.stack), term)
-            s1 = shifted.get(k)
-            if s1 is None:
-                s1 = rt.shift(cfg.stack, term)
-                shifted[k] = s1
-            raw = rt._advance(s1, EMPTY_SCAN, requeue)
-            if raw is None:
+            # Verdict-equivalence: the CD resolution depends on (stack, terminal, requeue)
+            # only, so residue entries sharing them are resolved once per fill.
+            ak = (id(cfg.stack), term, requeue)
+            if ak in advanced:
+                res = advanced[ak]
+            else:
+                k = (id(cfg.stack), term)
+                s1 = shifted.get(k)
+                if s1 is None:
+                    s1 = rt.shift(cfg.stack, term)
+                    shifted[k] = s1
+                raw = rt._advance(s1, EMPTY_SCAN, requeue)
+                if raw is None:
+                    res = None
+                else:
+                    n2, sc2 = raw
+                    res = (Configuration(n2, sc2), rt.remainder_live(n2, sc2))
+                advanced[ak] = res
+            if res is None:
                 continue
-            n2, sc2 = raw
-            if rt.remainder_live(n2, sc2):
+            cfg2, live = res
+            if live:
                 here = self.trie.ids_at(sub)
                 if here.size:
-                    parts.append(here)
-            self._collect(Configuration(n2, sc2), sub, parts, entry_ids, shifted)
+                    extra.append(here)
+            self._collect(cfg2, sub, entries, extra, shifted, advanced)
 
     def fill_bitmask(self, cfg: Configuration, buf: np.ndarray) -> tuple[int, list[str]]:
-        """Write the exact mask of ``cfg`` into ``buf``; returns (allowed count, entry ids)."""
-        ids, eos, entry_ids = self.allowed_ids(cfg)
-        if not ids.size and not eos:
-            raise MaskError(f"empty mask at a viable configuration (stack {cfg.stack!r})")
+        """Write the exact mask of ``cfg`` into ``buf``; returns (allowed count, entry ids).
+
+        Each entry's CI part is ORed in as pre-packed words (:meth:`MaskEntry.packed`);
+        only the alias classes of CD nodes that passed are set bit by bit.
+        """
         if buf.dtype != np.int32 or buf.ndim != 1 or buf.size < self.n_words:
-            raise ValueError(
-                f"bitmask buffer must be a 1-d int32 array of >= {self.n_words} words"
-            )
-        words = ids_to_bitmask(ids, buf.size)
+            raise ValueError(f"bitmask buffer must be a 1-d int32 array of >= {self.n_words} words")
+        entries, extra = self.collect(cfg)
+        eos = self.runtime.eos_allowed(cfg)
+        words = buf.view(np.uint32)
+        words[:] = 0
+        for e in entries:
+            if e.ci_ids.size:
+                e.packed(self.n_words).or_into(words)
+        for ids in extra:
+            np.bitwise_or.at(words, ids >> 5, np.uint32(1) << (ids & 31).astype(np.uint32))
         if eos:
-            words.view(np.uint32)[self.eos_id >> 5] |= np.uint32(1 << (self.eos_id & 31))
-        buf[:] = words
-        return int(ids.size) + int(eos), entry_ids
+            words[self.eos_id >> 5] |= np.uint32(1 << (self.eos_id & 31))
+        n = int(np.bitwise_count(words[: self.n_words]).sum())
+        if n == 0:
+            raise MaskError(f"empty mask at a viable configuration (stack {cfg.stack!r})")
+        return n, [e.entry_id for e in entries]
 
 
 class Matcher:
