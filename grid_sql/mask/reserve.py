@@ -54,10 +54,10 @@ from .vocab import Vocabulary, greedy_token_ids
 
 __all__ = ["Completion", "ReserveTable", "reserve_table"]
 
-_SEPARATORS = (b" ", b"\n")
 _MAX_EXTENSION = 96  # bytes: longer than any identifier or literal the BFS needs to close
 _MAX_BFS_NODES = 50_000
-_ALPHABET = bytes(range(0x20, 0x7F))
+# printable ASCII first, so lexemes and extensions are readable whenever they can be
+_ALPHABET = bytes([*range(0x20, 0x7F), *range(0x00, 0x20), *range(0x7F, 0x100)])
 # Search weights: _SCALE per token, +1 for terminals that make a poor filler.
 _SCALE = 64
 _DISFAVOURED = frozenset({"STAR"})
@@ -97,9 +97,15 @@ class ReserveTable:
         self.end_state = tables.end_state
         self.start_state = tables.start_state
         self._cap = min(64, max(len(b) for b in vocab.token_bytes))
+        # Lexemes are joined by one space where the grammar ignores whitespace (SQL), and
+        # abutted otherwise (maximal munch may then merge them: the final check catches it).
+        st = grammar.lexer.scan(b" ")
+        ws = st != DEAD and any((self.rt.ignored_mask >> t) & 1 for t in self.rt.candidates[st])
+        self.sep = b" " if ws else b""
+        self.separators = (b" ", b"\n") if ws else (b"",)
         self.lexeme: dict[int, bytes] = self._shortest_lexemes()
         self.piece: dict[int, tuple[int, ...]] = {
-            t: tuple(self._spell(b" " + lex)) for t, lex in self.lexeme.items()
+            t: tuple(self._spell(self.sep + lex)) for t, lex in self.lexeme.items()
         }
         self.sym_cost: list[float] = []
         self.best_rule: dict[int, tuple[int, ...]] = {}
@@ -330,11 +336,13 @@ class ReserveTable:
             ext, c = queue.popleft()
             node = rt.finalize(c)
             if node is not None:
-                for sep in _SEPARATORS:
+                if not self.sep:
+                    return ext, node
+                for sep in self.separators:
                     c2 = rt.advance(c, sep)
                     if c2 is not None and c2.stack.hash == node.hash and not c2.scan.rem.strip():
                         # the pieces that follow start with b" "; any other separator is kept
-                        return (ext if sep == b" " else ext + sep), node
+                        return (ext if sep == self.sep else ext + sep), node
             if len(ext) >= _MAX_EXTENSION:
                 continue
             base = c.scan.dfa * 256
@@ -392,7 +400,7 @@ class ReserveTable:
         data = ext
         for t in terms:
             tokens.extend(self.piece[t])
-            data += b" " + self.lexeme[t]
+            data += self.sep + self.lexeme[t]
         end = rt.advance(cfg, data) if data else cfg
         if end is None or not rt.eos_allowed(end):
             raise MaskError(

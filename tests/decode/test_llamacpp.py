@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from grid_sql.decode import Generation, StepKind, StopReason, generate, mask_digest
 from grid_sql.decode.backend import LlamaCppBackend
 from grid_sql.errors import BudgetError, TokenizerError
+from grid_sql.grammar import Grammar
 from grid_sql.mask.guide import Guide
 from grid_sql.mask.reserve import reserve_table
 from grid_sql.mask.vocab import Vocabulary
@@ -157,3 +158,30 @@ def test_guide_for_another_vocabulary_is_refused(
     other = Guide(chinook_guide.grammar, relabelled)
     with pytest.raises(TokenizerError, match="another vocabulary"):
         generate(backend, other, [1, 2, 3], max_tokens=8)
+
+
+def test_forced_span_is_written_without_sampling_and_fed_as_one_batch(
+    backend: LlamaCppBackend, smollm2_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bytes 0x01-0x03 occur in exactly one SmolLM2 token each (their single-byte tokens), so
+    # the first three masks are singletons: a jump-forward span.
+    g = Grammar.from_lark('start: "\\x01\\x02\\x03" WORD\nWORD: /[a-z]+/\n', name="forced")
+    guide = Guide(g, smollm2_vocab)
+    span = guide.matcher().forced_tokens()
+    assert smollm2_vocab.spell(span) == b"\x01\x02\x03"
+    calls: list[int] = []
+    forward = backend._forward
+
+    def counting(ids: list[int]) -> np.ndarray:
+        calls.append(len(ids))
+        return forward(ids)
+
+    monkeypatch.setattr(backend, "_forward", counting)
+    prompt = backend.chat_prompt(messages("Say a word."))
+    gen = generate(backend, guide, prompt, max_tokens=8)
+    kinds = [r.kind for r in gen.records]
+    assert kinds[: len(span)] == [StepKind.FORCED] * len(span)
+    assert gen.token_ids[: len(span)] == span
+    assert calls[1] == len(span)  # after the prompt: the whole span in one forward call
+    assert accepts(g, gen.text)
+    replay(guide, gen)
