@@ -1,0 +1,51 @@
+"""The warm fill (pre-packed CI words) equals the id-based mask, and packing is exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grid_sql.errors import MaskError
+from grid_sql.mask.cache import KIND_GENERIC, MaskEntry, MaskKey, PackedWords
+from grid_sql.mask.guide import ids_to_bitmask
+
+from ..mask.helpers import greedy_tokens
+from .helpers import guide_pair, statements
+
+
+@pytest.mark.parametrize("n_ids", [0, 1, 5, 30, 300, 3000])
+def test_packed_words_equal_id_packing(n_ids: int) -> None:
+    rng = np.random.default_rng(n_ids)
+    n_words = 200
+    ids = np.sort(rng.choice(n_words * 32, size=n_ids, replace=False)).astype(np.int32)
+    p = PackedWords.pack(ids, n_words)
+    nnz = np.count_nonzero(ids_to_bitmask(ids, n_words))
+    assert (p.index is None) == (nnz * 4 > n_words)  # sparse unless > 1/4 of words are set
+    out = np.zeros(n_words + 3, dtype=np.uint32)
+    p.or_into(out)
+    np.testing.assert_array_equal(out[:n_words].view(np.int32), ids_to_bitmask(ids, n_words))
+    assert not out[n_words:].any()
+    entry = MaskEntry.make(MaskKey(KIND_GENERIC, 0, b"", 1, None), ids, ())
+    before = entry.nbytes
+    assert entry.packed(n_words) is entry.packed(n_words)  # computed once
+    assert entry.nbytes == before >= entry.packed(n_words).nbytes  # accounting is stable
+    with pytest.raises(MaskError):
+        PackedWords.pack(np.array([n_words * 32], dtype=np.int32), n_words)
+
+
+def test_fill_equals_allowed_ids_along_statements() -> None:
+    gk, _ = guide_pair("sqlite", "gpt-2")
+    buf = np.zeros(gk.n_words + 1, dtype=np.int32)
+    for sql in statements("sqlite", 2):
+        m = gk.matcher()
+        for t in [*greedy_tokens("gpt-2", sql), None]:
+            for _ in range(2):  # cold, then warm (hit)
+                n, entries = gk.fill_bitmask(m.config, buf)
+                ids, eos, entries2 = gk.allowed_ids(m.config)
+                want = ids_to_bitmask(ids, buf.size).view(np.uint32)
+                if eos:
+                    want[gk.eos_id >> 5] |= np.uint32(1 << (gk.eos_id & 31))
+                np.testing.assert_array_equal(buf.view(np.uint32), want)
+                assert n == ids.size + eos and entries == entries2
+            if t is not None:
+                m.accept_token(t)
