@@ -113,3 +113,7 @@ class ModelIntegrityError(ModelError):
 class BudgetError(GridSQLError):
     """A generation's token budget cannot hold even the shortest completion of the
     statement (termination mode 1 would be void), so decoding does not start."""
+
+
+class OptionError(GridSQLError, ValueError):
+    """An option is out of range or of the wrong kind (row limit, timeout, token budget...)."""
