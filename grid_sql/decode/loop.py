@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -66,7 +66,6 @@ class Generation:
     timings: Timings
     prompt_tokens: int
     mode: int = 1  # 1: GRID-owned loop (reserve available); 2: logits-processor mode
-    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def sql(self) -> str:
