@@ -226,8 +226,6 @@ def rebuild_vocab(art: Artifact) -> Vocabulary:
     return v
 
 
-
-
 def refs_for(
     grammar: Grammar,
     vocab: Vocabulary,

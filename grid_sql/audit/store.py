@@ -180,9 +180,7 @@ class AuditStore:
     def _existing_triggers(self, conn: sa.Connection) -> set[str]:
         tables = [t.name for t in (self.seals, self.steps, self.artifacts)]
         if self.dialect == "sqlite":
-            rows = conn.execute(
-                sa.text("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-            )
+            rows = conn.execute(sa.text("SELECT name FROM sqlite_master WHERE type = 'trigger'"))
         elif self.dialect == "postgresql":
             rows = conn.execute(
                 sa.text(

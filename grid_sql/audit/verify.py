@@ -161,7 +161,10 @@ class Verifier:
         if again != rec.audit_id:
             rep.add(
                 Divergence(
-                    None, "audit_id", _short(rec.audit_id), _short(again),
+                    None,
+                    "audit_id",
+                    _short(rec.audit_id),
+                    _short(again),
                     "the seal was edited after sealing",
                 )
             )
@@ -172,13 +175,15 @@ class Verifier:
         if self.store.guards_restored:
             rep.warnings.append(
                 "the store was not append-only when opened (triggers re-installed: "
-                + ", ".join(self.store.guards_restored) + ")"
+                + ", ".join(self.store.guards_restored)
+                + ")"
             )
         missing = self.store.missing_guards()
         if missing:
             rep.warnings.append(
                 "the store is not append-only any more (missing triggers: "
-                + ", ".join(missing) + ")"
+                + ", ".join(missing)
+                + ")"
             )
         try:
             refs = rec.artifacts
@@ -197,7 +202,10 @@ class Verifier:
             if s.step != pos:
                 rep.add(
                     Divergence(
-                        pos, "step number", str(s.step), str(pos),
+                        pos,
+                        "step number",
+                        str(s.step),
+                        str(pos),
                         "a record was deleted, inserted or reordered",
                     )
                 )
@@ -213,7 +221,10 @@ class Verifier:
             if pos < len(stored) and stored[pos] != prev.hex():
                 rep.add(
                     Divergence(
-                        s.step, "chain link", _short(stored[pos]), _short(prev.hex()),
+                        s.step,
+                        "chain link",
+                        _short(stored[pos]),
+                        _short(prev.hex()),
                         "this record differs from the one that was chained",
                     )
                 )
@@ -221,7 +232,10 @@ class Verifier:
         if prev.hex() != seal.get("chain_head"):
             rep.add(
                 Divergence(
-                    None, "chain_head", _short(seal.get("chain_head")), _short(prev.hex()),
+                    None,
+                    "chain_head",
+                    _short(seal.get("chain_head")),
+                    _short(prev.hex()),
                     "the records are not the ones that were sealed",
                 )
             )
@@ -244,8 +258,11 @@ class Verifier:
             if cfg.config_hash != s.config_hash:
                 rep.add(
                     Divergence(
-                        step, "config_hash", f"{s.config_hash:016x}",
-                        f"{cfg.config_hash:016x}", "the parser trajectory differs",
+                        step,
+                        "config_hash",
+                        f"{s.config_hash:016x}",
+                        f"{cfg.config_hash:016x}",
+                        "the parser trajectory differs",
                     )
                 )
             try:
@@ -257,7 +274,9 @@ class Verifier:
             if tuple(entries) != tuple(s.entry_ids):
                 rep.add(
                     Divergence(
-                        step, "entry_ids", ",".join(x[:12] for x in s.entry_ids),
+                        step,
+                        "entry_ids",
+                        ",".join(x[:12] for x in s.entry_ids),
                         ",".join(x[:12] for x in entries),
                     )
                 )
@@ -274,7 +293,10 @@ class Verifier:
             if not inside:
                 rep.add(
                     Divergence(
-                        step, "token", f"{tok} ({_spell(vocab, tok)})", "outside the mask",
+                        step,
+                        "token",
+                        f"{tok} ({_spell(vocab, tok)})",
+                        "outside the mask",
                         "this token was not allowed at this step",
                     )
                 )
@@ -303,7 +325,10 @@ class Verifier:
         if final != text and _norm(final) != _norm(text):
             rep.add(
                 Divergence(
-                    None, "final_sql", repr(final[:80]), repr(text[:80]),
+                    None,
+                    "final_sql",
+                    repr(final[:80]),
+                    repr(text[:80]),
                     "the sealed SQL is not what the tokens spell",
                 )
             )
@@ -317,12 +342,22 @@ class Verifier:
             rep.add(Divergence(None, "stop_reason", "eos", "no EOS record at the end"))
         elif reason == StopReason.TRUNCATED:
             if seal.get("mode") != "processor":
-                rep.add(Divergence(None, "mode", str(seal.get("mode")), "processor",
-                                   "truncation is only possible in processor mode"))
+                rep.add(
+                    Divergence(
+                        None,
+                        "mode",
+                        str(seal.get("mode")),
+                        "processor",
+                        "truncation is only possible in processor mode",
+                    )
+                )
         elif not ended and not m.is_accepting():
             rep.add(
                 Divergence(
-                    None, "stop_reason", reason.value, "an incomplete statement",
+                    None,
+                    "stop_reason",
+                    reason.value,
+                    "an incomplete statement",
                     "every non-truncated stop must leave a complete statement",
                 )
             )

@@ -36,9 +36,12 @@ def _log(n: int = 3) -> AuditLog:
 
 
 def test_genesis_and_link_are_blake2b_of_prev_and_encoding() -> None:
-    assert GENESIS == hashlib.blake2b(
-        b"grid-sql audit chain genesis", digest_size=32, person=b"grid-sql-audit"
-    ).digest()
+    assert (
+        GENESIS
+        == hashlib.blake2b(
+            b"grid-sql audit chain genesis", digest_size=32, person=b"grid-sql-audit"
+        ).digest()
+    )
     r = _rec(0)
     h = hashlib.blake2b(digest_size=32, person=b"grid-sql-audit")
     h.update(GENESIS + encode_step(r))
@@ -48,9 +51,18 @@ def test_genesis_and_link_are_blake2b_of_prev_and_encoding() -> None:
 def test_step_encoding_is_pinned() -> None:
     # Format v1 is a contract with every stored trail: changing it must bump FORMAT_VERSION.
     assert encode_step(_rec(5)).hex() == (
-        "475341737465700105000000" "1032547698badcfe" "02000000"
-        "10" + "00" * 16 + "10" + "11" * 16 + "10" + "22" * 16
-        + "070000000300000061000000" + "07" + b"sampled".hex()
+        "475341737465700105000000"
+        "1032547698badcfe"
+        "02000000"
+        "10"
+        + "00" * 16
+        + "10"
+        + "11" * 16
+        + "10"
+        + "22" * 16
+        + "070000000300000061000000"
+        + "07"
+        + b"sampled".hex()
     )
 
 
@@ -85,16 +97,27 @@ def test_append_rejects_out_of_order_and_records_after_eos() -> None:
 def test_seal_binds_head_and_every_field() -> None:
     log = _log()
     rec = log.seal(
-        stop_reason=StopReason.EOS, artifacts=REFS, final_sql="SELECT 1", question="q",
-        user="ann", sealed_at_ns=1_700_000_000_500_000_000,
+        stop_reason=StopReason.EOS,
+        artifacts=REFS,
+        final_sql="SELECT 1",
+        question="q",
+        user="ann",
+        sealed_at_ns=1_700_000_000_500_000_000,
     )
     assert rec.seal["chain_head"] == log.head
     assert rec.audit_id == seal_hash(rec.seal)
     assert [bytes.fromhex(x) for x in rec.links][-1].hex() == log.head
     for key, value in [
-        ("final_sql", "SELECT 2"), ("question", "q2"), ("user", "bob"), ("stop_reason", "reserve"),
-        ("mode", "processor"), ("flags", ["x"]), ("sealed_at_ns", 1), ("n_steps", 2),
-        ("chain_head", "00" * 32), ("artifacts", {**REFS.as_dict(), "policy": "00"}),
+        ("final_sql", "SELECT 2"),
+        ("question", "q2"),
+        ("user", "bob"),
+        ("stop_reason", "reserve"),
+        ("mode", "processor"),
+        ("flags", ["x"]),
+        ("sealed_at_ns", 1),
+        ("n_steps", 2),
+        ("chain_head", "00" * 32),
+        ("artifacts", {**REFS.as_dict(), "policy": "00"}),
     ]:
         assert seal_hash({**rec.seal, key: value}) != rec.audit_id, key
     with pytest.raises(AuditError, match="sealed"):
@@ -117,7 +140,10 @@ def test_seal_rejects_floats_and_inconsistent_stops() -> None:
     with pytest.raises(AuditError, match="unknown mode"):
         _log().seal(stop_reason="eos", artifacts=REFS, final_sql="", mode="batch")
     rec = no_eos.seal(
-        stop_reason="truncated", artifacts=REFS, final_sql="", mode="processor",
+        stop_reason="truncated",
+        artifacts=REFS,
+        final_sql="",
+        mode="processor",
         flags=["truncation-possible", "truncation-possible"],
     )
     assert rec.seal["flags"] == ["truncation-possible"]

@@ -42,8 +42,9 @@ def _forge(rec: AuditRecord, steps: list[StepRecord]) -> AuditRecord:
 
 MUTATIONS = {
     "config_hash": lambda s: dataclasses.replace(s, config_hash=s.config_hash ^ (1 << 63)),
-    "entry_ids": lambda s: dataclasses.replace(s, entry_ids=tuple(reversed(s.entry_ids))
-                                               if len(s.entry_ids) > 1 else ("00" * 16,)),
+    "entry_ids": lambda s: dataclasses.replace(
+        s, entry_ids=tuple(reversed(s.entry_ids)) if len(s.entry_ids) > 1 else ("00" * 16,)
+    ),
     "mask_digest": lambda s: dataclasses.replace(s, mask_digest=s.mask_digest[::-1]),
     "allowed": lambda s: dataclasses.replace(s, allowed=s.allowed - 1),
     "blocked": lambda s: dataclasses.replace(s, blocked=s.blocked + 1),

@@ -180,8 +180,10 @@ def test_store_edits_past_the_triggers_are_detected(
     with copy.engine.begin() as conn:
         conn.exec_driver_sql("DROP TRIGGER grid_sql_audit_step_no_update")
         conn.execute(
-            sa.text("UPDATE grid_sql_audit_step SET allowed = allowed + 1 "
-                    "WHERE audit_id = :a AND step = 2"),
+            sa.text(
+                "UPDATE grid_sql_audit_step SET allowed = allowed + 1 "
+                "WHERE audit_id = :a AND step = 2"
+            ),
             {"a": rec.audit_id},
         )
     v = Verifier(copy, cache=verifier.cache)
@@ -266,14 +268,17 @@ def test_tokenizer_artifact_and_malformed_rows_are_detected(
     with copy.engine.begin() as conn:
         conn.exec_driver_sql("DROP TRIGGER grid_sql_audit_artifact_no_update")
         conn.execute(
-            sa.text("UPDATE grid_sql_audit_artifact SET payload = :p, content_hash = :h "
-                    "WHERE fingerprint = :f"),
+            sa.text(
+                "UPDATE grid_sql_audit_artifact SET payload = :p, content_hash = :h "
+                "WHERE fingerprint = :f"
+            ),
             {"p": payload, "h": Artifact(fp, "tokenizer", payload).content_hash, "f": fp},
         )
         conn.exec_driver_sql("DROP TRIGGER grid_sql_audit_step_no_update")
         conn.execute(
-            sa.text("UPDATE grid_sql_audit_step SET kind = 'bogus' "
-                    "WHERE audit_id = :a AND step = 1"),
+            sa.text(
+                "UPDATE grid_sql_audit_step SET kind = 'bogus' WHERE audit_id = :a AND step = 1"
+            ),
             {"a": recs[1].audit_id},
         )
     v = Verifier(copy)
@@ -297,8 +302,9 @@ def test_stop_reasons_are_checked_against_the_replay(audited: Audited, verifier:
         return log.seal(artifacts=rec.artifacts, final_sql=text, **kw)  # type: ignore[arg-type]
 
     # processor mode may truncate (paper §5, mode 2): a faithful record of that verifies
-    ok = verifier.verify_record(sealed(stop_reason="truncated", mode="processor",
-                                       flags=["truncation-possible"]))
+    ok = verifier.verify_record(
+        sealed(stop_reason="truncated", mode="processor", flags=["truncation-possible"])
+    )
     assert ok.ok, ok.describe()
     # a loop-mode stop that leaves an incomplete statement is not a faithful record
     bad = verifier.verify_record(sealed(stop_reason="stop_at_accept"))
