@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from grid_sql.decode import Generation, StepKind, StopReason, generate, mask_digest
+from grid_sql.decode import Generation, StepKind, StepRecord, StopReason, generate, mask_digest
 from grid_sql.decode.backend import LlamaCppBackend
 from grid_sql.errors import BudgetError, TokenizerError
 from grid_sql.grammar import Grammar
@@ -141,9 +141,13 @@ def test_tiny_budgets_still_end_in_complete_statements(
 
 def test_seeded_sampling_is_reproducible(backend: LlamaCppBackend, chinook_guide: Guide) -> None:
     prompt = backend.chat_prompt(messages(QUESTIONS[1]))
-    a = generate(backend, chinook_guide, prompt, max_tokens=16, temperature=0.9, seed=7)
+    seen: list[StepRecord] = []
+    a = generate(
+        backend, chinook_guide, prompt, max_tokens=16, temperature=0.9, seed=7, on_step=seen.append
+    )
     b = generate(backend, chinook_guide, prompt, max_tokens=16, temperature=0.9, seed=7)
     assert a.token_ids == b.token_ids
+    assert seen == a.records  # streamed as they happen
     assert accepts(chinook_guide.grammar, a.text)
     replay(chinook_guide, a)
 
