@@ -9,14 +9,15 @@ engine or connection, a DB-API connection, a URL string) plus grid-sql's own han
 Why the Asker is cached per connection target: building one loads the model and compiles the
 role's grammar, which must not happen again on every call in a notebook loop. The cache is the
 SQLAlchemy front's (keyed on the engine and the Asker options); a plain DB-API connection gets
-its ``grid_sql.connect`` wrapper cached for as long as the connection object lives.
+its ``grid_sql.connect`` wrapper cached (the last few connections; use ``grid_sql.connect``
+yourself to control the lifetime).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import weakref
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -34,23 +35,29 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = ["read_sql_nl"]
 
-_WRAPPED: weakref.WeakKeyDictionary[Any, dbapi.Connection] = weakref.WeakKeyDictionary()
+# id(driver connection) -> its wrapper. sqlite3 connections cannot be weakly referenced, so the
+# cache holds the wrapper (hence the connection) strongly, bounded: the least recently used
+# entry is dropped (not closed: the connection is the caller's) past _MAX_WRAPPED.
+_WRAPPED: OrderedDict[int, dbapi.Connection] = OrderedDict()
+_MAX_WRAPPED = 8
 _LOCK = threading.Lock()
 
 
 def _wrapped(raw: Any, asker_opts: dict[str, Any]) -> dbapi.Connection:
-    """One ``grid_sql.connect`` wrapper (hence one Asker) per live DB-API connection."""
+    """One ``grid_sql.connect`` wrapper (hence one Asker) per DB-API connection object."""
     with _LOCK:
-        try:
-            con = _WRAPPED.get(raw)
-        except TypeError as exc:  # not weak-referenceable
-            raise ConnectionConfigError(
-                f"read_sql_nl cannot use a {type(raw).__name__} as con: pass an SQLAlchemy "
-                "engine/connection/session, a URL, or grid_sql.connect(...)"
-            ) from exc
-        if con is None or con.closed or con._asker_opts != asker_opts:
+        con = _WRAPPED.get(id(raw))
+        if (
+            con is None
+            or con.closed
+            or con.driver_connection is not raw
+            or con._asker_opts != asker_opts
+        ):
             con = dbapi.connect(raw, **asker_opts)
-            _WRAPPED[raw] = con
+            _WRAPPED[id(raw)] = con
+        _WRAPPED.move_to_end(id(raw))
+        while len(_WRAPPED) > _MAX_WRAPPED:
+            _WRAPPED.popitem(last=False)
         return con
 
 

@@ -36,10 +36,10 @@ def test_read_sql_nl_on_a_dbapi_connection_reuses_its_asker(
 ) -> None:
     raw = sqlite3.connect(chinook_copy)
     df = grid_sql.read_sql_nl(Q_GENRES, raw, **opts)
-    wrapper = gpd._WRAPPED[raw]
+    wrapper = gpd._WRAPPED[id(raw)]
     asker = wrapper.asker
     df2 = grid_sql.read_sql_nl(Q_MEDIA, raw, row_limit=1, **opts)
-    assert gpd._WRAPPED[raw] is wrapper and wrapper.asker is asker
+    assert gpd._WRAPPED[id(raw)] is wrapper and wrapper.asker is asker
     assert df.attrs["audit_id"] != df2.attrs["audit_id"]
     assert len(df2) <= 1
     raw.execute("INSERT INTO Genre (Name) VALUES ('Zydeco')")  # the connection stays writable
