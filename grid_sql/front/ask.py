@@ -34,6 +34,7 @@ from ..errors import (
     EmptyLanguageError,
     GridSQLError,
     ModelError,
+    OptionError,
     PolicyViolation,
     QuestionError,
     SchemaError,
@@ -136,11 +137,11 @@ class Asker:
         examples: Sequence[Example] = (),
     ) -> None:
         if row_limit < 0:
-            raise ValueError("row_limit must be >= 0")
+            raise OptionError("row_limit must be >= 0")
         if timeout_s <= 0:
-            raise ValueError("timeout_s must be > 0")
+            raise OptionError("timeout_s must be > 0")
         if max_tokens <= 0:
-            raise ValueError("max_tokens must be > 0")
+            raise OptionError("max_tokens must be > 0")
         self.allow_writes = allow_writes
         self.row_limit = row_limit
         self.timeout_s = timeout_s
@@ -306,12 +307,14 @@ class Asker:
         t_start = time.perf_counter()
         q = check_question(question)
         max_tokens = int(options.pop("max_tokens", self.max_tokens))
+        if max_tokens <= 0:
+            raise OptionError("max_tokens must be > 0")
         repair = bool(options.pop("repair", self.repair))
         examples = options.pop("examples", None)
         on_step: OnStep | None = options.pop("on_step", None)
         writes = bool(options.pop("allow_writes", self.allow_writes))
         if options:
-            raise TypeError(f"unknown option(s) for generate_sql: {sorted(options)}")
+            raise OptionError(f"unknown option(s) for generate_sql: {sorted(options)}")
         mode = self._mode(writes)
         msgs = self.messages(q, examples, writes)
         repairs: list[Repair] = []
@@ -423,7 +426,7 @@ class Asker:
         timeout_s = float(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
         if options:
-            raise TypeError(f"unknown option(s) for run_sql: {sorted(options)}")
+            raise OptionError(f"unknown option(s) for run_sql: {sorted(options)}")
         t0 = time.perf_counter()
         found = self._mode(allow_writes).checker.check(sql)
         check_s = time.perf_counter() - t0

@@ -34,6 +34,7 @@ from sqlglot.errors import ParseError, TokenError
 from ..errors import (
     ConnectionStateError,
     ExecutionError,
+    OptionError,
     StatementError,
     StatementTimeout,
     WriteRefused,
@@ -207,9 +208,9 @@ def execute(
     grants or the caller do not allow), :class:`StatementTimeout`, :class:`ExecutionError`.
     """
     if row_limit < 0:
-        raise ValueError("row_limit must be >= 0")
+        raise OptionError("row_limit must be >= 0")
     if timeout_s <= 0:
-        raise ValueError("timeout_s must be > 0")
+        raise OptionError("timeout_s must be > 0")
     conn, owned = connect(bind)
     try:
         dialect = dialect_name(conn)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from grid_sql.errors import (
     ConnectionConfigError,
     ModelError,
+    OptionError,
     PolicyError,
     PolicyViolation,
     QuestionError,
@@ -59,6 +60,18 @@ def test_questions_are_checked_before_any_model(chinook_copy):
             asker.ask(q)
     with pytest.raises(ModelError):  # a real question reaches the (missing) model
         asker.ask("How many albums?")
+
+
+def test_option_errors_are_typed(chinook_copy):
+    with pytest.raises(OptionError):
+        Asker(chinook_copy, row_limit=-1, audit=False)
+    asker = Asker(chinook_copy, audit=False)
+    with pytest.raises(OptionError):
+        asker.run_sql("SELECT 1", row_limit=-5)
+    with pytest.raises(OptionError):
+        asker.run_sql("SELECT 1", no_such_option=True)
+    with pytest.raises(OptionError):
+        asker.generate_sql("How many albums?", max_tokens=0)
 
 
 def test_policy_errors_are_typed(chinook_copy):
