@@ -41,6 +41,7 @@ def test_unbound_session_is_a_config_error() -> None:
         ask(object(), Q_GENRES)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # ~50 s on the shared 2-core dev box (first Chinook Asker + model load)
 def test_ask_on_a_connection_reports_what_ran(
     chinook_engine: sa.Engine, opts: dict[str, Any]
 ) -> None:
@@ -84,6 +85,7 @@ def test_grid_session_runs_inside_the_session_transaction(
     assert asker_for(chinook_engine, **opts) is asker_for(chinook_engine, **dict(opts))
 
 
+@pytest.mark.slow  # ~70 s on the shared 2-core dev box (builds a PostgreSQL Asker)
 @pytest.mark.db
 def test_grid_session_on_postgresql(pg_url: sa.URL, backend: Any, audit_db: Any) -> None:
     engine = sa.create_engine(pg_url)
@@ -102,6 +104,7 @@ def test_grid_session_on_postgresql(pg_url: sa.URL, backend: Any, audit_db: Any)
     engine.dispose()
 
 
+@pytest.mark.slow  # ~75 s on the shared 2-core dev box (builds a MariaDB Asker)
 @pytest.mark.db
 def test_grid_session_on_mariadb_uses_its_own_connection(
     my_url: sa.URL, backend: Any, audit_db: Any
