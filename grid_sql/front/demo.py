@@ -28,6 +28,7 @@ from ..mask.vocab import Vocabulary, greedy_token_ids
 from ..policy import AppPolicy, narrow, open_sqlite, sqlite_baseline
 from ..policy.grammar import role_grammar
 from ..schema import introspect
+from .prompt import Example
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -39,6 +40,16 @@ REFERENCE = (
     b"ORDER BY SUM(i.Total) DESC LIMIT 5;"
 )
 DEMO_POLICY = {"verbs": ["select"], "tables": {"deny": ["Employee"]}}
+# One worked example: joins, aggregates and ORDER BY on the repeated expression (the schema
+# lexicon admits real column names only, so an output alias cannot be ordered by).
+DEMO_EXAMPLES = (
+    Example(
+        "Which 3 media types have the most tracks?",
+        "SELECT m.Name, COUNT(*) AS tracks FROM MediaType m JOIN Track t "
+        "ON t.MediaTypeId = m.MediaTypeId GROUP BY m.MediaTypeId, m.Name "
+        "ORDER BY COUNT(*) DESC LIMIT 3;",
+    ),
+)
 DEMO_QUESTIONS = (
     "Who are the top 5 customers by total revenue?",
     "How many tracks are there in each genre? Show the 5 largest genres.",
@@ -140,7 +151,14 @@ def run(
     out = out if out is not None else sys.stdout
     path = Path(db) if db is not None else chinook_path()
     try:
-        asker = Asker(path, model=model, policy=DEMO_POLICY, audit=audit)
+        asker = Asker(
+            path,
+            model=model,
+            policy=DEMO_POLICY,
+            audit=audit,
+            examples=DEMO_EXAMPLES,
+            max_tokens=128,
+        )
         print(f"database  {path.name}: {len(asker.snapshot.schemas[0].tables)} tables", file=out)
         print(
             f"policy    select-only, table Employee denied "
