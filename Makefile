@@ -95,7 +95,7 @@ py-test: ## pytest -n $(PYTEST_WORKERS) (xdist); pass extra args with PYTEST_ARG
 	echo "$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)"; \
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
-demo: setup ## the main job on the embedded default (Chinook SQLite; exact masks, model not wired yet)
+demo: setup ## the main job: packaged Chinook + the default local model (grid-sql demo; --masks: model-free)
 	$(PY) -m grid_sql demo
 
 bench: setup ## run the benchmark scripts in bench/ (each bench/*.py in turn)
