@@ -124,7 +124,12 @@ class AuditStore:
             md.create_all(self.engine, checkfirst=True)
             if existed:
                 self.guards_restored = self.missing_guards()
-            self._install_triggers()
+            try:
+                self._install_triggers()
+            except sa.exc.DBAPIError:
+                # Another process installing the same guards at the same moment is fine.
+                if self.missing_guards():
+                    raise
         except sa.exc.SQLAlchemyError as e:
             raise AuditError(f"cannot initialise the audit store: {e}") from e
 
@@ -211,25 +216,22 @@ class AuditStore:
 
     # ------------------------------------------------------------------ artifacts
     def archive(self, art: Artifact) -> None:
-        """Store an artifact once; a different payload under a known key is an error."""
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                sa.select(self.artifacts.c.content_hash).where(
-                    self.artifacts.c.fingerprint == art.fingerprint
+        """Store an artifact once; the first write of a fingerprint wins (append-only)."""
+        if self.has_artifact(art.fingerprint):
+            return
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    self.artifacts.insert().values(
+                        fingerprint=art.fingerprint,
+                        kind=art.kind,
+                        content_hash=art.content_hash,
+                        payload=art.payload,
+                    )
                 )
-            ).first()
-            if row is not None:
-                # First write wins (append-only); a later payload under the same fingerprint
-                # describes the same artifact, and verify rebuilds from the archived one.
-                return
-            conn.execute(
-                self.artifacts.insert().values(
-                    fingerprint=art.fingerprint,
-                    kind=art.kind,
-                    content_hash=art.content_hash,
-                    payload=art.payload,
-                )
-            )
+        except sa.exc.IntegrityError as e:
+            if not self.has_artifact(art.fingerprint):  # not a concurrent writer: a real error
+                raise AuditError(f"cannot archive artifact {art.fingerprint[:16]}: {e}") from e
 
     def has_artifact(self, fingerprint: str) -> bool:
         with self.engine.connect() as conn:

@@ -128,3 +128,22 @@ def test_server_store_round_trip_and_append_only(
     # a second store object on the same tables finds its guards installed (idempotent)
     again = AuditStore(server_store.engine, prefix=server_store.prefix)
     assert again.missing_guards() == [] and again.ids() == [rec.audit_id]
+
+
+def test_racing_archivers_keep_the_first_write(audited: Audited, tmp_path: Path) -> None:
+    store, recs = audited
+    art = store.artifact(recs[0].artifacts.grammar)
+    a = AuditStore(tmp_path / "race.sqlite")
+    b = AuditStore(tmp_path / "race.sqlite")  # a second process on the same file
+    a.archive(art)
+    real = b.has_artifact
+    calls: list[str] = []
+
+    def stale_first_check(fp: str) -> bool:  # b checked before a wrote: it lost the race
+        calls.append(fp)
+        return False if len(calls) == 1 else real(fp)
+
+    b.has_artifact = stale_first_check  # type: ignore[method-assign]
+    b.archive(art)  # the insert collides; the first write stands, no error
+    assert len(calls) == 2
+    assert a.artifact(art.fingerprint).payload == art.payload
