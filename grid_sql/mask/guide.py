@@ -12,6 +12,8 @@ of ``ceil(V / 32)`` words, bit ``i % 32`` of word ``i // 32`` set iff token ``i`
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +30,7 @@ from .walk import ScanFrame, Walker
 
 DEFAULT_CACHE = MaskCache()
 MAX_FORCED = 64
+FILL_MEMO_BYTES = 64 << 20
 
 
 def bitmask_words(vocab_size: int) -> int:
@@ -72,6 +75,12 @@ class Guide:
         self.eos_id = vocab.eos_token_id
         self.token_bytes = vocab.token_bytes
         self.special = vocab.special_ids
+        # Whole-mask memo keyed on the configuration's structure (see fill_bitmask).
+        self._memo: OrderedDict[tuple[Any, ...], tuple[np.ndarray, int, tuple[str, ...]]] = (
+            OrderedDict()
+        )
+        self._memo_bytes = 0
+        self._memo_lock = threading.Lock()
 
     def matcher(self, max_tokens: int | None = None) -> Matcher:
         return Matcher(self, max_tokens=max_tokens)
@@ -150,29 +159,74 @@ class Guide:
                     extra.append(here)
             self._collect(cfg2, sub, entries, extra, shifted, advanced)
 
+    @staticmethod
+    def _memo_key(cfg: Configuration) -> tuple[Any, ...]:
+        """The configuration by structure: LALR states bottom to top plus the scan state.
+
+        The mask (and every entry consulted) is a function of exactly these: actions and
+        gotos read states only. Equality, not a hash, decides a hit.
+        """
+        states: list[int] = []
+        node: StackNode | None = cfg.stack
+        while node is not None:
+            states.append(node.state)
+            node = node.parent
+        s = cfg.scan
+        return (tuple(states), s.dfa, s.rem, s.la_len, s.la_state)
+
     def fill_bitmask(self, cfg: Configuration, buf: np.ndarray) -> tuple[int, list[str]]:
         """Write the exact mask of ``cfg`` into ``buf``; returns (allowed count, entry ids).
 
         Each entry's CI part is ORed in as pre-packed words (:meth:`MaskEntry.packed`);
-        only the alias classes of CD nodes that passed are set bit by bit.
+        only the alias classes of CD nodes that passed are set bit by bit. Configurations
+        recur across requests (same statement shapes), while the CD pass must re-run the
+        LALR simulation on freshly shifted stacks every time, so the finished row is also
+        memoized per configuration structure. A memo hit still consults the root entry in
+        the cache (so the identifier rule and roll-overs keep applying) and must agree with
+        its entry id.
         """
         if buf.dtype != np.int32 or buf.ndim != 1 or buf.size < self.n_words:
             raise ValueError(f"bitmask buffer must be a 1-d int32 array of >= {self.n_words} words")
+        nw = self.n_words
+        words = buf.view(np.uint32)
+        memo_on = self.cache.enabled
+        mk = self._memo_key(cfg) if memo_on else None
+        if mk is not None:
+            with self._memo_lock:
+                hit = self._memo.get(mk)
+                if hit is not None:
+                    self._memo.move_to_end(mk)
+            if hit is not None:
+                root = self.cache.get(self.namespace, self.key_for(cfg, 0))
+                if root is not None and root.entry_id == hit[2][0]:
+                    words[:nw] = hit[0]
+                    words[nw:] = 0
+                    return hit[1], list(hit[2])
         entries, extra = self.collect(cfg)
         eos = self.runtime.eos_allowed(cfg)
-        words = buf.view(np.uint32)
         words[:] = 0
         for e in entries:
             if e.ci_ids.size:
-                e.packed(self.n_words).or_into(words)
+                e.packed(nw).or_into(words)
         for ids in extra:
             np.bitwise_or.at(words, ids >> 5, np.uint32(1) << (ids & 31).astype(np.uint32))
         if eos:
             words[self.eos_id >> 5] |= np.uint32(1 << (self.eos_id & 31))
-        n = int(np.bitwise_count(words[: self.n_words]).sum())
+        n = int(np.bitwise_count(words[:nw]).sum())
         if n == 0:
             raise MaskError(f"empty mask at a viable configuration (stack {cfg.stack!r})")
-        return n, [e.entry_id for e in entries]
+        entry_ids = [e.entry_id for e in entries]
+        if mk is not None:
+            row = words[:nw].copy()
+            row.setflags(write=False)
+            with self._memo_lock:
+                if mk not in self._memo:
+                    self._memo[mk] = (row, n, tuple(entry_ids))
+                    self._memo_bytes += row.nbytes
+                    while self._memo_bytes > FILL_MEMO_BYTES and len(self._memo) > 1:
+                        _, old = self._memo.popitem(last=False)
+                        self._memo_bytes -= old[0].nbytes
+        return n, entry_ids
 
 
 class Matcher:
