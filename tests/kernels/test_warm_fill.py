@@ -49,3 +49,37 @@ def test_fill_equals_allowed_ids_along_statements() -> None:
                 assert n == ids.size + eos and entries == entries2
             if t is not None:
                 m.accept_token(t)
+
+
+def test_fill_memo_replays_by_structure_and_keeps_cache_checks() -> None:
+    gk, _ = guide_pair("chinook", "llama-spm")
+    toks = greedy_tokens("llama-spm", b"select Name from Artist where ArtistId < 3")
+    buf = np.zeros(gk.n_words, dtype=np.int32)
+
+    def session() -> list[tuple[bytes, int, list[str]]]:
+        m, out = gk.matcher(), []
+        for t in toks:
+            n, e = gk.fill_bitmask(m.config, buf)
+            out.append((buf.tobytes(), n, e))
+            m.accept_token(t)
+        return out
+
+    first = session()
+    size, publishes = len(gk._memo), gk.cache.stats.publishes
+    assert size > 0
+    assert session() == first  # fresh stack objects, same structure: memo hits
+    assert len(gk._memo) == size and gk.cache.stats.publishes == publishes
+    gk.cache.roll_over(set())  # entries gone: the memo must not answer alone
+    assert session() == first
+    assert gk.cache.stats.publishes > publishes
+    # identifier rule still enforced on a memo hit: a generic entry under an ident key
+    m = gk.matcher()
+    while (key := gk.key_for(m.config, 0)).kind != "ident":
+        m.accept_token(toks[len(m.tokens)])
+    gk.fill_bitmask(m.config, buf)  # memoized, then the cache is tampered with
+    bogus = MaskEntry.make(
+        MaskKey(KIND_GENERIC, 0, key.remainder, key.allowed, None), np.zeros(0, np.int32), ()
+    )
+    gk.cache._inject(gk.namespace, key, bogus)
+    with pytest.raises(MaskError):
+        gk.fill_bitmask(m.config, buf)
