@@ -6,7 +6,14 @@ a replay needs, append-only; :func:`verify` replays a record to bit-identical ma
 the first divergence; :func:`explain` says what was allowed at a step and why a token was not.
 """
 
-from .artifacts import Artifact, grammar_artifact, rebuild_grammar, rebuild_vocab, vocab_artifact
+from .artifacts import (
+    Artifact,
+    grammar_artifact,
+    rebuild_grammar,
+    rebuild_vocab,
+    refs_for,
+    vocab_artifact,
+)
 from .cli import audit_main
 from .log import GENESIS, ArtifactRefs, AuditLog, AuditRecord, chain_link, encode_step, seal_hash
 from .store import AuditStore, default_path
@@ -31,6 +38,7 @@ __all__ = [
     "grammar_artifact",
     "rebuild_grammar",
     "rebuild_vocab",
+    "refs_for",
     "seal_hash",
     "verify",
     "verify_all",
