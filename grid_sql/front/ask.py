@@ -51,7 +51,7 @@ from ..policy.session import as_app_policy, open_sqlite
 from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
-from .prompt import Example, Message, build_messages, repair_messages
+from .prompt import Example, Message, alias_hints, build_messages, repair_messages
 from .result import AskResult, GeneratedSQL, Repair
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -347,7 +347,7 @@ class Asker:
                     timings=timings,
                     tokens=tokens,
                 )
-            texts = [v.message for v in found]
+            texts = [v.message for v in found] + alias_hints(gen.sql, self.snapshot)
             if params:
                 texts.append(
                     f"The statement uses bind parameter(s) {', '.join(params)}, which have no "

@@ -45,7 +45,7 @@ DEMO_POLICY = {"verbs": ["select"], "tables": {"deny": ["Employee"]}}
 DEMO_EXAMPLES = (
     Example(
         "Which 3 media types have the most tracks?",
-        "SELECT m.Name, COUNT(*) AS tracks FROM MediaType m JOIN Track t "
+        "SELECT m.Name, COUNT(*) FROM MediaType m JOIN Track t "
         "ON t.MediaTypeId = m.MediaTypeId GROUP BY m.MediaTypeId, m.Name "
         "ORDER BY COUNT(*) DESC LIMIT 3;",
     ),

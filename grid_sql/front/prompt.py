@@ -214,8 +214,9 @@ def _system(snapshot: SchemaSnapshot, policy: Policy) -> str:
     return (
         f"You are an expert {dialect} developer. Answer the user's question about the database "
         f"with exactly one {dialect} SQL statement and nothing else. Use only the tables and "
-        f"columns described in the schema. You may write {allowed}. In ORDER BY, GROUP BY "
-        f"and HAVING repeat the expression (e.g. ORDER BY SUM(x) DESC), never a column alias."
+        f"columns described in the schema. You may write {allowed}. Do not give output "
+        f"columns an alias; in ORDER BY, GROUP BY and HAVING repeat the expression itself "
+        f"(e.g. ORDER BY SUM(x) DESC)."
     )
 
 
@@ -251,6 +252,31 @@ def build_messages(
 
 def _user(question: str) -> str:
     return f"Question: {question.strip()}"
+
+
+_OUTPUT_ALIAS = re.compile(r"\bAS\s+[\"`\[]?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+
+
+def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
+    """Repair hints for output aliases named again later in the statement.
+
+    The schema lexicon admits real column names only, so ``ORDER BY total`` after
+    ``SUM(x) AS total`` cannot be written; the mask then pushes the model into another
+    reading of the name (a qualifier, a function) and the checker's message about *that*
+    reading does not tell the model what went wrong. This says it plainly.
+    """
+    columns = {c.name.lower() for _, t in snapshot.iter_tables() for c in t.columns}
+    hints = []
+    for m in _OUTPUT_ALIAS.finditer(sql):
+        alias = m.group(1)
+        if alias.lower() in columns:
+            continue
+        if re.search(re.escape(alias), sql[m.end() :], re.IGNORECASE):
+            hints.append(
+                f"The output alias {alias} cannot be referred to later in the statement; "
+                f"remove the alias and repeat its expression (e.g. ORDER BY SUM(...) DESC)."
+            )
+    return hints
 
 
 def repair_messages(

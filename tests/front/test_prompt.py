@@ -92,3 +92,16 @@ def test_few_shot_and_repair_messages(chinook):
     assert fixed[-2] == {"role": "assistant", "content": "SELECT Phone FROM Customer"}
     assert "1. column Phone is not readable" in fixed[-1]["content"]
     assert msgs == fixed[: len(msgs)]
+
+
+def test_alias_hints_name_reused_output_aliases(chinook):
+    from grid_sql.front.prompt import alias_hints
+
+    bad = (
+        "SELECT c.FirstName, SUM(i.Total) AS total_revenue FROM Customer c JOIN Invoice i "
+        "ON i.CustomerId = c.CustomerId GROUP BY c.CustomerId ORDER BY total_revenue DESC"
+    )
+    (hint,) = alias_hints(bad, chinook)
+    assert "total_revenue" in hint and "repeat its expression" in hint
+    assert alias_hints("SELECT COUNT(*) AS n FROM Album", chinook) == []
+    assert alias_hints("SELECT Name AS Name FROM Artist ORDER BY Name", chinook) == []
