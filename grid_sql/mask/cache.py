@@ -66,9 +66,17 @@ class PackedWords:
 
     @staticmethod
     def pack(ids: np.ndarray, n_words: int) -> PackedWords:
-        ids = np.asarray(ids)
+        ids = np.asarray(ids, dtype=np.int64)
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n_words * 32):
             raise MaskError(f"token ids outside a {n_words}-word bitmask")
+        if ids.size * 4 <= n_words:  # surely sparse: pack only the touched words
+            nz, inv = np.unique(ids >> 5, return_inverse=True)
+            words = np.zeros(nz.size, dtype=np.uint32)
+            np.bitwise_or.at(words, inv, np.uint32(1) << (ids & 31).astype(np.uint32))
+            words.setflags(write=False)
+            nz = nz.astype(np.intp)
+            nz.setflags(write=False)
+            return PackedWords(n_words, words, nz)
         bits = np.zeros(n_words * 32, dtype=np.uint8)
         bits[ids] = 1
         dense = np.packbits(bits, bitorder="little").view("<u4").astype(np.uint32)
