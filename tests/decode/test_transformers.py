@@ -43,6 +43,15 @@ def test_vocabulary_agrees_with_the_model(backend: TransformersBackend) -> None:
     assert backend.vocab.spell(prompt).endswith(b"assistant\n")
 
 
+def test_hf_tokenizer_vocabulary_equals_the_gguf_one(
+    backend: TransformersBackend, smollm2_vocab: Vocabulary
+) -> None:
+    """What a Hugging Face model directory would use: same ids, spellings, EOS, specials."""
+    n = backend.model.get_output_embeddings().weight.shape[0]
+    hf = Vocabulary.from_hf(backend.tokenizer, vocab_size=n, warn_incomplete=False)
+    assert hf.fingerprint == smollm2_vocab.fingerprint
+
+
 def test_kv_reuse_gives_the_logits_of_a_full_rerun(backend: TransformersBackend) -> None:
     prompt = backend.chat_prompt(messages("List all albums."))
     logits = backend.prefill(prompt)
