@@ -10,6 +10,9 @@
     %%ask --out top
     Which five customers spent the most?
 
+A ``%ask`` *line* must not end in ``?``: IPython turns such a line into a help request before
+any magic sees it; ``%%ask`` cells are passed as they are.
+
 The magics return the :class:`~grid_sql.front.result.AskResult`, which the notebook renders as
 HTML (the SQL highlighted, the table, a one-line audit summary); ``--df`` returns a DataFrame
 instead. Why a connection held by the extension: building an Asker (model load, catalog read,
