@@ -63,6 +63,7 @@ OnStep = Callable[[StepRecord], None]
 MAX_QUESTION_CHARS = 4000
 _GUIDES: dict[tuple[str, str], Guide] = {}
 _GUIDES_LOCK = threading.Lock()
+_ROLE_GRAMMARS: dict[tuple[str, str, str], Grammar] = {}
 
 DB = str | Path | sa.URL | Engine | Connection
 
@@ -104,6 +105,22 @@ def guide_for(grammar: Grammar, backend: Backend) -> Guide:
             guide = Guide(grammar, vocab)
             _GUIDES[key] = guide
         return guide
+
+
+def role_grammar_for(snapshot: SchemaSnapshot, policy: Policy) -> Grammar:
+    """The role grammar of (schema, policy), compiled once per process and shared.
+
+    Why: projection and LALR table construction take seconds, and every Asker (one per
+    DB-API connection, notebook, request...) on the same role and schema needs the same one.
+    """
+    key = (snapshot.dialect, snapshot.fingerprint, policy.fingerprint)
+    with _GUIDES_LOCK:
+        hit = _ROLE_GRAMMARS.get(key)
+    if hit is not None:
+        return hit
+    grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy)
+    with _GUIDES_LOCK:
+        return _ROLE_GRAMMARS.setdefault(key, grammar)
 
 
 def load_backend(model: str | Path | None) -> Backend:
@@ -242,7 +259,7 @@ class Asker:
             if not writes and not pol.read_only:
                 pol = narrow(pol, _SELECT_ONLY, self.snapshot)
             try:
-                grammar = role_grammar(Grammar.dialect(self.snapshot.dialect), self.snapshot, pol)
+                grammar = role_grammar_for(self.snapshot, pol)
             except EmptyLanguageError as exc:
                 what = "" if writes else " without allow_writes"
                 raise PolicyViolation(
