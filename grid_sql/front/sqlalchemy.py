@@ -25,7 +25,6 @@ import json
 import os
 import threading
 import time
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,16 +38,15 @@ from .result import AskResult
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .ask import Asker
 
-__all__ = ["GridSession", "ask", "asker_for", "engine_for_url", "split_options"]
+__all__ = ["GridSession", "ask", "asker_for", "engine_for_url", "forget", "split_options"]
 
 # Asker(...) arguments that select a different Asker (model, policy, audit store, user); the
 # rest (row_limit, timeout_s, allow_writes, max_tokens, repair, examples) are per question.
 ASKER_OPTIONS = frozenset({"model", "policy", "audit", "user"})
 _EXECUTION_OPTIONS = ("row_limit", "timeout_s", "allow_writes")
 
-_ASKERS: weakref.WeakKeyDictionary[sa.Engine, dict[tuple[Any, ...], Asker]] = (
-    weakref.WeakKeyDictionary()
-)
+# An Asker holds its engine, so the cache keeps engines alive; forget(engine) drops them.
+_ASKERS: dict[sa.Engine, dict[tuple[Any, ...], Asker]] = {}
 _ENGINES: dict[str, sa.Engine] = {}
 _LOCK = threading.RLock()
 
@@ -78,10 +76,8 @@ def _key(asker_opts: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def asker_for(engine: sa.Engine, **asker_opts: Any) -> Asker:
-    """The Asker for ``engine`` and these options, built once and reused.
-
-    The cache holds the engine weakly: when the application drops its engine, its Askers go.
-    """
+    """The Asker for ``engine`` and these options, built once and reused for the process
+    (until :func:`forget`)."""
     from .ask import Asker
 
     key = _key(asker_opts)
@@ -92,6 +88,13 @@ def asker_for(engine: sa.Engine, **asker_opts: Any) -> Asker:
             asker = Asker(engine, **asker_opts)
             per_engine[key] = asker
         return asker
+
+
+def forget(engine: sa.Engine) -> None:
+    """Drop the cached Askers of ``engine`` (e.g. after a GRANT/REVOKE or a schema change: the
+    next question builds a new Asker, which reads the grants and the catalog again)."""
+    with _LOCK:
+        _ASKERS.pop(engine, None)
 
 
 def engine_for_url(url: str | sa.URL | os.PathLike[str]) -> sa.Engine:

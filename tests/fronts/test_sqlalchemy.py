@@ -13,8 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from grid_sql.decode import StopReason
 from grid_sql.errors import ConnectionConfigError
+from grid_sql.front import sqlalchemy as sa_front
 from grid_sql.front.result import AskResult
-from grid_sql.front.sqlalchemy import GridSession, ask, asker_for
+from grid_sql.front.sqlalchemy import GridSession, ask, asker_for, forget
 
 from .conftest import Q_1959, Q_GENRES, few_shot
 
@@ -81,8 +82,10 @@ def test_grid_session_runs_inside_the_session_transaction(
         assert (
             session.execute(sa.text("SELECT count(*) FROM Genre WHERE GenreId = 999")).scalar() == 0
         )
-    # the same Asker served the session (cache keyed on the engine)
+    # the same Asker served the session (cache keyed on the engine) until forget()
     assert asker_for(chinook_engine, **opts) is asker_for(chinook_engine, **dict(opts))
+    forget(chinook_engine)
+    assert chinook_engine not in sa_front._ASKERS
 
 
 @pytest.mark.slow  # ~70 s on the shared 2-core dev box (builds a PostgreSQL Asker)
