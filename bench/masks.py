@@ -1,9 +1,15 @@
-"""Per-token mask latency: grid-sql vs llguidance (vs XGrammar when installable).
+"""Per-token mask latency: grid-sql (Rust walk kernel) vs grid-sql (Python walk) vs
+llguidance (vs XGrammar when installable).
 
 Protocol "unseen": Spider dev gold queries sampled with ``random.Random(2026)``; each engine
 warms its caches on the first half of the sample, then every step (a full-vocabulary mask
-fill, EOS step included) of the second half is timed. All engines get the SAME token ids:
-greedy longest-match over the GGUF vocabulary's token spellings (specials excluded).
+fill, EOS step included) of the second half is timed ("unseen" pass: cold misses and hits
+mixed). The second half is then replayed once more ("warm" pass: for grid-sql every CI
+entry is a cache hit). For grid-sql, steps of the unseen pass whose fill walked at least
+one trie subtree (a cache miss) are also reported on their own ("cold miss").
+All engines get the SAME token ids: greedy longest-match over the GGUF vocabulary's token
+spellings (specials excluded). ``grid-py`` is grid-sql with ``GRID_SQL_KERNELS=0``
+semantics (the Python reference walk); its masks are compared bit by bit too.
 
 The llguidance grammar is generated from grid-sql's own compiled SQLite grammar (lark's
 resolved BNF rules and terminal regexes after %import/%override/%extend), so the language is
@@ -153,7 +159,7 @@ def grammar_to_llg_lark(g, merge_same_regex: bool = False) -> tuple[str, list[st
 class GridEngine:
     name = "grid-sql"
 
-    def __init__(self, vocab_path: Path):
+    def __init__(self, vocab_path: Path, kernels: bool = True):
         import grid_sql as gs
         from grid_sql.grammar.dialects import dialects_dir
         from grid_sql.mask.cache import MaskCache
@@ -172,16 +178,25 @@ class GridEngine:
             path.read_text(), "start", import_paths=[d], source_path=path, name="sqlite"
         )
         self.guide = Guide(g, self.v, cache=MaskCache(), trie=trie)
+        self.guide.walker.use_kernel = kernels
+        if kernels:
+            self.guide.walker.kernel()  # the kernel's tables are part of the compile
+        else:
+            self.name = "grid-py"
         t2 = time.perf_counter()
         self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
         self.grammar = g
+        self.missed = False
 
     def start(self):
         self.m = self.guide.matcher()
         self.buf = self.m.allocate_bitmask()
 
     def fill(self):
+        st = self.guide.cache.stats
+        before = st.misses
         self.m.fill_next_token_bitmask(self.buf)
+        self.missed = st.misses != before
         return self.buf
 
     def accept(self, tid: int) -> bool:
@@ -242,7 +257,7 @@ class LLGEngine:
 
 
 # ----------------------------------------------------------------------------- running
-def run_statement(eng, ids, eos, timed, stats, masks=None, key=0):
+def run_statement(eng, ids, eos, timed, stats, masks=None, key=0, missed=None):
     eng.start()
     for step, tid in enumerate(ids + [eos]):
         t0 = time.perf_counter_ns()
@@ -250,6 +265,8 @@ def run_statement(eng, ids, eos, timed, stats, masks=None, key=0):
         dt = time.perf_counter_ns() - t0
         if timed is not None:
             timed.append(dt / 1000.0)
+        if missed is not None:
+            missed.append(bool(getattr(eng, "missed", False)))
         stats["steps"] += 1
         if masks is not None:
             masks[(key, step)] = buf.reshape(-1).copy()
@@ -298,6 +315,8 @@ def bench_vocab(vname: str, n_stmts: int, engines: list[str], log) -> dict:
     for name in engines:
         if name == "grid":
             eng = grid
+        elif name == "grid-py":
+            eng = GridEngine(path, kernels=False)
         elif name in ("llguidance", "llguidance-merged"):
             eng = LLGEngine(v, grid.grammar, tokenize, name == "llguidance-merged")
             res["llg_notes"] = eng.notes
@@ -311,15 +330,34 @@ def bench_vocab(vname: str, n_stmts: int, engines: list[str], log) -> dict:
             run_statement(eng, tokenize(s.encode()), v.eos_token_id, None, stats)
         warm_s = time.perf_counter() - tw
         lat: list[float] = []
+        missed: list[bool] = []
         tstats = {"steps": 0, "rejected": 0}
         masks: dict = {}
         all_masks[eng.name] = masks
         for k, s in enumerate(test):
             ids = tokenize(s.encode())
-            ok = run_statement(eng, ids, v.eos_token_id, lat, tstats, masks, k)
+            ok = run_statement(eng, ids, v.eos_token_id, lat, tstats, masks, k, missed)
             if not ok:
                 log(f"[{vname}] {eng.name} REJECTED in: {s}")
+        hot: list[float] = []
+        for s in test:  # replay: the warm (hit) pass
+            run_statement(
+                eng, tokenize(s.encode()), v.eos_token_id, hot, {"steps": 0, "rejected": 0}
+            )
         summ = summarize(lat)
+        wsum = summarize(hot)
+        summ.update(warm_p50=wsum["p50"], warm_p99=wsum["p99"], warm_mean=wsum["mean"])
+        if name.startswith("grid"):
+            cold = [x for x, m in zip(lat, missed, strict=True) if m]
+            csum = summarize(cold)
+            summ.update(
+                cold_n=len(cold),
+                cold_p50=csum["p50"],
+                cold_p99=csum["p99"],
+                cache_bytes=eng.guide.cache.nbytes,
+                cache_entries=len(eng.guide.cache),
+                trie_bytes=eng.guide.trie.nbytes,
+            )
         summ.update(
             tok_load_s=eng.tok_load_s,
             compile_s=eng.compile_s,
@@ -401,10 +439,14 @@ def host_info() -> dict:
     }
 
 
+def _ratio(s: dict, base: dict | None, k: str) -> str:
+    return f"{s[k] / base[k]:.3g}" if base and base.get(k) else "-"
+
+
 def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[str]) -> str:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
-        '# Mask latency: grid-sql vs llguidance (protocol "unseen")',
+        "# Mask latency: grid-sql (kernels) vs grid-sql (Python walk) vs llguidance",
         "",
         f"- command: `{cmd}`",
         f"- date: {now}; grid-sql commit {host['commit']}",
@@ -439,6 +481,29 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
                 f"| {s['max']:.1f} | {s['mean']:.1f} | {s['gt1ms']} "
                 f"| {s['rejected']}/{s['warm_rejected']} | {s['tok_load_s']:.3f} "
                 f"| {s['compile_s']:.3f} | {s['warm_s']:.2f} | {r50} | {rmean} |"
+            )
+        out += [
+            "",
+            "Warm (replay, all CI hits for grid-sql) and cold-miss steps (grid-sql steps of the "
+            "unseen pass that walked at least one subtree), ratios against grid-sql (kernels):",
+            "",
+            "| engine | warm p50 µs | warm p99 µs | warm mean µs | warm p50 / grid "
+            "| warm p99 / grid | unseen p99 / grid | cold-miss steps | cold-miss p50 µs "
+            "| cold-miss p99 µs "
+            "| cache entries / bytes | trie bytes |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name, s in eng.items():
+            cold = (
+                f"| {s['cold_n']} | {s['cold_p50']:.0f} | {s['cold_p99']:.0f} "
+                f"| {s['cache_entries']} / {s['cache_bytes']} | {s['trie_bytes']} |"
+                if "cold_n" in s
+                else "| - | - | - | - | - |"
+            )
+            out.append(
+                f"| {name} | {s['warm_p50']:.1f} | {s['warm_p99']:.1f} | {s['warm_mean']:.1f} "
+                f"| {_ratio(s, base, 'warm_p50')} | {_ratio(s, base, 'warm_p99')} "
+                f"| {_ratio(s, base, 'p99')} " + cold
             )
         md_ = r.get("mask_diff") or {}
         if md_:
@@ -476,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[8, 4],
         help="sample size per vocabulary (half warm-up, half timed); one value or one per vocab",
     )
-    ap.add_argument("--engines", nargs="+", default=["grid", "llguidance", "xgrammar"])
+    ap.add_argument("--engines", nargs="+", default=["grid", "grid-py", "llguidance", "xgrammar"])
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-masks.md"))
     ap.add_argument("--notes", default="", help="extra markdown appended to the report")
     args = ap.parse_args(argv)
