@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError, TokenizerError
+from ..errors import ModelError, OptionError, TokenizerError
 from ..mask.vocab import Vocabulary
 from .models import ResolvedModel, resolve_model
 
@@ -100,7 +100,7 @@ class Backend(abc.ABC):
         """
         prompt = [int(t) for t in prompt_ids]
         if not prompt:
-            raise ValueError("prompt_ids is empty: a model needs at least one token")
+            raise OptionError("prompt_ids is empty: a model needs at least one token")
         k = 0
         for a, b in zip(self._ids, prompt, strict=False):
             if a != b:
@@ -119,7 +119,7 @@ class Backend(abc.ABC):
         """
         ids = [int(t) for t in token_ids]
         if not ids:
-            raise ValueError("step() needs at least one token")
+            raise OptionError("step() needs at least one token")
         logits = self._forward(ids)
         self._ids.extend(ids)
         return logits
