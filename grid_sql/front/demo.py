@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..data import chinook_path
-from ..errors import GridSQLError
+from ..errors import ExecutionError, GridSQLError, PolicyViolation, StatementError
 from ..grammar import Grammar
 from ..mask.guide import Guide
 from ..mask.vocab import Vocabulary, greedy_token_ids
@@ -144,7 +144,11 @@ def run(
     audit: str | Path | None = None,
     out: TextIO | None = None,
 ) -> int:
-    """Ask the demo questions; 0 when every question ran and every probe was blocked."""
+    """Ask the demo questions; 0 unless a guarantee broke (a probe was allowed) or setup failed.
+
+    A refused statement is a correct outcome (the small default model does make mistakes the
+    checker catches); it is reported as refused with its SQL and violations.
+    """
     from ..cli import print_result, progress, token_progress
     from .ask import Asker
 
@@ -174,20 +178,33 @@ def run(
     except GridSQLError as exc:
         print(f"error ({type(exc).__name__}): {exc}", file=sys.stderr)
         return 1
-    failures = 0
-    for q in questions or DEMO_QUESTIONS:
+    failures = 0  # broken guarantees or setup errors: the exit status
+    answered = refused = 0
+    asked = list(questions or DEMO_QUESTIONS)
+    for q in asked:
         print(f"\nQ: {q}", file=out)
         try:
             with token_progress(asker.max_tokens) as on_step:
                 res = asker.ask(q, row_limit=10, on_step=on_step)
-        except GridSQLError as exc:
-            failures += 1
+        except (PolicyViolation, StatementError, ExecutionError) as exc:
+            # the pipeline worked: the statement was refused (or failed in a rolled-back
+            # READ ONLY transaction); a weak model's mistake, never an unsafe execution
+            refused += 1
             sql = getattr(exc, "sql", None)
             if sql:
                 print(f"SQL (refused): {sql}", file=out)
+            print(f"refused ({type(exc).__name__}): {exc}", file=out)
+            continue
+        except GridSQLError as exc:
+            failures += 1
             print(f"error ({type(exc).__name__}): {exc}", file=out)
             continue
+        answered += 1
         print_result(res, out)
+    print(
+        f"\n{answered}/{len(asked)} answered, {refused} refused (nothing executed for those)",
+        file=out,
+    )
     print(
         "\nforbidden continuations under this role (first byte string with no legal token):",
         file=out,

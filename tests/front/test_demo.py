@@ -44,6 +44,7 @@ def test_demo_with_smollm2(tmp_path):
     text = out.getvalue()
     assert "Q: How many albums are there?" in text
     # either the answer with its audit id, or a typed refusal (the 135M model is weak at SQL)
-    assert ("SQL: " in text and "audit " in text) or "error (" in text
+    assert ("SQL: " in text and "audit " in text) or "refused (" in text
     assert text.count("blocked at") == len(demo.PROBES) and "ALLOWED" not in text
-    assert code in (0, 1) and (code == 0) == ("error (" not in text)
+    assert "error (" not in text and code == 0
+    assert "1/1 answered" in text or "1 refused" in text
