@@ -88,7 +88,7 @@ def test_result_renders_as_html_in_ipython(shell: InteractiveShell) -> None:
 
 
 # ------------------------------------------------------------------ with the real model
-@pytest.mark.slow  # ~45 s on the shared 2-core dev box (its own Asker and model load)
+@pytest.mark.slow  # its own Asker and model load: 4-75 s here, load-dependent
 def test_connect_and_ask_magics(
     shell: InteractiveShell, chinook_copy: Path, audit_db: Path, tmp_path: Path
 ) -> None:

@@ -42,7 +42,7 @@ def test_unbound_session_is_a_config_error() -> None:
         ask(object(), Q_GENRES)  # type: ignore[arg-type]
 
 
-@pytest.mark.slow  # ~50 s on the shared 2-core dev box (first Chinook Asker + model load)
+@pytest.mark.slow  # first Chinook Asker + model load: 4-75 s here, load-dependent
 def test_ask_on_a_connection_reports_what_ran(
     chinook_engine: sa.Engine, opts: dict[str, Any]
 ) -> None:
@@ -88,7 +88,7 @@ def test_grid_session_runs_inside_the_session_transaction(
     assert chinook_engine not in sa_front._ASKERS
 
 
-@pytest.mark.slow  # ~70 s on the shared 2-core dev box (builds a PostgreSQL Asker)
+@pytest.mark.slow  # builds a PostgreSQL Asker: 4-75 s here, load-dependent
 @pytest.mark.db
 def test_grid_session_on_postgresql(pg_url: sa.URL, backend: Any, audit_db: Any) -> None:
     engine = sa.create_engine(pg_url)
@@ -107,7 +107,7 @@ def test_grid_session_on_postgresql(pg_url: sa.URL, backend: Any, audit_db: Any)
     engine.dispose()
 
 
-@pytest.mark.slow  # ~75 s on the shared 2-core dev box (builds a MariaDB Asker)
+@pytest.mark.slow  # builds a MariaDB Asker: 4-75 s here, load-dependent
 @pytest.mark.db
 def test_grid_session_on_mariadb_uses_its_own_connection(
     my_url: sa.URL, backend: Any, audit_db: Any
