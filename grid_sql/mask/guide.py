@@ -99,9 +99,9 @@ class Guide:
         if e is not None:
             return e
         s = cfg.scan
-        res = self.walker.walk(node, ScanFrame(s.dfa, s.rem, s.la_len, s.la_state), key.allowed)
-        residue = tuple((c.node, c.terminal, c.requeue) for c in res.residue)
-        return self.cache.publish(self.namespace, MaskEntry.make(key, res.ci_ids, residue))
+        frame = ScanFrame(s.dfa, s.rem, s.la_len, s.la_state)
+        ci_ids, residue = self.walker.walk_payload(node, frame, key.allowed)
+        return self.cache.publish(self.namespace, MaskEntry.make(key, ci_ids, residue))
 
     def allowed_ids(self, cfg: Configuration) -> tuple[np.ndarray, bool, list[str]]:
         """(sorted allowed non-EOS ids, EOS legal, entry ids consulted)."""

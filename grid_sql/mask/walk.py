@@ -137,6 +137,24 @@ class Walker:
             np.ascontiguousarray(self.alias_ids, dtype="<i4").tobytes(),
         )
 
+    def walk_payload(
+        self, node0: int, frame0: ScanFrame, allowed: int
+    ) -> tuple[np.ndarray, tuple[tuple[int, int, bytes], ...]]:
+        """(CI ids, residue as ``(node, terminal, requeue)`` tuples): what a cache entry
+        stores, without the per-entry :class:`CDEntry` objects on the kernel path."""
+        if self.use_kernel:
+            ids, residue, _ = self.kernel().walk(
+                node0,
+                frame0.dfa,
+                frame0.rem,
+                frame0.la_len,
+                frame0.la_state,
+                allowed.to_bytes(self.n_words * 8, "little"),
+            )
+            return np.frombuffer(ids, dtype="<i4"), tuple(residue)
+        r = self.walk_py(node0, frame0, allowed)
+        return r.ci_ids, tuple((c.node, c.terminal, c.requeue) for c in r.residue)
+
     def walk_kernel(self, node0: int, frame0: ScanFrame, allowed: int) -> WalkResult:
         """:meth:`walk_py` in Rust (one GIL-released call)."""
         ids, residue, visited = self.kernel().walk(
