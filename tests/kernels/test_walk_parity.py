@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from grid_sql.mask.walk import Walker, kernels_enabled
+
 from ..mask.helpers import greedy_tokens
 from .helpers import check_masks, check_root_walk, guide_pair, statements
 
@@ -44,3 +46,26 @@ def test_kernel_walk_and_masks_equal_python(vname: str, gname: str, n_statements
     # the corpus must exercise the CD residue and the sub-walks below it
     assert residue_steps >= steps // 2, (residue_steps, steps)
     assert entries > steps, (entries, steps)
+
+
+def test_env_switch_forces_the_python_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    gk, _ = guide_pair("sqlite", "llama-spm")
+    monkeypatch.setenv("GRID_SQL_KERNELS", "0")
+    assert not kernels_enabled()
+    assert not Walker(gk.runtime, gk.trie).use_kernel
+    monkeypatch.setenv("GRID_SQL_KERNELS", "1")
+    assert kernels_enabled() and Walker(gk.runtime, gk.trie).use_kernel
+
+
+def test_kernel_rejects_bad_arguments() -> None:
+    gk, _ = guide_pair("sqlite", "llama-spm")
+    k = gk.walker.kernel()
+    allowed = (1).to_bytes(gk.walker.n_words * 8, "little")
+    with pytest.raises(ValueError, match="out of range"):
+        k.walk(gk.trie.num_nodes, 1, b"", -1, 0, allowed)
+    with pytest.raises(ValueError, match="out of range"):
+        k.walk(0, k.n_states, b"", -1, 0, allowed)
+    with pytest.raises(ValueError, match="exceeds"):
+        k.walk(0, 1, b"", 3, 0, allowed)
+    with pytest.raises(ValueError, match="allowed"):
+        k.walk(0, 1, b"", -1, 0, b"\x01\x02\x03")
