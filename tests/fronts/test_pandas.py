@@ -13,7 +13,7 @@ import sqlalchemy as sa
 import grid_sql
 from grid_sql.errors import ConnectionConfigError
 from grid_sql.front import pandas as gpd
-from grid_sql.front.sqlalchemy import engine_for_url
+from grid_sql.front.sqlalchemy import asker_for, engine_for_url, split_options
 
 from .conftest import Q_GENRES, Q_MEDIA
 
@@ -29,6 +29,12 @@ def test_read_sql_nl_on_an_engine(chinook_engine: sa.Engine, opts: dict[str, Any
         expected = pd.DataFrame.from_records([tuple(r) for r in ran], columns=list(ran.keys()))
     if not df.attrs["truncated"]:
         pd.testing.assert_frame_equal(df, expected, check_dtype=False)
+    # the cached Asker itself is a valid con too (per-question options only)
+    asker_opts, per_question = split_options(opts)
+    asker = asker_for(chinook_engine, **asker_opts)
+    again = grid_sql.read_sql_nl(Q_MEDIA, asker, **per_question)
+    assert again.attrs["sql"] == sql  # greedy decoding, same prompt: same statement
+    assert again.attrs["audit_id"] != audit_id  # a new, separately audited generation
 
 
 def test_read_sql_nl_on_a_dbapi_connection_reuses_its_asker(
