@@ -101,3 +101,20 @@ def test_write_targets_schema_qualified(dialect: str) -> None:
     if dialect == "mysql":
         assert accepts(g, b"UPDATE t JOIN u ON t.a = u.a SET t.b = u.b")
         assert accepts(g, b"UPDATE t, u SET t.b = u.b WHERE t.a = u.a")
+
+
+def test_order_by_output_alias(chinook_role: Grammar) -> None:
+    """ORDER BY may name an output alias (an IDENT: no lexicon can know it) but a table
+    outside the role's lexicon still cannot be read through it."""
+    assert accepts(
+        chinook_role,
+        b"SELECT c.FirstName, SUM(i.Total) AS revenue FROM Customer c JOIN Invoice i "
+        b"ON c.CustomerId = i.CustomerId GROUP BY c.CustomerId ORDER BY revenue DESC LIMIT 5",
+    )
+    assert accepts(chinook_role, b'SELECT Name AS n FROM Artist ORDER BY "n", Name')
+    # only bare names: not inside expressions, where it would be a function or a column
+    assert not is_viable_prefix(chinook_role, b"SELECT Name AS n FROM Artist ORDER BY n + 1")
+    assert not is_viable_prefix(chinook_role, b"SELECT 1 FROM Artist ORDER BY 1 FROM Employee")
+    assert not is_viable_prefix(
+        chinook_role, b"SELECT 1 FROM Artist ORDER BY (SELECT 1 FROM Employee "
+    )
