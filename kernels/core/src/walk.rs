@@ -583,17 +583,57 @@ impl Walker {
             }
         }
         let total: usize = ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
-        let mut ids = Vec::with_capacity(total);
-        for (a, b) in ranges {
-            ids.extend_from_slice(&tr.alias_ids[a as usize..b as usize]);
-        }
-        ids.sort_unstable();
+        let ids = sorted_ids(&tr.alias_ids, &ranges, total);
         Ok(WalkOutput {
             ci_ids: ids,
             residue,
             visited,
         })
     }
+}
+
+/// The ids of the alias slices `ranges`, ascending. Alias ids are distinct and come in
+/// spelling order, so large sets are sorted through a bitset (linear in the id range)
+/// instead of a comparison sort.
+fn sorted_ids(alias_ids: &[i32], ranges: &[(u32, u32)], total: usize) -> Vec<i32> {
+    let mut ids = Vec::with_capacity(total);
+    if total < 4096 {
+        for &(a, b) in ranges {
+            ids.extend_from_slice(&alias_ids[a as usize..b as usize]);
+        }
+        ids.sort_unstable();
+        return ids;
+    }
+    let mut max = 0i32;
+    let mut min = 0i32;
+    for &(a, b) in ranges {
+        for &t in &alias_ids[a as usize..b as usize] {
+            max = max.max(t);
+            min = min.min(t);
+        }
+    }
+    if min < 0 {
+        // not produced by TokenTrie (ids are non-negative); keep the general path
+        for &(a, b) in ranges {
+            ids.extend_from_slice(&alias_ids[a as usize..b as usize]);
+        }
+        ids.sort_unstable();
+        return ids;
+    }
+    let mut bits = vec![0u64; max as usize / 64 + 1];
+    for &(a, b) in ranges {
+        for &t in &alias_ids[a as usize..b as usize] {
+            bits[t as usize / 64] |= 1 << (t as usize % 64);
+        }
+    }
+    for (w, &word) in bits.iter().enumerate() {
+        let mut m = word;
+        while m != 0 {
+            ids.push((w * 64 + m.trailing_zeros() as usize) as i32);
+            m &= m - 1;
+        }
+    }
+    ids
 }
 
 /// Pack sorted-or-not token ids into XGrammar-layout bitmask words (bit `i % 32` of word
@@ -610,4 +650,35 @@ pub fn or_ids_into_words(ids: &[i32], words: &mut [u32]) -> Result<(), WalkError
         words[w] |= 1 << (t as u32 & 31);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sorted_ids;
+
+    #[test]
+    fn bitset_sort_equals_comparison_sort() {
+        // distinct ids in a scrambled (spelling-like) order, many ranges, both paths
+        let n = 20_000i32;
+        let alias: Vec<i32> = (0..n).map(|i| (i * 7919) % n).collect();
+        for (step, len) in [(3usize, 2usize), (5, 4), (1, 1), (50, 49)] {
+            let ranges: Vec<(u32, u32)> = (0..alias.len())
+                .step_by(step)
+                .map(|a| (a as u32, (a + len).min(alias.len()) as u32))
+                .collect();
+            let total: usize = ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
+            let mut want: Vec<i32> = ranges
+                .iter()
+                .flat_map(|&(a, b)| alias[a as usize..b as usize].iter().copied())
+                .collect();
+            want.sort_unstable();
+            assert_eq!(sorted_ids(&alias, &ranges, total), want);
+            assert!(total >= 4096);
+        }
+        assert_eq!(sorted_ids(&alias, &[(0, 3)], 3), {
+            let mut v = alias[..3].to_vec();
+            v.sort_unstable();
+            v
+        });
+    }
 }
