@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,8 +63,10 @@ class RoleProjection:
     """L2: which productions a role keeps.
 
     ``drop`` names nonterminals (all their productions go) and terminals (every production
-    using them goes). ``keep_statements``, when given, keeps only those alternatives of the
-    ``statement`` rule (e.g. ``{"select_stmt"}``). Useless-symbol elimination always follows.
+    using them goes; an *ignored* terminal such as a comment stops being ignored, so its
+    lexemes leave the language). ``keep_statements``, when given, keeps only those
+    alternatives of the ``statement`` rule (e.g. ``{"select_stmt"}``). Useless-symbol
+    elimination always follows.
     """
 
     drop: frozenset[str] = frozenset()
@@ -233,9 +235,10 @@ class Grammar:
         lark_rules: Sequence[LarkRule],
         projection: RoleProjection | None,
         lexicon: SchemaLexicon | None,
+        terminals: Sequence[Terminal] | None = None,
     ) -> Grammar:
         g = Grammar(
-            self.terminals,
+            self.terminals if terminals is None else terminals,
             lark_rules,
             self.start,
             l1_fingerprint=self.l1_fingerprint,
@@ -288,7 +291,12 @@ class Grammar:
                 keep_statements=keep,
                 statement_rule=projection.statement_rule,
             )
-        return self._derive(self._reduce(rules, self.lexicon), merged, self.lexicon)
+        # dropped ignored terminals (comments) are no longer skipped: nothing can shift them
+        terminals = tuple(
+            replace(t, ignored=False) if t.ignored and t.name in drop else t
+            for t in self.terminals
+        )
+        return self._derive(self._reduce(rules, self.lexicon), merged, self.lexicon, terminals)
 
     def with_lexicon(self, lexicon: SchemaLexicon) -> Grammar:
         """L3: restrict category terminals to allowed words (validated: W_c ⊆ R_c)."""

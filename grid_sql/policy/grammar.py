@@ -38,6 +38,9 @@ VERB_RULES: dict[str, tuple[str, ...]] = {
     "revoke": ("revoke_stmt",),
 }
 STRICT_DROPS = ("cte_ref", "table_function")
+# Comments are dropped from generation languages: they carry no meaning for the database, a
+# model can burn its whole budget in one, and they are a place to hide text from a reader.
+COMMENT_TERMINALS = ("LINE_COMMENT", "BLOCK_COMMENT")
 # category terminal -> the table privilege that admits a table there
 TABLE_CATEGORIES: dict[str, str] = {
     "TABLE_NAME": "select",
@@ -86,6 +89,7 @@ def role_grammar(grammar: Grammar, snapshot: SchemaSnapshot, policy: Policy) -> 
     nts = set(grammar.nonterminals)
     drop = {d for d in STRICT_DROPS if d in nts}
     drop |= {c for c in policy.banned_clauses if c in nts}
+    drop |= {t for t in COMMENT_TERMINALS if t in grammar.terminal_ids}
     g = grammar.project(RoleProjection(drop=frozenset(drop), keep_statements=frozenset(keep)))
 
     dialect = snapshot.dialect
