@@ -69,18 +69,32 @@ def test_reserve_chinook_role_grammar(chinook_guide: Guide) -> None:
 
 
 def test_reserve_every_byte_prefix(chinook_guide: Guide) -> None:
-    """Byte-level prefixes too (mid-identifier, mid-string, mid-comment): completion closes."""
-    g = chinook_guide.grammar
-    table = reserve_table(g, chinook_guide.vocab)
+    """Byte-level prefixes too (mid-identifier, mid-string, mid-comment): completion closes.
+
+    Role grammars have no comments, so the mid-comment prefixes run on the L1 dialect."""
+    for g, stmt in (
+        (
+            chinook_guide.grammar,
+            b"SELECT Name FROM Artist WHERE Name = 'AC/DC' ORDER BY ArtistId;",
+        ),
+        (
+            Grammar.dialect("sqlite"),
+            b"SELECT Name /* c */ FROM Artist WHERE Name = 'AC/DC' -- x\n ORDER BY ArtistId;",
+        ),
+    ):
+        _every_byte_prefix(g, stmt, chinook_guide.vocab)
+
+
+def _every_byte_prefix(g: Grammar, stmt: bytes, vocab: Vocabulary) -> None:
+    table = reserve_table(g, vocab)
     rt = table.rt
-    stmt = b"SELECT Name /* c */ FROM Artist WHERE Name = 'AC/DC' -- x\n ORDER BY ArtistId;"
     assert accepts(g, stmt)
     for i in range(len(stmt) + 1):
         cfg = rt.advance(rt.initial, stmt[:i])
         assert cfg is not None
         comp = table.completion(cfg)
         assert accepts(g, stmt[:i] + comp.data), (stmt[:i], comp.data)
-        assert chinook_guide.vocab.spell(comp.tokens) == comp.data
+        assert vocab.spell(comp.tokens) == comp.data
 
 
 def test_reserve_of_a_complete_statement_is_empty(chinook_guide: Guide) -> None:

@@ -32,8 +32,11 @@ def test_select_only_role_cannot_start_other_verbs(chinook_role: Grammar) -> Non
 
 
 def test_tables_and_columns_restricted(chinook_role: Grammar) -> None:
-    assert accepts(chinook_role, b"SELECT FirstName, Total FROM Customer c JOIN Invoice i "
-                                 b"ON c.CustomerId = i.CustomerId ORDER BY Total DESC LIMIT 5")
+    assert accepts(
+        chinook_role,
+        b"SELECT FirstName, Total FROM Customer c JOIN Invoice i "
+        b"ON c.CustomerId = i.CustomerId ORDER BY Total DESC LIMIT 5",
+    )
     assert accepts(chinook_role, b'SELECT "Name" FROM "Artist"')
     assert accepts(chinook_role, b"select name from ARTIST")  # SQLite folds bare names
     assert not is_viable_prefix(chinook_role, b"SELECT * FROM Employee ")  # denied table
@@ -118,3 +121,13 @@ def test_order_by_output_alias(chinook_role: Grammar) -> None:
     assert not is_viable_prefix(
         chinook_role, b"SELECT 1 FROM Artist ORDER BY (SELECT 1 FROM Employee "
     )
+
+
+def test_role_grammar_has_no_comments(chinook_role: Grammar) -> None:
+    """Comments are outside generation languages (budget sink, hiding place); the L1
+    dialect keeps them, and `- -` is still two minus signs."""
+    for text in (b"SELECT 1 --", b"SELECT 1 /*", b"SELECT Name FROM Artist -- x\n"):
+        assert not is_viable_prefix(chinook_role, text)
+        assert is_viable_prefix(Grammar.dialect("sqlite"), text)
+    assert accepts(chinook_role, b"SELECT 1 - -1")
+    assert accepts(chinook_role, b"SELECT Name\n  FROM Artist\tWHERE 1")
