@@ -41,7 +41,7 @@ REFERENCE = (
 )
 DEMO_POLICY = {"verbs": ["select"], "tables": {"deny": ["Employee"]}}
 # One worked example: joins, aggregates and ORDER BY on the repeated expression (the schema
-# lexicon admits real column names only, so an output alias cannot be ordered by).
+# lexicon admits real column names only; a bare ORDER BY item may still name an alias).
 DEMO_EXAMPLES = (
     Example(
         "Which 3 media types have the most tracks?",

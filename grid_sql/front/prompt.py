@@ -15,8 +15,9 @@ column names, plus a bonus for foreign-key neighbours of the best matches, and t
 are described in full; the rest are listed by name only. The guide is unaffected: its lexicon
 still admits every allowed table, so a model that needs an unlisted table can still name it.
 
-The rule "repeat the expression, never an alias, in ORDER BY / GROUP BY / HAVING" is there
-because the schema lexicon admits only real column names: an output alias cannot be named
+The rule "repeat the expression, never an alias, in GROUP BY / HAVING" is there because the
+schema lexicon admits only real column names (a bare ORDER BY item is the one place the
+grammar admits an output alias): an output alias cannot be named
 again later in the statement, so a model that tries gets steered into a dead branch.
 
 Messages are plain ``{"role", "content"}`` dicts; the backend applies the model's own chat
@@ -214,9 +215,9 @@ def _system(snapshot: SchemaSnapshot, policy: Policy) -> str:
     return (
         f"You are an expert {dialect} developer. Answer the user's question about the database "
         f"with exactly one {dialect} SQL statement and nothing else. Use only the tables and "
-        f"columns described in the schema. You may write {allowed}. Do not give output "
-        f"columns an alias; in ORDER BY, GROUP BY and HAVING repeat the expression itself "
-        f"(e.g. ORDER BY SUM(x) DESC)."
+        f"columns described in the schema. You may write {allowed}. ORDER BY may name an "
+        f"output column alias; in WHERE, GROUP BY and HAVING repeat the expression itself "
+        f"(e.g. HAVING SUM(x) > 10)."
     )
 
 
@@ -254,16 +255,17 @@ def _user(question: str) -> str:
     return f"Question: {question.strip()}"
 
 
+_ORDER_BY = re.compile(r"\bORDER\s+BY\b.*", re.IGNORECASE | re.DOTALL)
 _OUTPUT_ALIAS = re.compile(r"\bAS\s+[\"`\[]?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 
 
 def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
     """Repair hints for output aliases named again later in the statement.
 
-    The schema lexicon admits real column names only, so ``ORDER BY total`` after
-    ``SUM(x) AS total`` cannot be written; the mask then pushes the model into another
-    reading of the name (a qualifier, a function) and the checker's message about *that*
-    reading does not tell the model what went wrong. This says it plainly.
+    The schema lexicon admits real column names only, so ``HAVING total > 1`` after
+    ``SUM(x) AS total`` cannot be written (a bare ``ORDER BY total`` can); the mask then
+    pushes the model into another reading of the name (a qualifier, a function) and the
+    checker's message about *that* reading does not tell the model what went wrong. This says it plainly.
     """
     columns = {c.name.lower() for _, t in snapshot.iter_tables() for c in t.columns}
     hints = []
@@ -271,10 +273,13 @@ def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
         alias = m.group(1)
         if alias.lower() in columns:
             continue
-        if re.search(re.escape(alias), sql[m.end() :], re.IGNORECASE):
+        # a bare ORDER BY item may name the alias (the grammar admits it there)
+        rest = _ORDER_BY.sub(" ", sql[m.end() :])
+        if re.search(r"\b" + re.escape(alias) + r"\b", rest, re.IGNORECASE):
             hints.append(
                 f"The output alias {alias} cannot be referred to later in the statement; "
-                f"remove the alias and repeat its expression (e.g. ORDER BY SUM(...) DESC)."
+                f"repeat its expression instead (e.g. HAVING SUM(...) > 10); only ORDER BY "
+                f"may name it."
             )
     return hints
 

@@ -99,9 +99,11 @@ def test_alias_hints_name_reused_output_aliases(chinook):
 
     bad = (
         "SELECT c.FirstName, SUM(i.Total) AS total_revenue FROM Customer c JOIN Invoice i "
-        "ON i.CustomerId = c.CustomerId GROUP BY c.CustomerId ORDER BY total_revenue DESC"
+        "ON i.CustomerId = c.CustomerId GROUP BY c.CustomerId HAVING total_revenue > 40"
     )
     (hint,) = alias_hints(bad, chinook)
+    # a bare ORDER BY item may name the alias: the grammar admits it there
+    assert alias_hints(bad.split(" HAVING")[0] + " ORDER BY total_revenue DESC", chinook) == []
     assert "total_revenue" in hint and "repeat its expression" in hint
     assert alias_hints("SELECT COUNT(*) AS n FROM Album", chinook) == []
     assert alias_hints("SELECT Name AS Name FROM Artist ORDER BY Name", chinook) == []
