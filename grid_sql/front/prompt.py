@@ -265,7 +265,8 @@ def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
     The schema lexicon admits real column names only, so ``HAVING total > 1`` after
     ``SUM(x) AS total`` cannot be written (a bare ``ORDER BY total`` can); the mask then
     pushes the model into another reading of the name (a qualifier, a function) and the
-    checker's message about *that* reading does not tell the model what went wrong. This says it plainly.
+    checker's message about *that* reading does not tell the model what went wrong; this
+    says it plainly.
     """
     columns = {c.name.lower() for _, t in snapshot.iter_tables() for c in t.columns}
     hints = []
