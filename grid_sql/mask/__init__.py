@@ -2,6 +2,7 @@
 
 from grid_sql.mask.cache import MaskCache, MaskEntry, MaskKey
 from grid_sql.mask.guide import Guide, Matcher, bitmask_to_ids, ids_to_bitmask
+from grid_sql.mask.logits import apply_token_bitmask_inplace
 from grid_sql.mask.trie import NODE_DTYPE, TokenTrie, get_token_trie
 from grid_sql.mask.vocab import (
     GGUFFormatError,
@@ -18,6 +19,7 @@ __all__ = [
     "MaskEntry",
     "MaskKey",
     "Matcher",
+    "apply_token_bitmask_inplace",
     "bitmask_to_ids",
     "ids_to_bitmask",
     "NODE_DTYPE",
