@@ -1,0 +1,465 @@
+"""Spider-dev accuracy: unconstrained vs constrained vs constrained + repair (issue #6 §6).
+
+Three arms on the same questions, the same model and the same prompt (the Asker's, built from
+the role's view of the schema):
+
+* ``unconstrained`` — greedy decoding straight from the backend (``prefill``/``step``, no
+  mask), stopping at the first ``;``, at an end-of-generation special token, or at the token
+  budget (a *truncation*). A Markdown code fence around the statement is stripped.
+* ``constrained`` — the Asker with repair disabled: generation under the role's guide, then
+  the post-parse checker; a violation is a *refusal* (nothing runs).
+* ``repair`` — the Asker as shipped: the same plus one checker-guided repair round.
+
+Why ``constrained`` and ``repair`` come from one call: decoding is greedy, so the repair
+arm's first round *is* the repair-disabled generation (same prompt, same guide, same
+argmax). ``generate_sql(repair=True)`` is run once; the first round (tokens and seconds up
+to its EOS record, its SQL, and whether the checker refused it) is the ``constrained`` arm;
+the final outcome is the ``repair`` arm. This halves the model time on a loaded machine.
+
+The role is what the Asker gives a SQLite file: ``sqlite_baseline`` of the database narrowed
+to SELECT (and the file opened read-only). Every arm's SQL, and the gold SQL, is executed
+by the same read-only ``sqlite3`` executor (no row cap) for the comparison.
+
+Metrics per arm: executes % (runs without error), execution accuracy EX (result multiset
+equal to the gold query's; a list comparison when the gold query has ORDER BY; floats equal
+to 7 significant digits; column order matters), tokens/query, seconds/query (generation
+only), truncations and refusals; 95% Wilson intervals; paired wins/losses between arms.
+
+Sample: the dev questions whose database is present (``wta_1`` excluded), shuffled with
+``random.Random(seed)`` (default 2026); ``--n N`` takes the first N, so a larger N extends a
+smaller run. Results append to a JSONL file, one line per question x arm, so a run resumes
+where it stopped.
+
+    python bench/spider_eval.py --n 30 --model qwen2.5-coder-0.5b \
+        --out bench/results/spider-qwen2.5-coder-0.5b.jsonl
+    python bench/spider_eval.py --report --out bench/results/spider-qwen2.5-coder-0.5b.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+import sqlite3
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from grid_sql.decode.backend import Backend
+    from grid_sql.front.ask import Asker
+
+SPIDER_DIR = Path("/work/shared/data/spider")
+ARMS = ("unconstrained", "constrained", "repair")
+EXCLUDED_DBS = frozenset({"wta_1"})
+FLOAT_DIGITS = 7
+EXEC_TIMEOUT_S = 20.0
+_ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
+_FENCE = re.compile(r"```[A-Za-z]*\s*(.*?)(?:```|$)", re.DOTALL)
+
+
+# --------------------------------------------------------------------------- questions
+@dataclass(frozen=True)
+class Question:
+    """One Spider dev question: ``qid`` is its index in ``dev.json``."""
+
+    qid: int
+    db_id: str
+    question: str
+    gold: str
+
+    def db_path(self, spider_dir: Path) -> Path:
+        return spider_dir / "database" / self.db_id / f"{self.db_id}.sqlite"
+
+
+def load_questions(spider_dir: Path = SPIDER_DIR) -> list[Question]:
+    """Every dev question whose SQLite database is present."""
+    dev = json.loads((spider_dir / "dev.json").read_text(encoding="utf-8"))
+    out = []
+    for i, e in enumerate(dev):
+        q = Question(i, e["db_id"], e["question"], e["query"])
+        if q.db_id not in EXCLUDED_DBS and q.db_path(spider_dir).is_file():
+            out.append(q)
+    return out
+
+
+def select_questions(
+    questions: Sequence[Question], *, n: int | None, seed: int, ids: Sequence[int] | None
+) -> list[Question]:
+    """``ids`` in the given order, else the first ``n`` of a ``Random(seed)`` shuffle."""
+    if ids:
+        by_id = {q.qid: q for q in questions}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise SystemExit(f"no such (executable) dev question id(s): {missing}")
+        return [by_id[i] for i in ids]
+    order = list(questions)
+    random.Random(seed).shuffle(order)
+    return order if n is None else order[:n]
+
+
+# --------------------------------------------------------------------------- execution
+class ExecError(Exception):
+    """A statement failed to run (syntax, unknown name, timeout, several statements)."""
+
+
+def run_sqlite(db: Path, sql: str, timeout_s: float = EXEC_TIMEOUT_S) -> list[tuple[Any, ...]]:
+    """All rows of ``sql`` on a read-only handle of ``db``; :class:`ExecError` on failure."""
+    con = sqlite3.connect(f"file:{db.resolve()}?mode=ro", uri=True)
+    con.text_factory = lambda b: b.decode("utf-8", errors="replace")
+    deadline = time.monotonic() + timeout_s
+    con.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        con.execute("PRAGMA query_only = ON")
+        return [tuple(r) for r in con.execute(sql).fetchall()]
+    except (sqlite3.Error, sqlite3.Warning, ValueError, OverflowError) as exc:
+        raise ExecError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return repr(v)
+        r = float(f"{v:.{FLOAT_DIGITS}g}")
+        return int(r) if r.is_integer() else r
+    if isinstance(v, bytes):
+        return v.hex()
+    return v
+
+
+def _norm_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    return [tuple(_norm(v) for v in r) for r in rows]
+
+
+def results_match(
+    gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]], *, ordered: bool
+) -> bool:
+    """Execution-accuracy comparison: equal row lists if ``ordered``, else equal multisets.
+
+    Floats are compared to ``FLOAT_DIGITS`` significant digits (``AVG`` computed two ways
+    differs in the last bits), and an integral float equals the integer (``3.0 == 3``).
+    """
+    g, p = _norm_rows(gold), _norm_rows(pred)
+    if ordered:
+        return g == p
+    return Counter(g) == Counter(p)
+
+
+def gold_is_ordered(gold_sql: str) -> bool:
+    """Order matters only when the gold query sorts (Spider's own convention)."""
+    return bool(_ORDER_BY.search(gold_sql))
+
+
+def extract_sql(text: str) -> str:
+    """The statement in an unconstrained completion: fence stripped, cut after the first ``;``."""
+    m = _FENCE.search(text)
+    body = m.group(1) if m else text
+    cut = body.find(";")
+    return (body[: cut + 1] if cut >= 0 else body).strip()
+
+
+# --------------------------------------------------------------------------- statistics
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """95% Wilson score interval for k successes out of n (0..1)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, mid - half), min(1.0, mid + half))
+
+
+# --------------------------------------------------------------------------- arms
+def _record(q: Question, arm: str, model: str, **fields: Any) -> dict[str, Any]:
+    return {"qid": q.qid, "db_id": q.db_id, "arm": arm, "model": model, **fields}
+
+
+def _score(
+    q: Question, db: Path, sql: str | None, gold_rows: list[tuple[Any, ...]]
+) -> dict[str, Any]:
+    if sql is None:
+        return {"executes": False, "ex": False, "exec_error": None}
+    try:
+        rows = run_sqlite(db, sql)
+    except ExecError as exc:
+        return {"executes": False, "ex": False, "exec_error": str(exc)[:300]}
+    ok = results_match(gold_rows, rows, ordered=gold_is_ordered(q.gold))
+    return {"executes": True, "ex": ok, "exec_error": None, "n_rows": len(rows)}
+
+
+def run_unconstrained(
+    backend: Backend, asker: Asker, q: Question, max_tokens: int
+) -> dict[str, Any]:
+    """Greedy, no mask, same prompt: stop at ``;``, an end-of-generation token, or the budget."""
+    import numpy as np
+
+    t0 = time.perf_counter()
+    prompt = backend.chat_prompt(asker.messages(q.question))
+    logits = backend.prefill(prompt)
+    vocab = backend.vocab
+    stops = set(vocab.special_ids) | {vocab.eos_token_id}
+    toks: list[int] = []
+    stop = "truncated"
+    while len(toks) < max_tokens:
+        tok = int(np.argmax(logits))
+        if tok in stops:
+            stop = "eos"
+            break
+        toks.append(tok)
+        text = vocab.spell(toks).decode("utf-8", errors="replace")
+        if ";" in extract_sql(text):
+            stop = "semicolon"
+            break
+        logits = backend.step([tok])
+    seconds = time.perf_counter() - t0
+    raw = vocab.spell(toks).decode("utf-8", errors="replace")
+    return {
+        "sql": extract_sql(raw),
+        "raw": raw,
+        "tokens": len(toks),
+        "seconds": seconds,
+        "stop_reason": stop,
+        "truncated": stop == "truncated",
+        "refused": False,
+    }
+
+
+def run_constrained(
+    asker: Asker, q: Question, max_tokens: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One ``generate_sql(repair=True)`` call → (repair-disabled arm, repair arm)."""
+    from grid_sql.decode.records import StepKind
+    from grid_sql.errors import GridSQLError, PolicyViolation, StatementError
+
+    rounds: list[dict[str, Any]] = [{"tokens": 0, "reserve": False}]
+    t0 = time.perf_counter()
+
+    def on_step(rec: Any) -> None:
+        cur = rounds[-1]
+        if rec.kind == StepKind.EOS:
+            cur["seconds"] = time.perf_counter() - t0
+            rounds.append({"tokens": 0, "reserve": False})
+            return
+        cur["tokens"] += 1
+        cur["reserve"] = cur["reserve"] or rec.kind == StepKind.RESERVE
+
+    sql: str | None
+    error: str | None = None
+    repairs: list[Any] = []
+    checker_refused = False
+    try:
+        gen = asker.generate_sql(q.question, max_tokens=max_tokens, repair=True, on_step=on_step)
+        sql, repairs = gen.sql, list(gen.repairs)
+    except GridSQLError as exc:
+        sql, error = None, f"{type(exc).__name__}: {exc}"[:600]
+        repairs = list(getattr(exc, "repairs", []))
+        checker_refused = isinstance(exc, PolicyViolation | StatementError)
+    total = time.perf_counter() - t0
+    done = [r for r in rounds if "seconds" in r]
+    if not done:  # the model failed before any round finished
+        first = {"tokens": rounds[0]["tokens"], "seconds": total, "reserve": False}
+    else:
+        first = done[0]
+    # A round 1 exists only when round 0 was refused (its SQL is lost if round 1 then fails
+    # inside the engine, which raises without the repair history).
+    r0_refused = (bool(repairs) and repairs[0].round == 0) or (
+        bool(done) and error is not None and not checker_refused
+    )
+    r0_sql = repairs[0].sql if r0_refused else sql
+    b = {
+        "sql": None if r0_refused or (error and not done) else r0_sql,
+        "generated_sql": r0_sql,
+        "tokens": first["tokens"],
+        "seconds": first["seconds"],
+        "truncated": first["reserve"],
+        "refused": r0_refused,
+        "violations": list(repairs[0].violations) if r0_refused else [],
+        "error": error if not done else None,
+    }
+    c = {
+        "sql": sql,
+        "generated_sql": sql if sql is not None else (repairs[-1].sql if repairs else None),
+        "tokens": sum(r["tokens"] for r in done) or first["tokens"],
+        "seconds": total,
+        "truncated": any(r["reserve"] for r in done),
+        "refused": checker_refused,
+        "repaired": r0_refused,
+        "error": error,
+    }
+    return b, c
+
+
+# --------------------------------------------------------------------------- JSONL
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Records of a results file; a torn last line (a killed run) is ignored."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def append_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+        f.flush()
+
+
+def done_keys(records: Iterable[dict[str, Any]], model: str) -> set[tuple[int, str]]:
+    return {(r["qid"], r["arm"]) for r in records if r.get("model") == model}
+
+
+def evaluate(
+    questions: Sequence[Question],
+    *,
+    model: str,
+    out: Path,
+    max_tokens: int = 256,
+    arms: Sequence[str] = ARMS,
+    spider_dir: Path = SPIDER_DIR,
+    log: Any = None,
+) -> int:
+    """Run the missing (question, arm) pairs; returns how many records were written."""
+    from grid_sql.front.ask import Asker, load_backend
+
+    have = done_keys(read_jsonl(out), model)
+    todo = [q for q in questions if any((q.qid, a) not in have for a in arms)]
+    if not todo:
+        return 0
+    backend = load_backend(model)
+    askers: dict[str, Asker] = {}
+    written = 0
+    for i, q in enumerate(todo, 1):
+        db = q.db_path(spider_dir)
+        asker = askers.get(q.db_id)
+        if asker is None:
+            asker = askers[q.db_id] = Asker(db, model=backend, audit=False, max_tokens=max_tokens)
+        gold_rows = run_sqlite(db, q.gold)
+        recs: list[dict[str, Any]] = []
+        if "unconstrained" in arms and (q.qid, "unconstrained") not in have:
+            a = run_unconstrained(backend, asker, q, max_tokens)
+            recs.append(
+                _record(q, "unconstrained", model, **a, **_score(q, db, a["sql"], gold_rows))
+            )
+        want_bc = [a for a in ("constrained", "repair") if a in arms and (q.qid, a) not in have]
+        if want_bc:
+            b, c = run_constrained(asker, q, max_tokens)
+            for arm, r in (("constrained", b), ("repair", c)):
+                if arm in want_bc:
+                    recs.append(_record(q, arm, model, **r, **_score(q, db, r["sql"], gold_rows)))
+        for r in recs:
+            r["question"] = q.question
+            r["gold"] = q.gold
+        append_jsonl(out, recs)
+        written += len(recs)
+        if log is not None:
+            marks = " ".join(
+                f"{r['arm'][:5]}:{'EX' if r['ex'] else ('ok' if r['executes'] else '--')}"
+                for r in recs
+            )
+            print(f"[{i}/{len(todo)}] q{q.qid} {q.db_id}: {marks}", file=log, flush=True)
+    return written
+
+
+# --------------------------------------------------------------------------- report
+def _pct(k: int, n: int) -> str:
+    if n == 0:
+        return "–"
+    lo, hi = wilson(k, n)
+    return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({k}/{n})"
+
+
+def report(records: Sequence[dict[str, Any]], model: str | None = None) -> str:
+    """Markdown tables for the questions every arm has a record for (paired)."""
+    recs = [r for r in records if model is None or r.get("model") == model]
+    by: dict[str, dict[int, dict[str, Any]]] = {a: {} for a in ARMS}
+    for r in recs:
+        if r["arm"] in by:
+            by[r["arm"]][r["qid"]] = r  # the last record wins
+    present = [a for a in ARMS if by[a]]
+    if not present:
+        return "(no results)\n"
+    common = sorted(set.intersection(*(set(by[a]) for a in present)))
+    n = len(common)
+    lines = [
+        f"Paired over {n} questions (every arm present); 95% Wilson intervals.",
+        "",
+        "| arm | executes | EX | tokens/query | s/query | truncations | refusals | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for a in present:
+        rs = [by[a][q] for q in common]
+        ex = sum(bool(r["ex"]) for r in rs)
+        run = sum(bool(r["executes"]) for r in rs)
+        tok = sum(r["tokens"] for r in rs) / n if n else 0.0
+        sec = sum(r["seconds"] for r in rs) / n if n else 0.0
+        tr = sum(bool(r["truncated"]) for r in rs)
+        rf = sum(bool(r["refused"]) for r in rs)
+        er = sum(bool(r.get("error")) and not r["refused"] for r in rs)
+        lines.append(
+            f"| {a} | {_pct(run, n)} | {_pct(ex, n)} | {tok:.1f} | {sec:.1f} | {tr} | {rf} | {er} |"
+        )
+    lines += ["", "Paired EX (row arm right / column arm right):", ""]
+    pairs = [(x, y) for i, x in enumerate(present) for y in present[i + 1 :]]
+    if pairs:
+        lines += [
+            "| pair | both | only first | only second | neither |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for x, y in pairs:
+            c = Counter((bool(by[x][q]["ex"]), bool(by[y][q]["ex"])) for q in common)
+            lines.append(
+                f"| {x} vs {y} | {c[(True, True)]} | {c[(True, False)]} | "
+                f"{c[(False, True)]} | {c[(False, False)]} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- CLI
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--ids", type=int, nargs="*", help="dev.json indices (overrides --n)")
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--spider-dir", type=Path, default=SPIDER_DIR)
+    ap.add_argument("--report", action="store_true", help="render the table from --out")
+    args = ap.parse_args(argv)
+    out = args.out or Path(f"bench/results/spider-{args.model}.jsonl")
+    if args.report:
+        sys.stdout.write(report(read_jsonl(out), args.model))
+        return 0
+    qs = select_questions(load_questions(args.spider_dir), n=args.n, seed=args.seed, ids=args.ids)
+    evaluate(
+        qs,
+        model=args.model,
+        out=out,
+        max_tokens=args.max_tokens,
+        arms=args.arms,
+        spider_dir=args.spider_dir,
+        log=sys.stderr,
+    )
+    sys.stdout.write(report(read_jsonl(out), args.model))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
