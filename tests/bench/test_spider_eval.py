@@ -1,0 +1,193 @@
+"""The Spider-dev harness (bench/spider_eval.py): EX comparator, sampling, JSONL resume, report.
+
+The end-to-end test runs the real harness (SmolLM2-135M through llama.cpp, the real Asker on
+real Spider SQLite files) on two questions, then checks that a second run writes nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("spider_eval", REPO / "bench/spider_eval.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["spider_eval"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+se = _load()
+
+
+@pytest.fixture(scope="module")
+def spider(shared_data: Path) -> Path:
+    d = shared_data / "spider"
+    if not (d / "dev.json").is_file():
+        pytest.skip(f"Spider data not found at {d}")
+    return d
+
+
+# ------------------------------------------------------------------ EX comparator
+def test_multiset_ignores_row_order_but_not_multiplicity() -> None:
+    gold = [(1, "a"), (2, "b"), (2, "b")]
+    assert se.results_match(gold, [(2, "b"), (1, "a"), (2, "b")], ordered=False)
+    assert not se.results_match(gold, [(2, "b"), (1, "a")], ordered=False)
+    assert not se.results_match(gold, [(1, "a"), (1, "a"), (2, "b")], ordered=False)
+    assert not se.results_match(gold, [("a", 1), ("b", 2), ("b", 2)], ordered=False)
+
+
+def test_order_by_makes_order_matter() -> None:
+    gold = [(1,), (2,), (3,)]
+    assert se.results_match(gold, [(1,), (2,), (3,)], ordered=True)
+    assert not se.results_match(gold, [(3,), (2,), (1,)], ordered=True)
+    assert se.results_match(gold, [(3,), (2,), (1,)], ordered=False)
+    assert se.gold_is_ordered("SELECT a FROM t ORDER  BY a DESC LIMIT 1")
+    assert se.gold_is_ordered("select a from t order by a")
+    assert not se.gold_is_ordered("SELECT border_id FROM t")
+
+
+def test_float_tolerance() -> None:
+    assert se.results_match([(0.3,)], [(0.1 + 0.2,)], ordered=False)
+    assert se.results_match([(33.333333333333336,)], [(100 / 3,)], ordered=True)
+    assert se.results_match([(3,)], [(3.0,)], ordered=False)
+    assert not se.results_match([(0.3,)], [(0.31,)], ordered=False)
+    assert not se.results_match([(1.5,)], [(None,)], ordered=False)
+
+
+def test_extract_sql_and_wilson() -> None:
+    assert se.extract_sql("```sql\nSELECT 1;\n```") == "SELECT 1;"
+    assert se.extract_sql("SELECT a FROM t; SELECT 2") == "SELECT a FROM t;"
+    assert se.extract_sql("SELECT a FROM t") == "SELECT a FROM t"
+    lo, hi = se.wilson(15, 30)
+    assert lo == pytest.approx(0.3315, abs=1e-4) and hi == pytest.approx(0.6685, abs=1e-4)
+    assert se.wilson(0, 0) == (0.0, 1.0)
+    assert se.wilson(30, 30)[1] == pytest.approx(1.0)
+
+
+def test_sample_is_a_seeded_prefix_without_wta_1(spider: Path) -> None:
+    qs = se.load_questions(spider)
+    assert len(qs) == 972 and all(q.db_id != "wta_1" for q in qs)
+    small = se.select_questions(qs, n=5, seed=2026, ids=None)
+    big = se.select_questions(qs, n=50, seed=2026, ids=None)
+    assert [q.qid for q in big[:5]] == [q.qid for q in small]
+    assert [q.qid for q in se.select_questions(qs, n=None, seed=1, ids=[7, 3])] == [7, 3]
+    with pytest.raises(SystemExit):
+        se.select_questions(qs, n=None, seed=1, ids=[10**6])
+
+
+def test_gold_executes_and_matches_itself(spider: Path) -> None:
+    q = next(q for q in se.load_questions(spider) if q.db_id == "concert_singer")
+    rows = se.run_sqlite(q.db_path(spider), q.gold)
+    assert se.results_match(rows, list(rows), ordered=se.gold_is_ordered(q.gold))
+    with pytest.raises(se.ExecError):
+        se.run_sqlite(q.db_path(spider), "SELECT no_such_column FROM singer")
+    with pytest.raises(se.ExecError):  # read-only handle
+        se.run_sqlite(q.db_path(spider), "DELETE FROM singer")
+
+
+# ------------------------------------------------------------------ report on hand-made records
+def _rec(qid: int, arm: str, ex: bool, executes: bool, **kw: object) -> dict[str, object]:
+    base = {
+        "qid": qid,
+        "arm": arm,
+        "model": "m",
+        "ex": ex,
+        "executes": executes,
+        "tokens": 10,
+        "seconds": 1.0,
+        "truncated": False,
+        "refused": False,
+        "error": None,
+    }
+    base.update(kw)
+    return base
+
+
+def test_report_pairs_questions_and_counts() -> None:
+    recs = [
+        _rec(1, "unconstrained", False, False),
+        _rec(1, "constrained", False, False, refused=True),
+        _rec(1, "repair", True, True),
+        _rec(2, "unconstrained", True, True),
+        _rec(2, "constrained", True, True),
+        _rec(2, "repair", True, True, truncated=True),
+        _rec(3, "unconstrained", True, True),  # unpaired: left out
+        _rec(4, "unconstrained", True, True, model="other"),
+    ]
+    text = se.report(recs, "m")
+    assert "Paired over 2 questions" in text
+    assert (
+        "| constrained | 50.0% [9.5, 90.5] (1/2) | 50.0% [9.5, 90.5] (1/2) "
+        "| 10.0 | 1.0 | 0 | 1 | 0 |" in text
+    )
+    assert (
+        "| repair | 100.0% [34.2, 100.0] (2/2) | 100.0% [34.2, 100.0] (2/2) "
+        "| 10.0 | 1.0 | 1 | 0 | 0 |" in text
+    )
+    assert "| constrained vs repair | 1 | 0 | 1 | 0 |" in text
+
+
+def test_jsonl_tolerates_a_torn_last_line(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    se.append_jsonl(out, [_rec(1, "repair", True, True)])
+    with out.open("a") as f:
+        f.write('{"qid": 2, "arm": "rep')  # a run killed mid-write
+    recs = se.read_jsonl(out)
+    assert len(recs) == 1
+    assert se.done_keys(recs, "m") == {(1, "repair")}
+
+
+# ------------------------------------------------------------------ end to end, real model
+@pytest.mark.slow  # ~27 s of CPU; over a minute of wall time on the loaded 2-core host
+def test_harness_runs_resumes_and_reports(spider: Path, tmp_path: Path) -> None:
+    from grid_sql.mask.vocab import VocabularyIncompleteWarning
+
+    # two questions on one small database: one role grammar and guide to compile
+    qs = se.select_questions(se.load_questions(spider), n=None, seed=0, ids=[0, 1])
+    out = tmp_path / "spider-smollm2.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VocabularyIncompleteWarning)
+        # First only the constrained arms, then the rest: the second call must add only the
+        # missing unconstrained records, and a third call nothing.
+        n1 = se.evaluate(
+            qs,
+            model="smollm2-135m",
+            out=out,
+            max_tokens=32,
+            arms=["constrained", "repair"],
+            spider_dir=spider,
+        )
+        assert n1 == 4
+        n2 = se.evaluate(qs, model="smollm2-135m", out=out, max_tokens=32, spider_dir=spider)
+        assert n2 == 2
+        assert se.evaluate(qs, model="smollm2-135m", out=out, max_tokens=32, spider_dir=spider) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((r["qid"], r["arm"]) for r in recs) == sorted(
+        (q.qid, a) for q in qs for a in se.ARMS
+    )
+    for r in recs:
+        assert isinstance(r["executes"], bool) and isinstance(r["ex"], bool)
+        assert r["ex"] <= r["executes"]
+        assert 0 <= r["tokens"] <= 2 * 32 and r["seconds"] > 0
+        if r["arm"] == "constrained":
+            rep = next(x for x in recs if x["qid"] == r["qid"] and x["arm"] == "repair")
+            # the repair arm's first round is the repair-disabled generation
+            assert rep["tokens"] >= r["tokens"]
+            if not r["refused"] and not r["error"]:
+                assert rep["sql"] == r["sql"] and rep["tokens"] == r["tokens"]
+    text = se.report(recs, "smollm2-135m")
+    assert "Paired over 2 questions" in text
+    for arm in se.ARMS:
+        assert f"| {arm} |" in text
+    assert se.main(["--report", "--model", "smollm2-135m", "--out", str(out)]) == 0
