@@ -114,6 +114,20 @@ class MaskEntry:
     residue: tuple[tuple[int, int, bytes], ...]
     entry_id: str = field(default="")
     _packed: PackedWords | None = field(default=None, compare=False, repr=False)
+    _classes: tuple[tuple[tuple[int, bytes], ...], tuple[int, ...]] | None = field(
+        default=None, compare=False, repr=False
+    )
+
+    def classes(self) -> tuple[tuple[tuple[int, bytes], ...], tuple[int, ...]]:
+        """The residue's verdict-equivalence classes: distinct (terminal, requeue) pairs in
+        first-seen order, and each residue entry's class index (computed once)."""
+        c = self._classes
+        if c is None:
+            index: dict[tuple[int, bytes], int] = {}
+            of = tuple(index.setdefault((t, r), len(index)) for _, t, r in self.residue)
+            c = (tuple(index), of)
+            object.__setattr__(self, "_classes", c)  # benign race: equal values
+        return c
 
     def packed(self, n_words: int) -> PackedWords:
         p = self._packed
@@ -170,6 +184,7 @@ class MaskCache:
         self._bytes = 0
         self.stats = CacheStats()
         self.enabled = True
+        self.generation = 0  # bumped by roll_over: memos built on entries check it
 
     def get(self, namespace: str, key: MaskKey) -> MaskEntry | None:
         if not self.enabled:
@@ -217,6 +232,7 @@ class MaskCache:
             drop = [k for k in self._entries if k[0] not in keep_namespaces]
             for k in drop:
                 self._bytes -= self._entries.pop(k).nbytes
+            self.generation += 1
         return len(drop)
 
     def _inject(self, namespace: str, key: MaskKey, entry: MaskEntry) -> None:

@@ -31,6 +31,9 @@ from .walk import ScanFrame, Walker
 DEFAULT_CACHE = MaskCache()
 MAX_FORCED = 64
 FILL_MEMO_BYTES = 64 << 20
+RESOLVE_MEMO_LIMIT = 1 << 18  # (stack, terminal, requeue) classes kept before clearing
+SUB_MEMO_LIMIT = 1 << 16  # memoized CD sub-walks before the resolution memo is cleared
+_UNSEEN: Any = object()
 
 
 def bitmask_words(vocab_size: int) -> int:
@@ -81,6 +84,12 @@ class Guide:
         )
         self._memo_bytes = 0
         self._memo_lock = threading.Lock()
+        # CD resolution memos (see _resolve_residue); plain dicts, benign races.
+        # class record: [configuration below, pending lexeme live, {node: sub-walk result}]
+        self._advanced: dict[tuple[StackNode, int, bytes], list[Any] | None] = {}
+        self._shifted: dict[tuple[StackNode, int], StackNode] = {}
+        self._n_subs = 0  # sub-walks memoized inside the class records of _advanced
+        self._subs_gen = self.cache.generation
 
     def matcher(self, max_tokens: int | None = None) -> Matcher:
         return Matcher(self, max_tokens=max_tokens)
@@ -114,50 +123,95 @@ class Guide:
     def collect(self, cfg: Configuration) -> tuple[list[MaskEntry], list[np.ndarray]]:
         """The entries making up the mask of ``cfg`` (root first, then the CD sub-walks in
         residue order, depth first) and the alias classes of the CD nodes that passed."""
-        entries: list[MaskEntry] = []
+        entries: list[MaskEntry] = [self.entry_for(cfg, 0)]
         extra: list[np.ndarray] = []
-        self._collect(cfg, 0, entries, extra, {}, {})
+        self._resolve_residue(cfg.stack, entries[0], entries, extra)
         return entries, extra
 
-    def _collect(
+    def _resolve_residue(
         self,
-        cfg: Configuration,
-        node: int,
+        stack: StackNode,
+        entry: MaskEntry,
         entries: list[MaskEntry],
         extra: list[np.ndarray],
-        shifted: dict[tuple[int, int], StackNode],
-        advanced: dict[tuple[int, int, bytes], tuple[Configuration, bool] | None],
     ) -> None:
-        rt = self.runtime
-        entry = self.entry_for(cfg, node)
-        entries.append(entry)
-        for sub, term, requeue in entry.residue:
-            # Verdict-equivalence: the CD resolution depends on (stack, terminal, requeue)
-            # only, so residue entries sharing them are resolved once per fill.
-            ak = (id(cfg.stack), term, requeue)
-            if ak in advanced:
-                res = advanced[ak]
-            else:
-                k = (id(cfg.stack), term)
-                s1 = shifted.get(k)
-                if s1 is None:
-                    s1 = rt.shift(cfg.stack, term)
-                    shifted[k] = s1
-                raw = rt._advance(s1, EMPTY_SCAN, requeue)
-                if raw is None:
-                    res = None
-                else:
-                    n2, sc2 = raw
-                    res = (Configuration(n2, sc2), rt.remainder_live(n2, sc2))
-                advanced[ak] = res
-            if res is None:
+        """Resolve ``entry``'s CD residue against ``stack`` (paper §4.2), appending the
+        sub-walk entries and the passing alias classes in residue order, depth first.
+
+        Verdict-equivalence: a residue entry's resolution depends on its class (stack,
+        terminal, requeue) only, and everything below its trie node on (resulting
+        configuration, node) only. So each class of the entry is resolved once (a rejected
+        class drops all of its residue entries), and the sub-walks are memoized per class
+        by node. Stacks are hash-consed by the parser runtime, so the class memo
+        (``_advanced``) is keyed by identity and survives across fills and requests: a step
+        whose root entry is new still finds most of its CD sub-walks already resolved.
+        """
+        memo_on = self.cache.enabled
+        if memo_on and self._subs_gen != self.cache.generation:
+            self._clear_resolution_memo()  # entries rolled over: the memo must not outlive them
+            self._subs_gen = self.cache.generation
+        advanced = self._advanced
+        keys, class_of = entry.classes()
+        resolved: list[list[Any] | None] = []
+        for term, requeue in keys:
+            ak = (stack, term, requeue)
+            rec = advanced.get(ak, _UNSEEN)
+            if rec is _UNSEEN:
+                res = self._advance_class(stack, term, requeue)
+                rec = None if res is None else [res[0], res[1], {}]
+                if len(advanced) >= RESOLVE_MEMO_LIMIT:
+                    self._clear_resolution_memo()
+                advanced[ak] = rec
+            resolved.append(rec)
+        ids_at = self.trie.ids_at
+        for (sub, _, _), ci in zip(entry.residue, class_of, strict=True):
+            rec = resolved[ci]
+            if rec is None:
                 continue
-            cfg2, live = res
-            if live:
-                here = self.trie.ids_at(sub)
-                if here.size:
-                    extra.append(here)
-            self._collect(cfg2, sub, entries, extra, shifted, advanced)
+            cfg2, live, subs = rec
+            got = subs.get(sub) if memo_on else None
+            if got is None:
+                sub_entries: list[MaskEntry] = []
+                sub_extra: list[np.ndarray] = []
+                if live:
+                    here = ids_at(sub)
+                    if here.size:
+                        sub_extra.append(here)
+                e2 = self.entry_for(cfg2, sub)
+                sub_entries.append(e2)
+                self._resolve_residue(cfg2.stack, e2, sub_entries, sub_extra)
+                got = (sub_entries, sub_extra)
+                if memo_on:
+                    if self._n_subs >= SUB_MEMO_LIMIT:
+                        self._clear_resolution_memo()
+                    subs[sub] = got
+                    self._n_subs += 1
+            entries.extend(got[0])
+            extra.extend(got[1])
+
+    def _clear_resolution_memo(self) -> None:
+        self._advanced.clear()
+        self._shifted.clear()
+        self._n_subs = 0
+
+    def _advance_class(
+        self, stack: StackNode, term: int, requeue: bytes
+    ) -> tuple[Configuration, bool] | None:
+        """Shift ``term`` on ``stack`` and re-scan ``requeue``: the configuration below a
+        residue entry and whether its pending lexeme is live (None: rejected)."""
+        rt = self.runtime
+        sk = (stack, term)
+        s1 = self._shifted.get(sk)
+        if s1 is None:
+            s1 = rt.shift(stack, term)
+            if len(self._shifted) >= RESOLVE_MEMO_LIMIT:
+                self._shifted.clear()  # only shifts: the class records stay valid
+            self._shifted[sk] = s1
+        raw = rt._advance(s1, EMPTY_SCAN, requeue)
+        if raw is None:
+            return None
+        n2, sc2 = raw
+        return Configuration(n2, sc2), rt.remainder_live(n2, sc2)
 
     @staticmethod
     def _memo_key(cfg: Configuration) -> tuple[Any, ...]:
@@ -208,7 +262,8 @@ class Guide:
         for e in entries:
             if e.ci_ids.size:
                 e.packed(nw).or_into(words)
-        for ids in extra:
+        if extra:
+            ids = np.concatenate(extra) if len(extra) > 1 else extra[0]
             np.bitwise_or.at(words, ids >> 5, np.uint32(1) << (ids & 31).astype(np.uint32))
         if eos:
             words[self.eos_id >> 5] |= np.uint32(1 << (self.eos_id & 31))

@@ -35,6 +35,7 @@ class ScanState:
 
 
 EMPTY_SCAN = ScanState()
+INTERN_LIMIT = 1 << 18  # interned stack nodes per grammar before the table is cleared
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,12 @@ class ParserRuntime:
             self.lexicon_mask |= 1 << tid
         self.root = StackNode(tables.start_state, None, 0)
         self.initial = Configuration(self.root, EMPTY_SCAN)
+        # Hash-consing of pushes: (parent, state, symbol) -> the node. Equal stacks built
+        # from the root become one object, so the per-node memos (allowed set, EOS) and the
+        # identity-keyed memos of the mask layer survive across steps and requests instead
+        # of being recomputed on freshly shifted copies. Bounded by clearing: a cleared
+        # table only costs new, structurally equal nodes.
+        self._interned: dict[tuple[StackNode, int, int], StackNode] = {}
 
     # ------------------------------------------------------------------ LALR side
     def _simulate(self, node: StackNode, tid: int) -> bool:
@@ -124,13 +131,47 @@ class ParserRuntime:
             overlay.append(g)
 
     def allowed_mask(self, node: StackNode) -> int:
-        """A(σ): bitmask of terminals whose reduce chain reaches a SHIFT (memoized per node)."""
+        """A(σ): bitmask of terminals whose reduce chain reaches a SHIFT (memoized per node).
+
+        Equal to running :meth:`_simulate` per terminal of the top state's row, but the
+        terminals are simulated together: at each virtual top they split by action (shift:
+        allowed; error: not; reduce r: one group), and each group's reduce is applied once
+        for all of its terminals instead of once per terminal.
+        """
         m = node.allowed
         if m is None:
             m = 0
-            for t in self.row_terms[node.state]:
-                if self._simulate(node, t):
-                    m |= 1 << t
+            action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
+            work: list[tuple[StackNode, tuple[int, ...], tuple[int, ...] | list[int]]] = [
+                (node, (), self.row_terms[node.state])
+            ]
+            while work:
+                base, overlay, terms = work.pop()
+                row = action[overlay[-1] if overlay else base.state]
+                groups: dict[int, list[int]] | None = None
+                for t in terms:
+                    a = row[t]
+                    if a > 0:
+                        m |= 1 << t
+                    elif a < 0:
+                        if groups is None:
+                            groups = {}
+                        g = groups.get(a)
+                        if g is None:
+                            groups[a] = [t]
+                        else:
+                            g.append(t)
+                if groups is None:
+                    continue
+                for a, ts in groups.items():
+                    r = -a - 1
+                    n = rlen[r]
+                    if n <= len(overlay):
+                        b, ov = base, overlay[: len(overlay) - n]
+                    else:
+                        b, ov = base.ancestor(n - len(overlay)), ()
+                    top = ov[-1] if ov else b.state
+                    work.append((b, (*ov, goto[top][lhs[r]]), ts))
             node.allowed = m
         return m
 
@@ -146,15 +187,28 @@ class ParserRuntime:
         """Apply the reduce chain and the shift of ``tid`` (caller checked viability)."""
         action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
         sym_base = self.n_terminals + 1
+        push = self._push
         while True:
             a = action[node.state][tid]
             if a > 0:
-                return StackNode(a - 1, node, tid)
+                return push(node, a - 1, tid)
             if a == 0:  # unreachable when allowed_mask was consulted
                 raise ParseError(f"terminal {self.grammar.terminals[tid].name} not shiftable")
             r = -a - 1
             base = node.ancestor(rlen[r])
-            node = StackNode(goto[base.state][lhs[r]], base, sym_base + lhs[r])
+            node = push(base, goto[base.state][lhs[r]], sym_base + lhs[r])
+
+    def _push(self, parent: StackNode, state: int, symbol: int) -> StackNode:
+        """The interned node ``state`` over ``parent`` (see ``_interned``)."""
+        k = (parent, state, symbol)
+        tbl = self._interned
+        node = tbl.get(k)
+        if node is None:
+            node = StackNode(state, parent, symbol)
+            if len(tbl) >= INTERN_LIMIT:
+                tbl.clear()
+            tbl[k] = node
+        return node
 
     # ------------------------------------------------------------------ scanner side
     def resolve(self, la_state: int, lexeme: bytes, allowed: int) -> int | None:
