@@ -427,7 +427,40 @@ def report(records: Sequence[dict[str, Any]], model: str | None = None) -> str:
                 f"| {x} vs {y} | {c[(True, True)]} | {c[(True, False)]} | "
                 f"{c[(False, True)]} | {c[(False, False)]} |"
             )
+    lines += ["", "Outcome classes per arm (each question in exactly one):", ""]
+    classes = list(OUTCOMES)
+    lines += ["| arm | " + " | ".join(classes) + " |", "| --- |" + " --- |" * len(classes)]
+    for a in present:
+        oc = Counter(outcome(by[a][q]) for q in common)
+        lines.append(f"| {a} | " + " | ".join(str(oc[k]) for k in classes) + " |")
     return "\n".join(lines) + "\n"
+
+
+OUTCOMES = (
+    "EX",
+    "wrong result",
+    "exec: no such column",
+    "exec: other error",
+    "refused: unknown column",
+    "refused: other",
+    "engine error",
+)
+
+
+def outcome(r: dict[str, Any]) -> str:
+    """One failure class per record (for the reading of the results, not a metric)."""
+    if r["ex"]:
+        return "EX"
+    if r["executes"]:
+        return "wrong result"
+    if r.get("exec_error"):
+        return (
+            "exec: no such column" if "no such column" in r["exec_error"] else "exec: other error"
+        )
+    if r["refused"]:
+        text = " ".join(r.get("violations") or []) + " " + str(r.get("error") or "")
+        return "refused: unknown column" if "does not exist" in text else "refused: other"
+    return "engine error"
 
 
 # --------------------------------------------------------------------------- CLI
