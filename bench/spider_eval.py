@@ -259,7 +259,7 @@ def run_constrained(
     try:
         gen = asker.generate_sql(q.question, max_tokens=max_tokens, repair=True, on_step=on_step)
         sql, repairs = gen.sql, list(gen.repairs)
-    except GridSQLError as exc:
+    except (GridSQLError, RecursionError) as exc:  # RecursionError: sqlglot in the checker
         sql, error = None, f"{type(exc).__name__}: {exc}"[:600]
         repairs = list(getattr(exc, "repairs", []))
         checker_refused = isinstance(exc, PolicyViolation | StatementError)
