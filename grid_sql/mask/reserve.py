@@ -48,6 +48,7 @@ from lark.parsers.lalr_analysis import LALR_Analyzer
 from ..errors import MaskError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
+from ..grammar.lexicon import fold_lexeme
 from ..parser.incremental import Configuration, ParserRuntime
 from ..parser.stack import StackNode
 from .vocab import Vocabulary, greedy_token_ids
@@ -362,12 +363,28 @@ class ReserveTable:
                     sc.la_state,
                     len(sc.rem) - sc.la_len,
                 )
-                if rt.live_masks[sc.dfa] & rt.lexicon_mask:
-                    key += (sc.rem,)
+                lex_live = rt.live_masks[sc.dfa] & rt.lexicon_mask
+                if lex_live:
+                    key += self._lexicon_key(sc.rem, lex_live)
                 if key not in visited:
                     visited.add(key)
                     queue.append((ext + bytes([b]), c2))
         return None
+
+    def _lexicon_key(self, rem: bytes, live: int) -> tuple[bytes, ...]:
+        """What a pending lexeme's future depends on under the live lexicon categories.
+
+        A category compares its words case-folded when it folds bare case, so ``Ref_T`` and
+        ``ref_t`` extend alike there: keying the raw bytes made the search explore every case
+        variant of a long identifier (2^n prefixes) and give up on ``Ref`` → ``Ref_Template_Types``.
+        """
+        out: list[bytes] = []
+        while live:
+            low = live & -live
+            cat = self.rt.lexicon[low.bit_length() - 1]
+            out.append(fold_lexeme(rem, cat.fold_bare_case))
+            live ^= low
+        return tuple(out)
 
     def completion(self, cfg: Configuration) -> Completion:
         """The reserve completion of viable configuration ``cfg`` (memoized per object)."""

@@ -15,6 +15,7 @@ from grid_sql.mask.vocab import Vocabulary, greedy_token_ids
 from grid_sql.parser.incremental import accepts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sqlite"
+SPIDER = Path(__file__).resolve().parents[3] / "shared" / "data" / "spider" / "database"
 CHINOOK_SQL = [
     b"SELECT c.FirstName, c.LastName, SUM(i.Total) AS revenue FROM Customer c JOIN Invoice i "
     b"ON i.CustomerId = c.CustomerId GROUP BY c.CustomerId ORDER BY SUM(i.Total) DESC LIMIT 5;",
@@ -95,6 +96,24 @@ def _every_byte_prefix(g: Grammar, stmt: bytes, vocab: Vocabulary) -> None:
         comp = table.completion(cfg)
         assert accepts(g, stmt[:i] + comp.data), (stmt[:i], comp.data)
         assert vocab.spell(comp.tokens) == comp.data
+
+
+def test_reserve_long_case_folded_identifiers(smollm2_vocab: Vocabulary) -> None:
+    """Spider's cre_Doc_Template_Mgt: pending ``Ref`` must close to ``Ref_Template_Types``.
+
+    Regression: the completion search keyed pending lexemes by their raw bytes, so under a
+    case-folding lexicon it explored every case variant of the identifier and gave up
+    (``MaskError: no way to finish the pending lexeme b'Ref'`` on 3 of 72 Spider questions).
+    """
+    from grid_sql.front.ask import Asker
+
+    db = SPIDER / "cre_Doc_Template_Mgt" / "cre_Doc_Template_Mgt.sqlite"
+    g = Asker(db, audit=False).grammar  # the role grammar the Spider harness generates under
+    stmt = (
+        b"SELECT Template_Type_Code FROM Ref_Template_Types WHERE "
+        b"Template_Type_Description = 'Book'"
+    )
+    _every_byte_prefix(g, stmt, smollm2_vocab)
 
 
 def test_reserve_of_a_complete_statement_is_empty(chinook_guide: Guide) -> None:
