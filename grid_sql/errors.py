@@ -117,3 +117,8 @@ class BudgetError(GridSQLError):
 
 class OptionError(GridSQLError, ValueError):
     """An option is out of range or of the wrong kind (row limit, timeout, token budget...)."""
+
+
+class GrammarExportError(GrammarError):
+    """A grammar cannot be written in another engine's grammar format (a terminal regex
+    construct or a lexicon word that format cannot express)."""
