@@ -122,3 +122,8 @@ class OptionError(GridSQLError, ValueError):
 class GrammarExportError(GrammarError):
     """A grammar cannot be written in another engine's grammar format (a terminal regex
     construct or a lexicon word that format cannot express)."""
+
+
+class ServingError(GridSQLError):
+    """A model server (vLLM or grid-sql's test server) could not be reached, refused a
+    request, or answered with something that is not an OpenAI-compatible completion."""
