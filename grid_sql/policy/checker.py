@@ -31,6 +31,13 @@ from sqlglot.schema import MappingSchema
 from sqlglot.tokenizer_core import TokenType
 
 from grid_sql.errors import PolicyViolation
+from grid_sql.policy.conformance import (
+    Finding,
+    SchemaView,
+    check_query,
+    dialect_functions,
+    top_clause,
+)
 from grid_sql.policy.model import Policy, TablePolicy
 from grid_sql.schema.model import SchemaSnapshot, TableInfo
 
@@ -45,6 +52,8 @@ ViolationKind = Literal[
     "banned_clause",
     "unknown_table",
     "unknown_column",
+    "ambiguous_column",
+    "unknown_function",
 ]
 
 _SQLGLOT_DIALECT = {
@@ -124,7 +133,9 @@ class Violation:
     ``kind`` says which rule; ``table`` is ``schema.table`` when one is involved; ``position``
     is a 0-based character offset into the checked SQL (None when the reference was implicit,
     e.g. a column reached through ``*``); ``snippet`` is the offending text; ``why`` is the
-    rule behind it; ``message`` is one self-contained sentence for a repair prompt.
+    rule behind it; ``message`` is one self-contained sentence for a repair prompt; ``fix``,
+    when the checker knows one, is a short concrete instruction ("replace `T2.name` with
+    `T1.name`") — small models follow those better than a description of the problem.
     """
 
     kind: ViolationKind
@@ -135,6 +146,7 @@ class Violation:
     position: int | None = None
     snippet: str | None = None
     why: str = ""
+    fix: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +158,7 @@ class Violation:
             "position": self.position,
             "snippet": self.snippet,
             "why": self.why,
+            "fix": self.fix,
         }
 
 
@@ -193,6 +206,7 @@ class Checker:
         # Names are pre-folded above; sqlglot folds the query's identifiers the same way.
         self._schema = MappingSchema(mapping, dialect=self._read, normalize=False)
         self._all_columns = {c.name.lower() for _, t in snapshot.iter_tables() for c in t.columns}
+        self._view = SchemaView(snapshot, policy, self.dialect)
 
     # ------------------------------------------------------------------ public API
     def check(self, sql: str) -> list[Violation]:
@@ -265,6 +279,9 @@ class _Run:
                 statements = [s for s in sqlglot.parse(self.sql, read=self.c._read) if s]
             except (ParseError, TokenError) as exc:
                 msg = str(exc).splitlines()[0]
+                top = top_clause(self.sql, self.c.dialect)
+                if top is not None:
+                    self.add(_violation(top))
                 self.add(
                     Violation(
                         "parse_error",
@@ -365,7 +382,29 @@ class _Run:
             return  # nothing resolvable inside; the verb check above already failed it
         if isinstance(stmt, exp.Drop | exp.Alter | exp.Grant | exp.Revoke):
             return  # DDL: verb-level only (the grants of the server decide object ownership)
+        schema_found = self._conformance(stmt)
+        before = len(self.out)
         self._resolve(stmt)
+        if schema_found:
+            # The conformance findings say precisely what qualify's resolution could only
+            # say vaguely (or not at all, when it stopped at the first unknown name).
+            self.out[before:] = [
+                v
+                for v in self.out[before:]
+                if v.kind not in ("unknown_column", "unknown_table")
+                and not v.message.startswith("The statement's names could not be resolved")
+            ]
+
+    def _conformance(self, stmt: exp.Expr) -> bool:
+        """Schema conformance of a query and the dialect's functions; True if anything found."""
+        found: list[Finding] = dialect_functions(stmt, self.sql, self.c.dialect)
+        if isinstance(stmt, exp.Query):
+            if self.c.dialect == "sqlite":
+                stmt = self._sqlite_string_fallback(stmt)
+            found += check_query(stmt, self.sql, self.c._view)
+        for f in found:
+            self.add(_violation(f))
+        return any(f.kind != "unknown_function" for f in found)
 
     def _verb(self, stmt: exp.Expr) -> str:
         """The statement verb; unrecognised node kinds are named after their sqlglot class."""
@@ -885,6 +924,19 @@ class _Run:
 
 
 _SCOPE = object()
+
+
+def _violation(f: Finding) -> Violation:
+    return Violation(
+        f.kind,
+        f.message,
+        table=f.table,
+        column=f.column,
+        position=f.position,
+        snippet=f.snippet,
+        why="schema conformance",
+        fix=f.fix,
+    )
 
 
 def _tables_in(node: Any) -> Iterator[exp.Table]:

@@ -1,0 +1,732 @@
+"""Schema conformance: does every name in a finished statement mean something here?
+
+The grammar's schema lexicon admits any column of any allowed table at any identifier
+position, and the SELECT list precedes FROM (paper Proposition 11), so a small model can write
+``T2.name`` where ``name`` lives on ``T1``, a column of a table it never joined, or a function
+another dialect has. The engine then fails with "no such column", and its message tells
+neither the model nor the user what to write instead.
+
+This module resolves every column reference of a query against the tables in *its* scope
+(FROM/JOIN items with their aliases, CTEs, derived tables, correlated outer scopes) using the
+:class:`SchemaSnapshot`, and checks every function call against what the dialect provides.
+Each :class:`Finding` carries a self-contained ``message`` that names the table, the alias
+and the columns the table does have, and a ``fix`` that is one short concrete instruction
+("replace `T2.name` with `T1.name`"), because small models follow those best in the repair
+round.
+
+Why a separate pass from the policy checker's sqlglot ``qualify``: qualify stops at the first
+unknown qualified column with a message that names neither the table nor the alias, and it
+quietly picks one table for an ambiguous bare name. Here nothing is guessed: a name that
+cannot be judged (a source whose columns are unknown, e.g. ``SELECT *`` in a derived table)
+is left alone, so gold SQL is never flagged; the policy checker still fails closed on it.
+
+Suggestions (other tables' columns, close names) only ever mention what the role may read,
+so a repair message never discloses a hidden column.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from grid_sql.policy.model import Policy
+from grid_sql.schema.model import SchemaSnapshot, TableInfo
+
+FindingKind = Literal["unknown_column", "unknown_table", "ambiguous_column", "unknown_function"]
+
+DIALECT_LABEL = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL/MariaDB"}
+_MAX_LISTED = 15
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One schema-conformance problem: ``message`` says what is wrong, ``fix`` what to write."""
+
+    kind: FindingKind
+    message: str
+    fix: str | None = None
+    table: str | None = None
+    column: str | None = None
+    position: int | None = None
+    snippet: str | None = None
+
+
+# --------------------------------------------------------------------------- dialect functions
+@functools.lru_cache(maxsize=1)
+def sqlite_functions() -> frozenset[str]:
+    """Every function the linked SQLite library provides (``PRAGMA function_list``).
+
+    Why ask the library: math and JSON functions are compile-time options, and ``concat``
+    only arrived in 3.44; the library that will run the statement is the authority.
+    """
+    con = sqlite3.connect(":memory:")
+    try:
+        return frozenset(r[0].lower() for r in con.execute("SELECT name FROM pragma_function_list"))
+    finally:
+        con.close()
+
+
+# Functions that models borrow from another dialect and that the named dialect does not have
+# (checked against the servers in tests). PostgreSQL and MySQL catalogs are extensible, so
+# for them this is a deny-list of certain absences, never an allow-list.
+_FOREIGN: dict[str, dict[str, str]] = {
+    "postgresql": {
+        "year": "EXTRACT(YEAR FROM x)",
+        "month": "EXTRACT(MONTH FROM x)",
+        "day": "EXTRACT(DAY FROM x)",
+        "date_format": "to_char(x, 'YYYY-MM-DD')",
+        "strftime": "to_char(x, 'YYYY-MM-DD')",
+        "julianday": "x::date - y::date (a number of days)",
+        "datediff": "x::date - y::date (a number of days)",
+        "ifnull": "COALESCE(x, y)",
+        "nvl": "COALESCE(x, y)",
+        "iif": "CASE WHEN c THEN a ELSE b END",
+        "if": "CASE WHEN c THEN a ELSE b END",
+        "group_concat": "string_agg(x, ',')",
+        "instr": "strpos(s, sub)",
+        "locate": "strpos(s, sub)",
+        "charindex": "strpos(s, sub)",
+        "len": "length(s)",
+        "getdate": "now()",
+        "curdate": "CURRENT_DATE",
+    },
+    "mysql": {
+        "strftime": "DATE_FORMAT(x, '%Y-%m-%d')",
+        "julianday": "TO_DAYS(x)",
+        "date_trunc": "DATE_FORMAT(x, '%Y-%m-01')",
+        "date_part": "EXTRACT(YEAR FROM x)",
+        "string_agg": "GROUP_CONCAT(x SEPARATOR ',')",
+        "iif": "IF(c, a, b)",
+        "len": "CHAR_LENGTH(s)",
+        "getdate": "NOW()",
+        "charindex": "LOCATE(sub, s)",
+        "generate_series": "a recursive CTE",
+        "age": "TIMESTAMPDIFF(YEAR, x, y)",
+    },
+}
+
+# What to write in SQLite instead of a function it lacks.
+_SQLITE_INSTEAD: dict[str, str] = {
+    "year": "strftime('%Y', x)",
+    "month": "strftime('%m', x)",
+    "day": "strftime('%d', x)",
+    "hour": "strftime('%H', x)",
+    "date_format": "strftime('%Y-%m-%d', x)",
+    "to_char": "strftime('%Y-%m-%d', x)",
+    "date_trunc": "strftime('%Y-%m-01', x)",
+    "extract": "strftime('%Y', x)",
+    "datediff": "julianday(x) - julianday(y)",
+    "timestampdiff": "julianday(x) - julianday(y)",
+    "now": "datetime('now')",
+    "getdate": "datetime('now')",
+    "curdate": "date('now')",
+    "concat": "a || b",
+    "left": "substr(s, 1, n)",
+    "right": "substr(s, -n)",
+    "len": "length(s)",
+    "char_length": "length(s)",
+    "isnull": "ifnull(x, y)",
+    "nvl": "ifnull(x, y)",
+    "if": "iif(c, a, b) or CASE WHEN c THEN a ELSE b END",
+    "string_agg": "group_concat(x, ',')",
+    "locate": "instr(s, sub)",
+    "charindex": "instr(s, sub)",
+    "position": "instr(s, sub)",
+    "to_date": "date(x)",
+    "str_to_date": "date(x)",
+}
+
+# sqlglot node types that are syntax, not calls of a named function.
+_SYNTAX = (
+    exp.Cast,
+    exp.Case,
+    exp.Exists,
+    exp.In,
+    exp.Between,
+    exp.Connector,
+    exp.Not,
+    exp.Paren,
+)
+# Built-in names the engines parse specially (no function_list entry) in every dialect.
+_KEYWORD_FUNCS = frozenset({"cast", "exists", "count", "any", "all", "some", "values"})
+
+
+def dialect_functions(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
+    """Calls of functions the dialect does not have, by the name written in ``sql``."""
+    out: list[Finding] = []
+    seen: set[tuple[str, int | None]] = set()
+    for node in stmt.find_all(exp.Func):
+        if isinstance(node, _SYNTAX):
+            continue
+        meta = node.meta
+        if isinstance(node, exp.Extract):
+            name, pos = "extract", _keyword_position(sql, "extract")
+        elif "start" in meta and "end" in meta:
+            pos = int(meta["start"])
+            name = sql[pos : int(meta["end"]) + 1]
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", name):
+                continue  # operator-shaped nodes (`->`), quoted names: not judged
+        else:
+            continue
+        low = name.lower()
+        if low in _KEYWORD_FUNCS or (low, pos) in seen:
+            continue
+        if isinstance(node.parent, exp.Dot) or node.args.get("db"):
+            continue  # schema-qualified (user-defined) function: the catalog decides
+        instead: str | None
+        if dialect == "sqlite":
+            if low in sqlite_functions():
+                continue
+            instead = _SQLITE_INSTEAD.get(low)
+        else:
+            instead = _FOREIGN.get(dialect, {}).get(low)
+            if instead is None:
+                continue
+        seen.add((low, pos))
+        label = DIALECT_LABEL.get(dialect, dialect)
+        snippet = name if low != "extract" or pos is None else sql[pos : pos + len("extract")]
+        msg = f"`{name}(...)`: {label} has no function {name.upper()}"
+        fix = None
+        if instead:
+            msg += f"; use {instead} instead"
+            fix = f"replace `{name}(...)` with {instead}"
+        out.append(
+            Finding("unknown_function", msg + ".", fix, position=pos, snippet=snippet, column=None)
+        )
+    return out
+
+
+def _keyword_position(sql: str, word: str) -> int | None:
+    m = re.search(rf"(?<![\w$]){word}\s*\(", sql, re.IGNORECASE)
+    return m.start() if m else None
+
+
+# --------------------------------------------------------------------------- SELECT TOP
+_TOP = re.compile(r"\bSELECT\s+(?:DISTINCT\s+)?(TOP)\s+\(?\s*(\d+)", re.IGNORECASE)
+
+
+def top_clause(sql: str, dialect: str) -> Finding | None:
+    """``SELECT TOP n`` (SQL Server) is not SQL in any supported dialect: say LIMIT n."""
+    m = _TOP.search(sql)
+    if m is None:
+        return None
+    n = m.group(2)
+    label = DIALECT_LABEL.get(dialect, dialect)
+    return Finding(
+        "unknown_function",
+        f"`TOP {n}`: {label} has no SELECT TOP; end the statement with LIMIT {n} instead.",
+        f"remove `TOP {n}` and append `LIMIT {n}`",
+        position=m.start(1),
+        snippet=sql[m.start(1) : m.end(2)],
+    )
+
+
+# --------------------------------------------------------------------------- names and tables
+class SchemaView:
+    """Name resolution the way the engine does it, plus the role's visible columns.
+
+    PostgreSQL folds unquoted names to lower case and compares exactly; SQLite and MySQL
+    compare names case-insensitively.
+    """
+
+    def __init__(self, snapshot: SchemaSnapshot, policy: Policy, dialect: str) -> None:
+        self.snapshot = snapshot
+        self.policy = policy
+        self.dialect = dialect
+        self.exact = dialect == "postgresql"
+        self.default_schema = policy.default_schema or snapshot.default_schema
+
+    def key(self, name: str) -> str:
+        return name if self.exact else name.lower()
+
+    def ident(self, node: exp.Expr | None) -> str:
+        """The lookup key of an identifier node as written in the query."""
+        if not isinstance(node, exp.Identifier):
+            return self.key(node.name) if isinstance(node, exp.Expr) else ""
+        if self.exact and not node.quoted:
+            return node.name.lower()
+        return self.key(node.name)
+
+    def table(self, name: str, schema: str | None) -> tuple[str, TableInfo] | None:
+        """(schema name, table) for a key made by :meth:`ident`."""
+        for sname in [schema, None] if schema else [None]:
+            s = self.snapshot.schema(sname if sname is not None else self.default_schema)
+            if s is None:
+                continue
+            for t in s.tables:
+                if self.key(t.name) == name:
+                    return s.name, t
+        return None
+
+    def has(self, info: TableInfo, column: str) -> bool:
+        return any(self.key(c.name) == column for c in info.columns)
+
+    def visible_columns(self, schema: str, info: TableInfo) -> list[str]:
+        tp = self.policy.table(info.name, schema)
+        if tp is None:
+            return []
+        return [c.name for c in info.columns if tp.readable(c.name)]
+
+    def visible_tables(self) -> list[tuple[str, TableInfo]]:
+        out = []
+        for schema, info in self.snapshot.iter_tables():
+            tp = self.policy.table(info.name, schema)
+            if tp is not None and tp.any_right:
+                out.append((schema, info))
+        return out
+
+
+@dataclass
+class _Source:
+    """One FROM item of a scope: a real table, a derived table/CTE, or something opaque."""
+
+    alias: str  # as written (for messages)
+    key: str
+    schema: str | None = None
+    info: TableInfo | None = None
+    outputs: set[str] | None = None  # derived table/CTE column keys (None: unknown)
+    opaque: bool = False  # unknown table, table function: columns cannot be judged
+
+    def provides(self, view: SchemaView, column: str) -> bool | None:
+        """True/False, or None when this source's columns are unknown."""
+        if self.info is not None:
+            return view.has(self.info, column)
+        if self.outputs is not None:
+            return column in self.outputs
+        return None
+
+    def label(self) -> str:
+        if self.info is None:
+            return f"`{self.alias}`"
+        if self.alias.lower() == self.info.name.lower():
+            return f"table `{self.info.name}`"
+        return f"table `{self.info.name}` (alias {self.alias})"
+
+
+class _Conformance:
+    def __init__(self, view: SchemaView, sql: str) -> None:
+        self.view = view
+        self.sql = sql
+        self.out: list[Finding] = []
+        self._seen: set[tuple[object, ...]] = set()
+        self._sources: dict[int, dict[str, _Source]] = {}
+        self.dml_ctes: set[str] = set()  # CTEs with a DML body: sqlglot gives them no scope
+
+    def add(self, f: Finding) -> None:
+        key = (f.kind, f.table, f.column, f.position, f.snippet)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.out.append(f)
+
+    # ---------------------------------------------------------------- sources
+    def sources(self, scope: Scope) -> dict[str, _Source]:
+        cached = self._sources.get(id(scope))
+        if cached is not None:
+            return cached
+        out: dict[str, _Source] = {}
+        for alias, src in scope.sources.items():
+            key = self.view.key(alias)
+            if isinstance(src, Scope):
+                out[key] = _Source(alias, key, outputs=self._outputs(src))
+            elif isinstance(src, exp.Table):
+                if isinstance(src.this, exp.Func) or not isinstance(src.this, exp.Identifier):
+                    out[key] = _Source(alias, key, opaque=True)
+                    continue
+                found = self.view.table(
+                    self.view.ident(src.this), src.db if src.args.get("db") else None
+                )
+                if found is None:
+                    if self.view.dialect == "mysql" and src.name.lower() == "dual":
+                        continue
+                    if not src.args.get("db") and self.view.ident(src.this) in self.dml_ctes:
+                        out[key] = _Source(alias, key, opaque=True)
+                        continue
+                    out[key] = _Source(alias, key, opaque=True)
+                    self._unknown_table(src)
+                    continue
+                out[key] = _Source(alias, key, schema=found[0], info=found[1])
+            else:
+                out[key] = _Source(alias, key, opaque=True)
+        self._sources[id(scope)] = out
+        return out
+
+    def _outputs(self, scope: Scope) -> set[str] | None:
+        """Column keys a derived table or CTE exposes (None when ``*`` hides them)."""
+        expr = scope.expression
+        holder = expr.parent
+        alias = holder.args.get("alias") if isinstance(holder, exp.CTE | exp.Subquery) else None
+        if isinstance(alias, exp.TableAlias) and alias.columns:
+            return {self.view.ident(c) for c in alias.columns}
+        while isinstance(expr, exp.SetOperation):
+            expr = expr.this
+        if isinstance(expr, exp.Subquery):
+            expr = expr.unnest()
+        if not isinstance(expr, exp.Select):
+            return None
+        names: set[str] = set()
+        for p in expr.expressions:
+            if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star):
+                return None
+            if isinstance(p, exp.Alias):
+                names.add(self.view.ident(p.args.get("alias")))
+            elif isinstance(p, exp.Column):
+                names.add(self.view.ident(p.this))
+            else:
+                names.add(self.view.key(p.sql()))  # engine-named expression column
+        return names
+
+    def _unknown_table(self, table: exp.Table) -> None:
+        name = table.name
+        pos, snip = _span(table.this, self.sql)
+        tables = [t.name for _, t in self.view.visible_tables()]
+        close = _close(name, tables)
+        msg = f"`{name}`: there is no table `{name}` in this database"
+        fix = None
+        if close:
+            msg += f"; did you mean `{close}`?"
+            fix = f"replace `{name}` with `{close}`"
+        else:
+            msg += f"; tables: {_listed(tables)}."
+        self.add(Finding("unknown_table", msg, fix, table=name, position=pos, snippet=snip))
+
+    # ---------------------------------------------------------------- scope walk
+    def scope(self, scope: Scope) -> None:
+        own = self.sources(scope)
+        expr = scope.expression
+        select_aliases: set[str] = set()
+        if isinstance(expr, exp.Select):
+            select_aliases = {
+                self.view.ident(e.args.get("alias"))
+                for e in expr.expressions
+                if isinstance(e, exp.Alias)
+            }
+        for col in scope.find_all(exp.Column):
+            if not isinstance(col.this, exp.Identifier | exp.Star):
+                continue
+            if col.args.get("db") or col.args.get("catalog"):
+                continue  # schema.table.column: rare, left to the policy checker
+            if col.args.get("table") is not None:
+                self._qualified(scope, col)
+            elif isinstance(col.this, exp.Identifier):
+                if isinstance(expr, exp.SetOperation):
+                    continue  # ORDER BY of a UNION names output columns
+                self._bare(scope, own, col, select_aliases)
+
+    def _chain(self, scope: Scope) -> Iterable[tuple[Scope, dict[str, _Source]]]:
+        s: Scope | None = scope
+        while s is not None:
+            yield s, self.sources(s)
+            s = s.parent
+
+    def _qualified(self, scope: Scope, col: exp.Column) -> None:
+        qual = self.view.ident(col.args["table"])
+        src = next((srcs[qual] for _, srcs in self._chain(scope) if qual in srcs), None)
+        written, pos = _written(col, self.sql)
+        if src is None:
+            if isinstance(col.this, exp.Star):
+                return  # `x.*` of an unknown alias: the policy checker reports it
+            self._unknown_alias(scope, col, written, pos)
+            return
+        if isinstance(col.this, exp.Star):
+            return
+        key = self.view.ident(col.this)
+        if src.provides(self.view, key) is not False:
+            return
+        self._missing(scope, col, src, key, written, pos)
+
+    def _bare(
+        self, scope: Scope, own: dict[str, _Source], col: exp.Column, aliases: set[str]
+    ) -> None:
+        key = self.view.ident(col.this)
+        written, pos = _written(col, self.sql)
+        first = True
+        for s, srcs in self._chain(scope):
+            verdicts = [(src, src.provides(self.view, key)) for src in srcs.values()]
+            if any(v is None for _, v in verdicts):
+                return  # a source with unknown columns might provide it
+            hits = [src for src, v in verdicts if v]
+            if len(hits) == 1:
+                return
+            if len(hits) > 1:
+                if first and not _shared_by_join(s.expression, key, self.view):
+                    self._ambiguous(col, hits, written, pos)
+                return
+            if first and key in aliases:
+                return  # an output alias (ORDER BY/GROUP BY/HAVING; SQLite also WHERE)
+            first = False
+        self._missing(scope, col, None, key, written, pos)
+
+    # ---------------------------------------------------------------- messages
+    def _in_scope(self, scope: Scope) -> list[_Source]:
+        out: list[_Source] = []
+        for _, srcs in self._chain(scope):
+            out.extend(srcs.values())
+        return out
+
+    def _missing(
+        self,
+        scope: Scope,
+        col: exp.Column,
+        src: _Source | None,
+        key: str,
+        written: str,
+        pos: int | None,
+    ) -> None:
+        name = col.name
+        in_scope = self._in_scope(scope)
+        owners = [s for s in in_scope if s is not src and s.provides(self.view, key)]
+        owners = [s for s in owners if s.info is None or self._readable(s, key)]
+        parts: list[str] = []
+        fix: str | None = None
+        if src is not None:
+            parts.append(f"`{written}`: {src.label()} has no column `{name}`")
+            cols = self._columns_of(src)
+            if cols:
+                parts.append(f"it has {_listed(cols)}")
+        elif len(self.sources(scope)) == 1:
+            only = next(iter(self.sources(scope).values()))
+            parts.append(f"`{written}`: {only.label()} has no column `{name}`")
+            cols = self._columns_of(only)
+            if cols:
+                parts.append(f"it has {_listed(cols)}")
+        else:
+            labels = ", ".join(s.label() for s in self.sources(scope).values())
+            parts.append(f"`{written}`: no table in this query ({labels}) has a column `{name}`")
+        if owners:
+            o = owners[0]
+            where = ", ".join(s.label() for s in owners)
+            parts.append(f"`{name}` is a column of {where}")
+            fix = f"replace `{written}` with `{o.alias}.{_col_name(o, key, name)}`"
+        else:
+            elsewhere = self._elsewhere(key, in_scope)
+            if elsewhere:
+                names = ", ".join(f"`{t.name}`" for _, t in elsewhere[:5])
+                parts.append(f"`{name}` is a column of {names}, which this query does not join")
+                fix = self._join_fix(scope, in_scope, elsewhere, key, written)
+            else:
+                close = self._close_in(src, in_scope, name)
+                if close is not None:
+                    alias, cname = close
+                    target = f"{alias}.{cname}" if src is not None else cname
+                    parts.append(f"did you mean `{target}`?")
+                    fix = f"replace `{written}` with `{target}`"
+        table = src.info.name if src is not None and src.info is not None else None
+        self.add(
+            Finding(
+                "unknown_column",
+                "; ".join(parts) + ("" if parts[-1].endswith("?") else "."),
+                fix,
+                table=table,
+                column=name,
+                position=pos,
+                snippet=written if pos is not None else None,
+            )
+        )
+
+    def _readable(self, src: _Source, key: str) -> bool:
+        assert src.info is not None and src.schema is not None
+        return any(self.view.key(c) == key for c in self.view.visible_columns(src.schema, src.info))
+
+    def _columns_of(self, src: _Source) -> list[str]:
+        if src.info is not None and src.schema is not None:
+            return self.view.visible_columns(src.schema, src.info)
+        return sorted(src.outputs or ())
+
+    def _elsewhere(self, key: str, in_scope: list[_Source]) -> list[tuple[str, TableInfo]]:
+        """Visible tables outside the query with a readable column ``key``."""
+        joined = {id(s.info) for s in in_scope if s.info is not None}
+        out = []
+        for schema, info in self.view.visible_tables():
+            if id(info) in joined:
+                continue
+            if any(self.view.key(c) == key for c in self.view.visible_columns(schema, info)):
+                out.append((schema, info))
+        return out
+
+    def _join_fix(
+        self,
+        scope: Scope,
+        in_scope: list[_Source],
+        elsewhere: list[tuple[str, TableInfo]],
+        key: str,
+        written: str,
+    ) -> str:
+        """``JOIN t ON t.k = a.fk`` along a foreign key between a joined table and an owner."""
+        for _, owner in elsewhere:
+            for src in in_scope:
+                if src.info is None:
+                    continue
+                on = _fk_condition(src, owner)
+                if on is not None:
+                    cname = next(c.name for c in owner.columns if self.view.key(c.name) == key)
+                    return (
+                        f"add `JOIN {owner.name} ON {on}` and replace `{written}` with "
+                        f"`{owner.name}.{cname}`"
+                    )
+        owner = elsewhere[0][1]
+        cname = next(c.name for c in owner.columns if self.view.key(c.name) == key)
+        return f"join table `{owner.name}` and write `{owner.name}.{cname}`"
+
+    def _close_in(
+        self, src: _Source | None, in_scope: list[_Source], name: str
+    ) -> tuple[str, str] | None:
+        cands: list[tuple[str, str]] = []
+        for s in [src] if src is not None else in_scope:
+            if s is None:
+                continue
+            for c in self._columns_of(s):
+                cands.append((s.alias, c))
+        close = _close(name, [c for _, c in cands])
+        if close is None:
+            return None
+        return next(pair for pair in cands if pair[1] == close)
+
+    def _unknown_alias(self, scope: Scope, col: exp.Column, written: str, pos: int | None) -> None:
+        qual = col.table
+        in_scope = self._in_scope(scope)
+        labels = ", ".join(
+            f"`{s.info.name}` AS {s.alias}" if s.info is not None else f"`{s.alias}`"
+            for s in in_scope
+        )
+        key = self.view.ident(col.this)
+        msg = f"`{written}`: there is no table or alias `{qual}` in this query"
+        if labels:
+            msg += f" (in scope: {labels})"
+        owners = [s for s in in_scope if s.provides(self.view, key)]
+        fix = None
+        if len(owners) == 1:
+            o = owners[0]
+            cname = _col_name(o, key, col.name)
+            msg += f"; `{col.name}` is a column of {o.label()}"
+            fix = f"replace `{written}` with `{o.alias}.{cname}`"
+        self.add(
+            Finding(
+                "unknown_table",
+                msg + ".",
+                fix,
+                table=qual,
+                column=col.name,
+                position=pos,
+                snippet=written if pos is not None else None,
+            )
+        )
+
+    def _ambiguous(
+        self, col: exp.Column, hits: list[_Source], written: str, pos: int | None
+    ) -> None:
+        key = self.view.ident(col.this)
+        name = col.name
+        labels = " and ".join(s.label() for s in hits)
+        options = " or ".join(f"`{s.alias}.{_col_name(s, key, name)}`" for s in hits)
+        self.add(
+            Finding(
+                "ambiguous_column",
+                f"`{written}` is ambiguous: {labels} both have a column `{name}`; "
+                f"qualify it as {options}.",
+                f"replace `{written}` with {options}",
+                column=name,
+                position=pos,
+                snippet=written if pos is not None else None,
+            )
+        )
+
+
+def _col_name(src: _Source, key: str, written: str) -> str:
+    if src.info is not None:
+        for c in src.info.columns:
+            if c.name == key or c.name.lower() == key.lower():
+                return c.name
+    return written
+
+
+def _fk_condition(src: _Source, owner: TableInfo) -> str | None:
+    assert src.info is not None
+    for fk in src.info.foreign_keys:
+        if fk.referred_table.lower() == owner.name.lower():
+            return " AND ".join(
+                f"{owner.name}.{r} = {src.alias}.{c}"
+                for c, r in zip(fk.columns, fk.referred_columns, strict=False)
+            )
+    for fk in owner.foreign_keys:
+        if fk.referred_table.lower() == src.info.name.lower():
+            return " AND ".join(
+                f"{owner.name}.{c} = {src.alias}.{r}"
+                for c, r in zip(fk.columns, fk.referred_columns, strict=False)
+            )
+    return None
+
+
+def _shared_by_join(select: exp.Expr, key: str, view: SchemaView) -> bool:
+    """``JOIN ... USING (c)`` and NATURAL joins make a shared column name unambiguous."""
+    for join in select.args.get("joins") or []:
+        if join.args.get("method") and str(join.args["method"]).upper() == "NATURAL":
+            return True
+        if "natural" in (join.text("kind").lower(), join.text("side").lower()):
+            return True
+        using = join.args.get("using")
+        if using and any(
+            view.ident(u if isinstance(u, exp.Identifier) else u.this) == key for u in using
+        ):
+            return True
+    return False
+
+
+def _span(node: exp.Expr | None, sql: str) -> tuple[int | None, str | None]:
+    meta = getattr(node, "meta", None) or {}
+    if "start" in meta and "end" in meta:
+        start, end = int(meta["start"]), int(meta["end"])
+        return start, sql[start : end + 1]
+    return None, None
+
+
+def _written(col: exp.Column, sql: str) -> tuple[str, int | None]:
+    """The reference as written (``T2.name``) and its offset, or a rebuilt text."""
+    start, snip = _span(col.this, sql)
+    tpos, _ = _span(col.args.get("table"), sql)
+    if start is not None and snip is not None:
+        end = start + len(snip)
+        if tpos is not None and tpos < start:
+            start = tpos
+        return sql[start:end], start
+    table = col.table
+    return (f"{table}.{col.name}" if table else col.name), None
+
+
+def _close(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``name`` ignoring case and underscores, if it is close."""
+    norm = {re.sub(r"[_\s]", "", c.lower()): c for c in candidates}
+    target = re.sub(r"[_\s]", "", name.lower())
+    if target in norm:
+        return norm[target]
+    hit = difflib.get_close_matches(target, list(norm), n=1, cutoff=0.8)
+    return norm[hit[0]] if hit else None
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:_MAX_LISTED])
+    return shown + (", …" if len(names) > _MAX_LISTED else "")
+
+
+# --------------------------------------------------------------------------- entry point
+def check_query(query: exp.Expr, sql: str, view: SchemaView) -> list[Finding]:
+    """Schema findings for one parsed query (a SELECT, set operation or WITH query)."""
+    if view.exact:  # PostgreSQL: fold unquoted names once, then compare exactly
+        query = normalize_identifiers(query.copy(), dialect="postgres")
+    run = _Conformance(view, sql)
+    run.dml_ctes = {
+        view.key(cte.alias_or_name)
+        for cte in query.find_all(exp.CTE)
+        if isinstance(cte.this, exp.Insert | exp.Update | exp.Delete | exp.Merge)
+    }
+    for scope in traverse_scope(query):
+        run.scope(scope)
+    return run.out
