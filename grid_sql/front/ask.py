@@ -51,7 +51,14 @@ from ..policy.session import as_app_policy, open_sqlite
 from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
-from .prompt import Example, Message, alias_hints, build_messages, repair_messages
+from .prompt import (
+    Example,
+    Message,
+    alias_hints,
+    build_messages,
+    repair_messages,
+    repair_tables,
+)
 from .result import AskResult, GeneratedSQL, Repair
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -333,7 +340,7 @@ class Asker:
         if options:
             raise OptionError(f"unknown option(s) for generate_sql: {sorted(options)}")
         mode = self._mode(writes)
-        msgs = self.messages(q, examples, writes)
+        first_msgs = msgs = self.messages(q, examples, writes)
         repairs: list[Repair] = []
         audit_ids: list[str] = []
         timings = {"generation": 0.0, "mask": 0.0, "check": 0.0}
@@ -365,14 +372,25 @@ class Asker:
                     tokens=tokens,
                 )
             texts = [v.message for v in found] + alias_hints(gen.sql, self.snapshot)
+            fixes = [v.fix for v in found if v.fix]
             if params:
                 texts.append(
                     f"The statement uses bind parameter(s) {', '.join(params)}, which have no "
                     "values; write literal values instead."
                 )
+                fixes.append("replace each parameter with a literal value")
             repairs.append(Repair(gen.sql, texts, rnd))
             last = (gen.sql, found, texts)
-            msgs = repair_messages(msgs, gen.sql, texts)
+            # The repair round sees the first prompt, the refused statement, the problems
+            # with one concrete fix each, and the columns of the tables involved.
+            msgs = repair_messages(
+                first_msgs,
+                gen.sql,
+                texts,
+                fixes=fixes,
+                tables=repair_tables(gen.sql, texts, self.snapshot, mode.policy),
+                snapshot=self.snapshot,
+            )
         assert last is not None
         sql, found, texts = last
         after = " even after one repair round" if repair else ""

@@ -255,10 +255,6 @@ def _user(question: str) -> str:
     return f"Question: {question.strip()}"
 
 
-_ORDER_BY = re.compile(r"\bORDER\s+BY\b.*", re.IGNORECASE | re.DOTALL)
-_OUTPUT_ALIAS = re.compile(r"\bAS\s+[\"`\[]?([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
-
-
 def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
     """Repair hints for output aliases named again later in the statement.
 
@@ -266,17 +262,37 @@ def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
     ``SUM(x) AS total`` cannot be written (a bare ``ORDER BY total`` can); the mask then
     pushes the model into another reading of the name (a qualifier, a function) and the
     checker's message about *that* reading does not tell the model what went wrong; this
-    says it plainly.
+    says it plainly. Only SELECT-list aliases count (``FROM t AS T1`` is a table alias, which
+    may and must be named again).
     """
+    import sqlglot
+    from sqlglot import exp
+
+    read = {"postgresql": "postgres"}.get(snapshot.dialect, snapshot.dialect)
+    try:
+        tree = sqlglot.parse_one(sql, read=read)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return []
     columns = {c.name.lower() for _, t in snapshot.iter_tables() for c in t.columns}
     hints = []
-    for m in _OUTPUT_ALIAS.finditer(sql):
-        alias = m.group(1)
-        if alias.lower() in columns:
+    for select in tree.find_all(exp.Select):
+        aliases = {
+            e.alias.lower(): e.alias
+            for e in select.expressions
+            if isinstance(e, exp.Alias) and e.alias.lower() not in columns
+        }
+        if not aliases:
             continue
-        # a bare ORDER BY item may name the alias (the grammar admits it there)
-        rest = _ORDER_BY.sub(" ", sql[m.end() :])
-        if re.search(r"\b" + re.escape(alias) + r"\b", rest, re.IGNORECASE):
+        used: set[str] = set()
+        for key in ("where", "group", "having"):
+            part = select.args.get(key)
+            if part is None:
+                continue
+            for col in part.find_all(exp.Column):
+                if not col.table and col.name.lower() in aliases:
+                    used.add(col.name.lower())
+        for low in sorted(used):
+            alias = aliases[low]
             hints.append(
                 f"The output alias {alias} cannot be referred to later in the statement; "
                 f"repeat its expression instead (e.g. HAVING SUM(...) > 10); only ORDER BY "
@@ -285,21 +301,63 @@ def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
     return hints
 
 
+_BACKTICKED = re.compile(r"`([^`]+)`")
+
+
+def repair_tables(
+    sql: str, texts: Sequence[str], snapshot: SchemaSnapshot, policy: Policy
+) -> list[VisibleTable]:
+    """The tables a repair needs to see: those the refused statement names and those the
+    violation messages point to (the owner of a misplaced column, a table to join)."""
+    tables = visible_tables(snapshot, policy)
+    by_name = {t.name.lower(): t for t in tables}
+    out: list[VisibleTable] = []
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)
+    for text in texts:
+        for ref in _BACKTICKED.findall(text):
+            words.extend(re.findall(r"[A-Za-z_][A-Za-z0-9_ ]*", ref))
+    for w in words:
+        t = by_name.get(w.lower())
+        if t is not None and t not in out:
+            out.append(t)
+    return out
+
+
 def repair_messages(
-    messages: Sequence[Message], sql: str, violations: Sequence[str]
+    messages: Sequence[Message],
+    sql: str,
+    violations: Sequence[str],
+    *,
+    fixes: Sequence[str] = (),
+    tables: Sequence[VisibleTable] = (),
+    snapshot: SchemaSnapshot | None = None,
 ) -> list[Message]:
-    """The conversation extended by the refused statement and its violations, quoted back."""
-    listed = "\n".join(f"{i}. {v}" for i, v in enumerate(violations, 1))
+    """The conversation extended by the refused statement and its violations, quoted back.
+
+    Why this shape: small models given only a description of the problem tend to repeat the
+    refused statement verbatim (greedy decoding, same prefix). So the feedback is short and
+    concrete: the problems, then one instruction per fix ("replace `T2.name` with
+    `T1.name`"), then the columns of exactly the tables involved, so the model sees where
+    each column really lives without re-reading the whole schema.
+    """
+    listed = "\n".join(f"{i}. {v}" for i, v in enumerate(dict.fromkeys(violations), 1))
+    parts = [f"That SQL is wrong:\n{listed}"]
+    todo = list(dict.fromkeys(fixes))
+    if todo:
+        parts.append("Fix it: " + "; ".join(todo) + ".")
+    if tables:
+        visible = {(t.schema, t.name) for t in tables}
+        qualify = len({t.schema for t in tables}) > 1
+        if snapshot is not None and snapshot.default_schema:
+            qualify = qualify or any(t.schema != snapshot.default_schema for t in tables)
+        desc = "\n".join(describe_table(t, visible, qualify) for t in tables)
+        parts.append(f"The tables involved:\n{desc}")
+    parts.append(
+        "Write the corrected SQL statement for the same question, using only tables and "
+        "columns the schema shows."
+    )
     return [
         *messages,
         {"role": "assistant", "content": sql},
-        {
-            "role": "user",
-            "content": (
-                "That statement is not allowed for this database role:\n"
-                f"{listed}\n"
-                "Write one corrected SQL statement that answers the same question and uses only "
-                "what the schema above shows."
-            ),
-        },
+        {"role": "user", "content": "\n\n".join(parts)},
     ]
