@@ -511,7 +511,18 @@ class _Conformance:
             if elsewhere:
                 names = ", ".join(f"`{t.name}`" for _, t in elsewhere[:5])
                 parts.append(f"`{name}` is a column of {names}, which this query does not join")
-                fix = self._join_fix(scope, in_scope, elsewhere, key, written)
+                same = self._fk_column(in_scope, elsewhere, key)
+                if same is not None:
+                    s_src, fk_col, owner = same
+                    target = f"{s_src.alias}.{fk_col}" if src is not None else fk_col
+                    label = s_src.info.name if s_src.info is not None else s_src.alias
+                    ref = _col_name_of(owner_info(elsewhere, owner), key, name)
+                    parts.append(
+                        f"`{label}.{fk_col}` holds the same values (foreign key to `{owner}.{ref}`)"
+                    )
+                    fix = f"replace `{written}` with `{target}`"
+                else:
+                    fix = self._join_fix(scope, in_scope, elsewhere, key, written)
             else:
                 close = self._close_in(src, in_scope, name)
                 if close is not None:
@@ -551,6 +562,23 @@ class _Conformance:
             if any(self.view.key(c) == key for c in self.view.visible_columns(schema, info)):
                 out.append((schema, info))
         return out
+
+    def _fk_column(
+        self, in_scope: list[_Source], elsewhere: list[tuple[str, TableInfo]], key: str
+    ) -> tuple[_Source, str, str] | None:
+        """An in-scope foreign-key column referring to ``owner.key`` for a missing ``key``:
+        the model wanted the key value, which the joined table already holds."""
+        owners = {t.name.lower() for _, t in elsewhere}
+        for src in in_scope:
+            if src.info is None:
+                continue
+            for fk in src.info.foreign_keys:
+                if fk.referred_table.lower() not in owners:
+                    continue
+                for c, r in zip(fk.columns, fk.referred_columns, strict=False):
+                    if self.view.key(r) == key:
+                        return src, c, fk.referred_table
+        return None
 
     def _join_fix(
         self,
@@ -644,6 +672,18 @@ def _col_name(src: _Source, key: str, written: str) -> str:
     if src.info is not None:
         for c in src.info.columns:
             if c.name == key or c.name.lower() == key.lower():
+                return c.name
+    return written
+
+
+def owner_info(elsewhere: list[tuple[str, TableInfo]], name: str) -> TableInfo | None:
+    return next((t for _, t in elsewhere if t.name.lower() == name.lower()), None)
+
+
+def _col_name_of(info: TableInfo | None, key: str, written: str) -> str:
+    if info is not None:
+        for c in info.columns:
+            if c.name.lower() == key.lower():
                 return c.name
     return written
 
