@@ -42,7 +42,7 @@ from ..errors import (
 )
 from ..grammar import Grammar
 from ..mask.guide import Guide
-from ..policy.checker import Checker, Violation
+from ..policy.checker import Checker, Violation, proposed_fix
 from ..policy.config import AppPolicy, narrow
 from ..policy.grammar import role_grammar
 from ..policy.grants import read_grants, sqlite_baseline
@@ -371,8 +371,13 @@ class Asker:
                     timings=timings,
                     tokens=tokens,
                 )
-            texts = [v.message for v in found] + alias_hints(gen.sql, self.snapshot)
+            hints = alias_hints(gen.sql, self.snapshot)
+            texts = [v.message for v in found] + hints
             fixes = [v.fix for v in found if v.fix]
+            # The checker's mechanical fixes applied, offered only if the result passes.
+            candidate = None if params or hints else proposed_fix(gen.sql, found)
+            if candidate is not None and mode.checker.check(candidate):
+                candidate = None
             if params:
                 texts.append(
                     f"The statement uses bind parameter(s) {', '.join(params)}, which have no "
@@ -390,6 +395,7 @@ class Asker:
                 fixes=fixes,
                 tables=repair_tables(gen.sql, texts, self.snapshot, mode.policy),
                 snapshot=self.snapshot,
+                candidate=candidate,
             )
         assert last is not None
         sql, found, texts = last

@@ -27,6 +27,7 @@ template to them.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -331,6 +332,7 @@ def repair_messages(
     fixes: Sequence[str] = (),
     tables: Sequence[VisibleTable] = (),
     snapshot: SchemaSnapshot | None = None,
+    candidate: str | None = None,
 ) -> list[Message]:
     """The conversation extended by the refused statement and its violations, quoted back.
 
@@ -338,13 +340,19 @@ def repair_messages(
     refused statement verbatim (greedy decoding, same prefix). So the feedback is short and
     concrete: the problems, then one instruction per fix ("replace `T2.name` with
     `T1.name`"), then the columns of exactly the tables involved, so the model sees where
-    each column really lives without re-reading the whole schema.
+    each column really lives without re-reading the whole schema. ``candidate`` is the refused
+    statement with the checker's mechanical fixes applied (the caller checked that it passes):
+    a small model copies a statement far more reliably than it edits one, and it still has
+    to generate it token by token under the guide.
     """
     listed = "\n".join(f"{i}. {v}" for i, v in enumerate(dict.fromkeys(violations), 1))
     parts = [f"That SQL is wrong:\n{listed}"]
-    todo = list(dict.fromkeys(fixes))
+    counts = Counter(fixes)
+    todo = [f if counts[f] == 1 else f"{f} (all {counts[f]} places)" for f in counts]
     if todo:
         parts.append("Fix it: " + "; ".join(todo) + ".")
+    if candidate:
+        parts.append(f"With those fixes the statement reads:\n{candidate}")
     if tables:
         visible = {(t.schema, t.name) for t in tables}
         qualify = len({t.schema for t in tables}) > 1

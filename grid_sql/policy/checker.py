@@ -34,6 +34,7 @@ from grid_sql.errors import PolicyViolation
 from grid_sql.policy.conformance import (
     Finding,
     SchemaView,
+    apply_edits,
     check_query,
     dialect_functions,
     top_clause,
@@ -147,6 +148,8 @@ class Violation:
     snippet: str | None = None
     why: str = ""
     fix: str | None = None
+    # (start, end, replacement) text edits on the checked SQL that carry out ``fix``
+    edits: tuple[tuple[int, int, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,6 +162,7 @@ class Violation:
             "snippet": self.snippet,
             "why": self.why,
             "fix": self.fix,
+            "edits": [list(e) for e in self.edits],
         }
 
 
@@ -226,6 +230,19 @@ def check(
 ) -> list[Violation]:
     """One-shot form of :meth:`Checker.check`."""
     return Checker(snapshot, policy, dialect).check(sql)
+
+
+def proposed_fix(sql: str, violations: Iterable[Violation]) -> str | None:
+    """``sql`` with the mechanical fix of every violation applied, or None when some
+    violation has none (the statement would still be wrong) or the edits collide.
+
+    The result is only a proposal for the repair prompt: it is checked again by the caller
+    and, if used, generated again under the guide like any other statement.
+    """
+    found = list(violations)
+    if not found or any(not v.edits for v in found):
+        return None
+    return apply_edits(sql, (e for v in found for e in v.edits))
 
 
 def format_violations(violations: Iterable[Violation]) -> str:
@@ -936,6 +953,7 @@ def _violation(f: Finding) -> Violation:
         snippet=f.snippet,
         why="schema conformance",
         fix=f.fix,
+        edits=f.edits,
     )
 
 

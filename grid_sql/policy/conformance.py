@@ -30,7 +30,7 @@ import difflib
 import functools
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -58,6 +58,24 @@ class Finding:
     column: str | None = None
     position: int | None = None
     snippet: str | None = None
+    # Text edits (start, end, replacement) on the checked SQL that carry out ``fix``; empty
+    # when the fix is not mechanical (an ambiguous name, a function's arguments).
+    edits: tuple[tuple[int, int, str], ...] = ()
+
+
+def apply_edits(sql: str, edits: Iterable[tuple[int, int, str]]) -> str | None:
+    """``sql`` with every edit applied (duplicates once); None if two edits overlap."""
+    todo = sorted(set(edits), key=lambda e: (e[0], e[1]), reverse=True)
+    if not todo:
+        return None
+    out = sql
+    limit = len(sql) + 1
+    for start, end, text in todo:
+        if end > limit or start > end:
+            return None
+        out = out[:start] + text + out[end:]
+        limit = start
+    return out
 
 
 # --------------------------------------------------------------------------- dialect functions
@@ -295,6 +313,7 @@ class _Source:
     info: TableInfo | None = None
     outputs: set[str] | None = None  # derived table/CTE column keys (None: unknown)
     opaque: bool = False  # unknown table, table function: columns cannot be judged
+    end: int | None = None  # offset just after the FROM item's text (name or alias)
 
     def provides(self, view: SchemaView, column: str) -> bool | None:
         """True/False, or None when this source's columns are unknown."""
@@ -320,6 +339,9 @@ class _Conformance:
         self._seen: set[tuple[object, ...]] = set()
         self._sources: dict[int, dict[str, _Source]] = {}
         self.dml_ctes: set[str] = set()  # CTEs with a DML body: sqlglot gives them no scope
+
+    def q(self, name: str) -> str:
+        return quote_name(name, self.view.dialect)
 
     def add(self, f: Finding) -> None:
         key = (f.kind, f.table, f.column, f.position, f.snippet)
@@ -353,7 +375,7 @@ class _Conformance:
                     out[key] = _Source(alias, key, opaque=True)
                     self._unknown_table(src)
                     continue
-                out[key] = _Source(alias, key, schema=found[0], info=found[1])
+                out[key] = _Source(alias, key, schema=found[0], info=found[1], end=_item_end(src))
             else:
                 out[key] = _Source(alias, key, opaque=True)
         self._sources[id(scope)] = out
@@ -391,12 +413,17 @@ class _Conformance:
         close = _close(name, tables)
         msg = f"`{name}`: there is no table `{name}` in this database"
         fix = None
+        edits: tuple[tuple[int, int, str], ...] = ()
         if close:
-            msg += f"; did you mean `{close}`?"
-            fix = f"replace `{name}` with `{close}`"
+            msg += f"; did you mean `{self.q(close)}`?"
+            fix = f"replace `{name}` with `{self.q(close)}`"
+            if pos is not None and snip is not None:
+                edits = ((pos, pos + len(snip), self.q(close)),)
         else:
             msg += f"; tables: {_listed(tables)}."
-        self.add(Finding("unknown_table", msg, fix, table=name, position=pos, snippet=snip))
+        self.add(
+            Finding("unknown_table", msg, fix, table=name, position=pos, snippet=snip, edits=edits)
+        )
 
     # ---------------------------------------------------------------- scope walk
     def scope(self, scope: Scope) -> None:
@@ -487,6 +514,8 @@ class _Conformance:
         owners = [s for s in owners if s.info is None or self._readable(s, key)]
         parts: list[str] = []
         fix: str | None = None
+        edits: list[tuple[int, int, str]] = []
+        here = (pos, pos + len(written)) if pos is not None else None
         if src is not None:
             parts.append(f"`{written}`: {src.label()} has no column `{name}`")
             cols = self._columns_of(src)
@@ -505,7 +534,10 @@ class _Conformance:
             o = owners[0]
             where = ", ".join(s.label() for s in owners)
             parts.append(f"`{name}` is a column of {where}")
-            fix = f"replace `{written}` with `{o.alias}.{_col_name(o, key, name)}`"
+            target = f"{o.alias}.{self.q(_col_name(o, key, name))}"
+            fix = f"replace `{written}` with `{target}`"
+            if here:
+                edits.append((*here, target))
         else:
             elsewhere = self._elsewhere(key, in_scope)
             if elsewhere:
@@ -514,22 +546,28 @@ class _Conformance:
                 same = self._fk_column(in_scope, elsewhere, key)
                 if same is not None:
                     s_src, fk_col, owner = same
-                    target = f"{s_src.alias}.{fk_col}" if src is not None else fk_col
+                    target = self.q(fk_col)
+                    target = f"{s_src.alias}.{target}" if src is not None else target
                     label = s_src.info.name if s_src.info is not None else s_src.alias
                     ref = _col_name_of(owner_info(elsewhere, owner), key, name)
                     parts.append(
                         f"`{label}.{fk_col}` holds the same values (foreign key to `{owner}.{ref}`)"
                     )
                     fix = f"replace `{written}` with `{target}`"
+                    if here:
+                        edits.append((*here, target))
                 else:
-                    fix = self._join_fix(scope, in_scope, elsewhere, key, written)
+                    fix, join_edits = self._join_fix(in_scope, elsewhere, key, written, here)
+                    edits.extend(join_edits)
             else:
                 close = self._close_in(src, in_scope, name)
                 if close is not None:
                     alias, cname = close
-                    target = f"{alias}.{cname}" if src is not None else cname
+                    target = f"{alias}.{self.q(cname)}" if src is not None else self.q(cname)
                     parts.append(f"did you mean `{target}`?")
                     fix = f"replace `{written}` with `{target}`"
+                    if here:
+                        edits.append((*here, target))
         table = src.info.name if src is not None and src.info is not None else None
         self.add(
             Finding(
@@ -540,6 +578,7 @@ class _Conformance:
                 column=name,
                 position=pos,
                 snippet=written if pos is not None else None,
+                edits=tuple(edits),
             )
         )
 
@@ -582,27 +621,32 @@ class _Conformance:
 
     def _join_fix(
         self,
-        scope: Scope,
         in_scope: list[_Source],
         elsewhere: list[tuple[str, TableInfo]],
         key: str,
         written: str,
-    ) -> str:
-        """``JOIN t ON t.k = a.fk`` along a foreign key between a joined table and an owner."""
+        here: tuple[int, int] | None,
+    ) -> tuple[str, list[tuple[int, int, str]]]:
+        """``JOIN t ON t.k = a.fk`` along a foreign key between a joined table and an owner,
+        with the edits that insert it right after that table's FROM item."""
         for _, owner in elsewhere:
             for src in in_scope:
                 if src.info is None:
                     continue
-                on = _fk_condition(src, owner)
+                on = _fk_condition(src, owner, self.q)
                 if on is not None:
                     cname = next(c.name for c in owner.columns if self.view.key(c.name) == key)
-                    return (
-                        f"add `JOIN {owner.name} ON {on}` and replace `{written}` with "
-                        f"`{owner.name}.{cname}`"
-                    )
+                    t = self.q(owner.name)
+                    target = f"{t}.{self.q(cname)}"
+                    edits: list[tuple[int, int, str]] = []
+                    if here and src.end is not None:
+                        edits = [(src.end, src.end, f" JOIN {t} ON {on}"), (*here, target)]
+                    fix = f"add `JOIN {t} ON {on}` and replace `{written}` with `{target}`"
+                    return fix, edits
         owner = elsewhere[0][1]
         cname = next(c.name for c in owner.columns if self.view.key(c.name) == key)
-        return f"join table `{owner.name}` and write `{owner.name}.{cname}`"
+        t = self.q(owner.name)
+        return f"join table `{t}` and write `{t}.{self.q(cname)}`", []
 
     def _close_in(
         self, src: _Source | None, in_scope: list[_Source], name: str
@@ -635,7 +679,10 @@ class _Conformance:
             o = owners[0]
             cname = _col_name(o, key, col.name)
             msg += f"; `{col.name}` is a column of {o.label()}"
-            fix = f"replace `{written}` with `{o.alias}.{cname}`"
+            fix = f"replace `{written}` with `{o.alias}.{self.q(cname)}`"
+        edits: tuple[tuple[int, int, str], ...] = ()
+        if fix is not None and pos is not None:
+            edits = ((pos, pos + len(written), f"{owners[0].alias}.{self.q(cname)}"),)
         self.add(
             Finding(
                 "unknown_table",
@@ -645,6 +692,7 @@ class _Conformance:
                 column=col.name,
                 position=pos,
                 snippet=written if pos is not None else None,
+                edits=edits,
             )
         )
 
@@ -654,7 +702,7 @@ class _Conformance:
         key = self.view.ident(col.this)
         name = col.name
         labels = " and ".join(s.label() for s in hits)
-        options = " or ".join(f"`{s.alias}.{_col_name(s, key, name)}`" for s in hits)
+        options = " or ".join(f"`{s.alias}.{self.q(_col_name(s, key, name))}`" for s in hits)
         self.add(
             Finding(
                 "ambiguous_column",
@@ -688,18 +736,19 @@ def _col_name_of(info: TableInfo | None, key: str, written: str) -> str:
     return written
 
 
-def _fk_condition(src: _Source, owner: TableInfo) -> str | None:
+def _fk_condition(src: _Source, owner: TableInfo, q: Callable[[str], str]) -> str | None:
     assert src.info is not None
+    o = q(owner.name)
     for fk in src.info.foreign_keys:
         if fk.referred_table.lower() == owner.name.lower():
             return " AND ".join(
-                f"{owner.name}.{r} = {src.alias}.{c}"
+                f"{o}.{q(r)} = {src.alias}.{q(c)}"
                 for c, r in zip(fk.columns, fk.referred_columns, strict=False)
             )
     for fk in owner.foreign_keys:
         if fk.referred_table.lower() == src.info.name.lower():
             return " AND ".join(
-                f"{owner.name}.{c} = {src.alias}.{r}"
+                f"{o}.{q(c)} = {src.alias}.{q(r)}"
                 for c, r in zip(fk.columns, fk.referred_columns, strict=False)
             )
     return None
@@ -718,6 +767,18 @@ def _shared_by_join(select: exp.Expr, key: str, view: SchemaView) -> bool:
         ):
             return True
     return False
+
+
+def _item_end(table: exp.Table) -> int | None:
+    """Offset just after a FROM item as written (``t``, ``t AS x``, ``t x``)."""
+    ends = []
+    for node in (table.this, table.args.get("alias")):
+        if isinstance(node, exp.TableAlias):
+            node = node.this
+        meta = getattr(node, "meta", None) or {}
+        if "end" in meta:
+            ends.append(int(meta["end"]) + 1)  # meta spans the quotes of a quoted name
+    return max(ends) if ends else None
 
 
 def _span(node: exp.Expr | None, sql: str) -> tuple[int | None, str | None]:
@@ -749,6 +810,16 @@ def _close(name: str, candidates: Iterable[str]) -> str | None:
         return norm[target]
     hit = difflib.get_close_matches(target, list(norm), n=1, cutoff=0.8)
     return norm[hit[0]] if hit else None
+
+
+def quote_name(name: str, dialect: str) -> str:
+    """``name`` as it must be written in ``dialect`` (PostgreSQL: quoted unless lower case)."""
+    plain = r"[a-z_][a-z0-9_$]*" if dialect == "postgresql" else r"[A-Za-z_][A-Za-z0-9_$]*"
+    if re.fullmatch(plain, name):
+        return name
+    if dialect == "mysql":
+        return "`" + name.replace("`", "``") + "`"
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _listed(names: list[str]) -> str:

@@ -1,0 +1,267 @@
+"""Schema conformance: each class of finding, its quotable message and its fix, on real
+schemas (Chinook, Spider); what must not be flagged (USING, correlation, output aliases,
+opaque derived tables, the dialect's own functions)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import sqlglot
+
+from grid_sql.data import chinook_path
+from grid_sql.policy import AppPolicy, Checker, narrow, open_sqlite, sqlite_baseline
+from grid_sql.policy.conformance import (
+    SchemaView,
+    check_query,
+    sqlite_functions,
+    top_clause,
+)
+from grid_sql.schema import introspect
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SPIDER = DATA / "spider" / "database"
+
+
+@pytest.fixture(scope="module")
+def chinook():
+    engine = open_sqlite(chinook_path())
+    snap = introspect(engine)
+    engine.dispose()
+    return Checker(snap, sqlite_baseline(snap))
+
+
+def _spider(db: str) -> Checker:
+    snap = introspect(f"sqlite:///{SPIDER / db / f'{db}.sqlite'}")
+    return Checker(snap, sqlite_baseline(snap))
+
+
+def _one(checker: Checker, sql: str):
+    found = checker.check(sql)
+    assert len(found) == 1, [v.message for v in found]
+    v = found[0]
+    if v.position is not None and v.snippet is not None:
+        assert sql[v.position : v.position + len(v.snippet)] == v.snippet
+    return v
+
+
+def test_wrong_alias_names_the_table_its_columns_and_the_owner(chinook):
+    sql = "SELECT T1.Name FROM Album AS T1 JOIN Artist AS T2 ON T1.ArtistId = T2.ArtistId"
+    v = _one(chinook, sql)
+    assert v.kind == "unknown_column"
+    assert v.message == (
+        "`T1.Name`: table `Album` (alias T1) has no column `Name`; it has AlbumId, Title, "
+        "ArtistId; `Name` is a column of table `Artist` (alias T2)."
+    )
+    assert v.fix == "replace `T1.Name` with `T2.Name`"
+    assert v.snippet == "T1.Name" and v.position == sql.index("T1.Name")
+    assert v.to_dict()["fix"] == v.fix
+
+
+def test_column_of_an_unjoined_table_gets_a_join_along_the_foreign_key(chinook):
+    v = _one(chinook, "SELECT Title, Name FROM Album")
+    assert v.message.startswith(
+        "`Name`: table `Album` has no column `Name`; it has AlbumId, Title, ArtistId; "
+        "`Name` is a column of `Artist`"
+    )
+    assert "which this query does not join" in v.message
+    assert v.fix == (
+        "add `JOIN Artist ON Artist.ArtistId = Album.ArtistId` and replace `Name` with "
+        "`Artist.Name`"
+    )
+
+
+def test_ambiguous_bare_name(chinook):
+    sql = "SELECT Name FROM Track JOIN Genre ON Track.GenreId = Genre.GenreId"
+    v = _one(chinook, sql)
+    assert v.kind == "ambiguous_column"
+    assert v.message == (
+        "`Name` is ambiguous: table `Track` and table `Genre` both have a column `Name`; "
+        "qualify it as `Track.Name` or `Genre.Name`."
+    )
+    # USING and NATURAL joins merge the shared column: not ambiguous
+    assert chinook.check("SELECT GenreId, Name FROM Genre JOIN Track USING (GenreId)") != []
+    assert chinook.check("SELECT GenreId FROM Genre JOIN Track USING (GenreId)") == []
+    assert chinook.check("SELECT ArtistId FROM Artist NATURAL JOIN Album") == []
+
+
+def test_unknown_table_and_unknown_alias(chinook):
+    v = _one(chinook, "SELECT Name FROM Artists")
+    assert v.kind == "unknown_table"
+    assert (
+        v.message
+        == "`Artists`: there is no table `Artists` in this database; did you mean `Artist`?"
+    )
+    assert v.fix == "replace `Artists` with `Artist`"
+    v = _one(chinook, "SELECT T3.Name FROM Artist AS T1")
+    assert v.kind == "unknown_table"
+    assert v.message == (
+        "`T3.Name`: there is no table or alias `T3` in this query (in scope: `Artist` AS T1); "
+        "`Name` is a column of table `Artist` (alias T1)."
+    )
+    assert v.fix == "replace `T3.Name` with `T1.Name`"
+
+
+def test_close_name_suggested(chinook):
+    v = _one(chinook, "SELECT invoice_date FROM Invoice")
+    assert v.message.endswith("did you mean `InvoiceDate`?")
+    assert v.fix == "replace `invoice_date` with `InvoiceDate`"
+
+
+def test_correlated_outer_scope_cte_and_derived_tables(chinook):
+    ok = [
+        "SELECT Name FROM Artist a WHERE EXISTS "
+        "(SELECT 1 FROM Album b WHERE b.ArtistId = a.ArtistId)",
+        "SELECT Name FROM Artist WHERE ArtistId IN (SELECT ArtistId FROM Album WHERE Title = Name)",
+        "WITH t AS (SELECT ArtistId, count(*) AS n FROM Album GROUP BY ArtistId) "
+        "SELECT t.n, a.Name FROM t JOIN Artist a ON a.ArtistId = t.ArtistId",
+        "SELECT x.c FROM (SELECT count(*) AS c FROM Track) AS x",
+        "WITH t(a, b) AS (SELECT ArtistId, Name FROM Artist) SELECT b FROM t",
+        "SELECT BillingCountry, SUM(Total) AS revenue FROM Invoice GROUP BY BillingCountry "
+        "HAVING revenue > 10 ORDER BY revenue DESC",
+        "SELECT Name FROM Artist UNION SELECT Name FROM Genre ORDER BY Name",
+        "SELECT strftime('%Y', InvoiceDate), substr(BillingCity, 1, 3), ifnull(BillingState, "
+        "''), iif(Total > 5, 1, 0), group_concat(BillingCity), round(avg(Total), 2) "
+        "FROM Invoice",
+    ]
+    for sql in ok:
+        assert chinook.check(sql) == [], sql
+    v = _one(
+        chinook,
+        "SELECT Name FROM Artist a WHERE EXISTS "
+        "(SELECT 1 FROM Album b WHERE b.ArtistId = a.AlbumId)",
+    )
+    assert v.fix == "replace `a.AlbumId` with `b.AlbumId`"
+    v = _one(
+        chinook,
+        "WITH t AS (SELECT ArtistId, count(*) AS n FROM Album GROUP BY ArtistId) "
+        "SELECT t.Title FROM t",
+    )
+    assert v.message.startswith("`t.Title`: `t` has no column `Title`; it has artistid, n")
+
+
+def test_derived_table_with_star_is_not_judged(chinook):
+    """Columns hidden behind ``*`` cannot be judged by conformance: nothing is guessed."""
+    view = SchemaView(chinook.snapshot, chinook.policy, "sqlite")
+    sql = "SELECT x.Nope FROM (SELECT * FROM Album) AS x"
+    assert check_query(sqlglot.parse_one(sql, read="sqlite"), sql, view) == []
+
+
+def test_functions_sqlite_lacks(chinook):
+    v = _one(chinook, "SELECT YEAR(InvoiceDate) FROM Invoice")
+    assert v.kind == "unknown_function"
+    assert v.message == ("`YEAR(...)`: SQLite has no function YEAR; use strftime('%Y', x) instead.")
+    assert v.fix == "replace `YEAR(...)` with strftime('%Y', x)"
+    kinds = {
+        f.snippet.lower()
+        for f in chinook.check(
+            "SELECT DATE_FORMAT(InvoiceDate, '%Y'), EXTRACT(YEAR FROM InvoiceDate), "
+            "LEFT(BillingCity, 2), NOW() FROM Invoice"
+        )
+        if f.kind == "unknown_function" and f.snippet
+    }
+    assert kinds == {"date_format", "extract", "left", "now"}
+    # the list is the linked library's own
+    con = sqlite3.connect(":memory:")
+    assert {"strftime", "julianday", "group_concat"} <= sqlite_functions()
+    assert "year" not in sqlite_functions()
+    con.close()
+
+
+def test_select_top(chinook):
+    found = chinook.check("SELECT TOP 5 Name FROM Artist")
+    top = [v for v in found if v.kind == "unknown_function"]
+    assert [v.message for v in top] == [
+        "`TOP 5`: SQLite has no SELECT TOP; end the statement with LIMIT 5 instead."
+    ]
+    assert top[0].fix == "remove `TOP 5` and append `LIMIT 5`"
+    assert top_clause("SELECT Name FROM Artist LIMIT 5", "sqlite") is None
+
+
+def test_dialect_deny_lists():
+    from grid_sql.schema import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+
+    for dialect, schema, sql, name in [
+        ("postgresql", "public", "SELECT ifnull(a, 0), YEAR(b) FROM t", {"ifnull", "YEAR"}),
+        ("mysql", "shop", "SELECT strftime('%Y', b), string_agg(a, ',') FROM t", None),
+    ]:
+        t = TableInfo("t", "table", (ColumnInfo("a", "INT"), ColumnInfo("b", "DATE")), ("a",))
+        snap = SchemaSnapshot(dialect, schema, (SchemaInfo(schema, (t,)),))
+        found = Checker(snap, sqlite_baseline_like(snap)).check(sql)
+        assert {v.kind for v in found} == {"unknown_function"}, [v.message for v in found]
+        if name:
+            assert {v.snippet for v in found} == name
+        ok = Checker(snap, sqlite_baseline_like(snap)).check("SELECT coalesce(a, 0), b FROM t")
+        assert ok == []
+
+
+def sqlite_baseline_like(snap):
+    """A permissive policy for a synthetic snapshot of any dialect (SELECT on everything)."""
+    from grid_sql.policy.model import Policy, TablePolicy
+
+    tables = tuple(
+        TablePolicy(
+            s,
+            t.name,
+            "table",
+            frozenset({"select"}),
+            tuple((c.name, frozenset({"select"})) for c in t.columns),
+        )
+        for s, t in snap.iter_tables()
+    )
+    return Policy(
+        dialect=snap.dialect,
+        role="r",
+        default_schema=snap.default_schema,
+        tables=tables,
+        statement_verbs=frozenset({"select"}),
+    )
+
+
+def test_postgres_case_folding():
+    from grid_sql.schema import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+
+    t = TableInfo("customer", "table", (ColumnInfo("id", "INT"), ColumnInfo("Phone", "TEXT")))
+    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("public", (t,)),))
+    checker = Checker(snap, sqlite_baseline_like(snap))
+    assert checker.check('SELECT "Phone", ID FROM Customer') == []
+    (v,) = checker.check("SELECT Phone FROM customer")
+    assert v.kind == "unknown_column" and v.fix == 'replace `Phone` with `"Phone"`'
+
+
+def test_suggestions_never_name_hidden_columns(chinook):
+    snap = chinook.snapshot
+    pol = narrow(
+        sqlite_baseline(snap),
+        AppPolicy.from_mapping({"columns": {"deny": {"Customer": ["Email", "Phone"]}}}),
+        snap,
+    )
+    (v,) = Checker(snap, pol).check("SELECT Mail FROM Customer")
+    assert "FirstName" in v.message and "Email" not in v.message and "Phone" not in v.message
+
+
+@pytest.mark.skipif(not SPIDER.exists(), reason="shared Spider data not present")
+def test_spider_model_mistakes():
+    """Statements Qwen2.5-Coder-0.5B wrote under the constrained guide (Spider dev)."""
+    v = _one(
+        _spider("course_teach"),
+        "SELECT T2.Hometown FROM teacher AS T1 JOIN course_arrange AS T2 "
+        "ON T1.Teacher_ID = T2.Teacher_ID GROUP BY T1.Hometown HAVING COUNT(*) >= 2",
+    )
+    assert v.message == (
+        "`T2.Hometown`: table `course_arrange` (alias T2) has no column `Hometown`; it has "
+        "Course_ID, Teacher_ID, Grade; `Hometown` is a column of table `teacher` (alias T1)."
+    )
+    assert v.fix == "replace `T2.Hometown` with `T1.Hometown`"
+    world = _spider("world_1")
+    v = _one(world, "SELECT Code FROM countrylanguage WHERE Language = 'Spanish'")
+    assert "`countrylanguage.CountryCode` holds the same values" in v.message
+    assert v.fix == "replace `Code` with `CountryCode`"
+    v = _one(world, "SELECT Name FROM countrylanguage ORDER BY Percentage DESC LIMIT 1")
+    assert v.fix == (
+        "add `JOIN country ON country.Code = countrylanguage.CountryCode` and replace `Name` "
+        "with `country.Name`"
+    )
+    v = _one(_spider("pets_1"), "SELECT PetType, weight FROM Pets ORDER BY PetAge ASC LIMIT 1")
+    assert v.fix == "replace `PetAge` with `pet_age`"
