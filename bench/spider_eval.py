@@ -1,20 +1,26 @@
-"""Spider-dev accuracy: unconstrained vs constrained vs constrained + repair (issue #6 §6).
+"""Text-to-SQL accuracy: unconstrained vs constrained vs + scope-aware masks vs + repair.
 
-Three arms on the same questions, the same model and the same prompt (the Asker's, built from
-the role's view of the schema):
+Issue #6 §6 and issue #8 §3. Two suites: ``spider`` (Spider dev) and ``chinook`` (the business
+questions of ``bench/chinook_questions.json`` on the packaged Chinook). Up to five arms on the
+same questions, the same model and the same prompt (the Asker's, built from the role's view of
+the schema):
 
 * ``unconstrained`` — greedy decoding straight from the backend (``prefill``/``step``, no
   mask), stopping at the first ``;``, at an end-of-generation special token, or at the token
   budget (a *truncation*). A Markdown code fence around the statement is stripped.
 * ``constrained`` — the Asker with repair disabled: generation under the role's guide, then
   the post-parse checker; a violation is a *refusal* (nothing runs).
-* ``repair`` — the Asker as shipped: the same plus one checker-guided repair round.
+* ``repair`` — the same plus one checker-guided repair round.
+* ``scope`` / ``scope+repair`` — the same two with the scope-aware identifier masks on (issue
+  #8 §2: after a FROM clause, column positions admit only the columns of the tables in scope).
+  The ``constrained`` / ``repair`` arms run with them off, so the difference is the masks alone.
 
-Why ``constrained`` and ``repair`` come from one call: decoding is greedy, so the repair
-arm's first round *is* the repair-disabled generation (same prompt, same guide, same
-argmax). ``generate_sql(repair=True)`` is run once; the first round (tokens and seconds up
-to its EOS record, its SQL, and whether the checker refused it) is the ``constrained`` arm;
-the final outcome is the ``repair`` arm. This halves the model time on a loaded machine.
+Why ``constrained`` and ``repair`` (likewise ``scope`` and ``scope+repair``) come from one
+call: decoding is greedy, so the repair arm's first round *is* the repair-disabled generation
+(same prompt, same guide, same argmax). ``generate_sql(repair=True)`` is run once; the first
+round (tokens and seconds up to its EOS record, its SQL, and whether the checker refused it)
+is the ``constrained`` arm; the final outcome is the ``repair`` arm. This halves the model
+time on a loaded machine.
 
 The role is what the Asker gives a SQLite file: ``sqlite_baseline`` of the database narrowed
 to SELECT (and the file opened read-only). Every arm's SQL, and the gold SQL, is executed
@@ -26,23 +32,29 @@ to 7 significant digits; column order matters), tokens/query, seconds/query (gen
 only), truncations and refusals; 95% Wilson intervals; paired wins/losses between arms.
 
 Sample: the dev questions whose database is present (``wta_1`` excluded), shuffled with
-``random.Random(seed)`` (default 2026); ``--n N`` takes the first N, so a larger N extends a
-smaller run. Results append to a JSONL file, one line per question x arm, so a run resumes
-where it stopped.
+``random.Random(seed).shuffle`` (default 2026); ``--n N`` takes the first N, so a larger N
+extends a smaller run. (This is not ``random.Random(2026).sample(pool, N)``, which picks a
+different set.) The Chinook suite runs every question in file order unless ``--n``/``--ids``.
+Results append to a JSONL file, one line per question x arm, each with the git commit it ran
+at, so a run resumes where it stopped and arms can be run separately (``--arms``).
 
-    python bench/spider_eval.py --n 30 --model qwen2.5-coder-0.5b \
+    python bench/spider_eval.py --n 150 --arms unconstrained \
         --out bench/results/spider-qwen2.5-coder-0.5b.jsonl
+    python bench/spider_eval.py --suite chinook --n 0 \
+        --out bench/results/chinook-qwen2.5-coder-0.5b.jsonl
     python bench/spider_eval.py --report --out bench/results/spider-qwen2.5-coder-0.5b.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import random
 import re
 import sqlite3
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -56,7 +68,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from grid_sql.front.ask import Asker
 
 SPIDER_DIR = Path("/work/shared/data/spider")
-ARMS = ("unconstrained", "constrained", "repair")
+CHINOOK_QUESTIONS = Path(__file__).resolve().parent / "chinook_questions.json"
+ARMS = ("unconstrained", "constrained", "repair", "scope", "scope+repair")
+DEFAULT_ARMS = ("unconstrained", "constrained", "repair")
+# (first-round arm, final arm, scope-aware masks on): each pair is one generate_sql call
+ARM_PAIRS = (("constrained", "repair", False), ("scope", "scope+repair", True))
+# the Asker keyword that turns the scope-aware identifier masks on or off (issue #8 §2)
+SCOPE_OPTION = "scope_masks"
 EXCLUDED_DBS = frozenset({"wta_1"})
 FLOAT_DIGITS = 7
 EXEC_TIMEOUT_S = 20.0
@@ -67,14 +85,20 @@ _FENCE = re.compile(r"```[A-Za-z]*\s*(.*?)(?:```|$)", re.DOTALL)
 # --------------------------------------------------------------------------- questions
 @dataclass(frozen=True)
 class Question:
-    """One Spider dev question: ``qid`` is its index in ``dev.json``."""
+    """One question: ``qid`` is its index in ``dev.json`` (or its id in the Chinook file).
+
+    ``db`` is the SQLite file for questions outside Spider's directory layout.
+    """
 
     qid: int
     db_id: str
     question: str
     gold: str
+    db: Path | None = None
 
     def db_path(self, spider_dir: Path) -> Path:
+        if self.db is not None:
+            return self.db
         return spider_dir / "database" / self.db_id / f"{self.db_id}.sqlite"
 
 
@@ -87,6 +111,18 @@ def load_questions(spider_dir: Path = SPIDER_DIR) -> list[Question]:
         if q.db_id not in EXCLUDED_DBS and q.db_path(spider_dir).is_file():
             out.append(q)
     return out
+
+
+def load_chinook_questions(path: Path = CHINOOK_QUESTIONS) -> list[Question]:
+    """The Chinook business questions, bound to the packaged ``Chinook_Sqlite.sqlite``."""
+    from grid_sql.data import chinook_path
+
+    db = chinook_path()
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    qs = [Question(int(e["id"]), "chinook", e["question"], e["gold"], db) for e in doc["questions"]]
+    if len({q.qid for q in qs}) != len(qs):
+        raise SystemExit(f"{path}: duplicate question ids")
+    return qs
 
 
 def select_questions(
@@ -324,53 +360,118 @@ def done_keys(records: Iterable[dict[str, Any]], model: str) -> set[tuple[int, s
     return {(r["qid"], r["arm"]) for r in records if r.get("model") == model}
 
 
+def git_commit(repo: Path | None = None) -> str:
+    """The short hash of ``HEAD`` of the checkout ``grid_sql`` is imported from (``+dirty``
+    when its grid_sql/ has uncommitted changes): the code that was measured."""
+    import grid_sql
+
+    root = repo or Path(grid_sql.__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "grid_sql"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def scope_options(on: bool) -> dict[str, Any]:
+    """Asker keyword arguments that turn the scope-aware identifier masks on or off.
+
+    Raises ``SystemExit`` when this grid_sql's Asker has no such option: a ``scope`` arm
+    run without it would silently measure the plain constrained arm.
+    """
+    from grid_sql.front.ask import Asker
+
+    if SCOPE_OPTION in inspect.signature(Asker.__init__).parameters:
+        return {SCOPE_OPTION: on}
+    if on:
+        raise SystemExit(
+            f"the scope arms need Asker({SCOPE_OPTION}=...), which this grid_sql lacks"
+        )
+    return {}
+
+
 def evaluate(
     questions: Sequence[Question],
     *,
     model: str,
     out: Path,
     max_tokens: int = 256,
-    arms: Sequence[str] = ARMS,
+    arms: Sequence[str] = DEFAULT_ARMS,
     spider_dir: Path = SPIDER_DIR,
     log: Any = None,
+    label: str | None = None,
 ) -> int:
-    """Run the missing (question, arm) pairs; returns how many records were written."""
+    """Run the missing (question, arm) pairs; returns how many records were written.
+
+    ``model`` is what :func:`load_backend` resolves (registry name or GGUF path); ``label``
+    names it in the records (default ``model``).
+    """
     from grid_sql.front.ask import Asker, load_backend
 
-    have = done_keys(read_jsonl(out), model)
+    name = label or model
+    have = done_keys(read_jsonl(out), name)
     todo = [q for q in questions if any((q.qid, a) not in have for a in arms)]
     if not todo:
         return 0
+    pair_opts = {  # resolved before the model loads, so a missing option fails fast
+        first: scope_options(on) for first, final, on in ARM_PAIRS if first in arms or final in arms
+    }
+    commit = git_commit()
     backend = load_backend(model)
-    askers: dict[str, Asker] = {}
+    askers: dict[tuple[str, str], Asker] = {}
     written = 0
     for i, q in enumerate(todo, 1):
         db = q.db_path(spider_dir)
-        asker = askers.get(q.db_id)
-        if asker is None:
-            asker = askers[q.db_id] = Asker(db, model=backend, audit=False, max_tokens=max_tokens)
+
+        def asker_for(first: str, q: Question = q, db: Path = db) -> Asker:
+            key = (str(db), first)
+            a = askers.get(key)
+            if a is None:
+                opts = pair_opts.get(first, {})
+                a = askers[key] = Asker(
+                    db, model=backend, audit=False, max_tokens=max_tokens, **opts
+                )
+            return a
+
         gold_rows = run_sqlite(db, q.gold)
         recs: list[dict[str, Any]] = []
         if "unconstrained" in arms and (q.qid, "unconstrained") not in have:
-            a = run_unconstrained(backend, asker, q, max_tokens)
+            a = run_unconstrained(backend, asker_for("constrained"), q, max_tokens)
             recs.append(
-                _record(q, "unconstrained", model, **a, **_score(q, db, a["sql"], gold_rows))
+                _record(q, "unconstrained", name, **a, **_score(q, db, a["sql"], gold_rows))
             )
-        want_bc = [a for a in ("constrained", "repair") if a in arms and (q.qid, a) not in have]
-        if want_bc:
-            b, c = run_constrained(asker, q, max_tokens)
-            for arm, r in (("constrained", b), ("repair", c)):
-                if arm in want_bc:
-                    recs.append(_record(q, arm, model, **r, **_score(q, db, r["sql"], gold_rows)))
+        for first, final, _on in ARM_PAIRS:
+            want = [a for a in (first, final) if a in arms and (q.qid, a) not in have]
+            if not want:
+                continue
+            b, c = run_constrained(asker_for(first), q, max_tokens)
+            for arm, r in ((first, b), (final, c)):
+                if arm in want:
+                    recs.append(_record(q, arm, name, **r, **_score(q, db, r["sql"], gold_rows)))
         for r in recs:
             r["question"] = q.question
             r["gold"] = q.gold
+            r["commit"] = commit
         append_jsonl(out, recs)
         written += len(recs)
         if log is not None:
             marks = " ".join(
-                f"{r['arm'][:5]}:{'EX' if r['ex'] else ('ok' if r['executes'] else '--')}"
-                for r in recs
+                f"{r['arm']}:{'EX' if r['ex'] else ('ok' if r['executes'] else '--')}" for r in recs
             )
             print(f"[{i}/{len(todo)}] q{q.qid} {q.db_id}: {marks}", file=log, flush=True)
     return written
@@ -384,20 +485,44 @@ def _pct(k: int, n: int) -> str:
     return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({k}/{n})"
 
 
-def report(records: Sequence[dict[str, Any]], model: str | None = None) -> str:
-    """Markdown tables for the questions every arm has a record for (paired)."""
+def paired_difference(b: int, c: int, n: int) -> tuple[float, float, float, float]:
+    """Paired EX difference (second - first) with a 95% Wald interval, and McNemar's exact p.
+
+    ``b`` = questions only the first arm gets right, ``c`` = only the second, ``n`` = pairs.
+    """
+    if n == 0:
+        return (0.0, 0.0, 0.0, 1.0)
+    d = (c - b) / n
+    se = math.sqrt(max(0.0, (b + c) - (c - b) ** 2 / n)) / n
+    z = 1.959963984540054
+    m = b + c
+    k = min(b, c)
+    p = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0
+    return (d, d - z * se, d + z * se, p)
+
+
+def report(
+    records: Sequence[dict[str, Any]],
+    model: str | None = None,
+    arms: Sequence[str] | None = None,
+) -> str:
+    """Markdown tables for the questions every arm (of ``arms``) has a record for (paired)."""
     recs = [r for r in records if model is None or r.get("model") == model]
-    by: dict[str, dict[int, dict[str, Any]]] = {a: {} for a in ARMS}
+    wanted = [a for a in ARMS if arms is None or a in arms]
+    by: dict[str, dict[int, dict[str, Any]]] = {a: {} for a in wanted}
     for r in recs:
         if r["arm"] in by:
             by[r["arm"]][r["qid"]] = r  # the last record wins
-    present = [a for a in ARMS if by[a]]
+    present = [a for a in wanted if by[a]]
     if not present:
         return "(no results)\n"
     common = sorted(set.intersection(*(set(by[a]) for a in present)))
     n = len(common)
+    commits = sorted({str(by[a][q].get("commit", "?")) for a in present for q in common})
     lines = [
-        f"Paired over {n} questions (every arm present); 95% Wilson intervals.",
+        f"Paired over {n} questions (every arm present); 95% Wilson intervals. "
+        f"Records per arm: {', '.join(f'{a} {len(by[a])}' for a in present)}. "
+        f"Commits: {', '.join(commits)}.",
         "",
         "| arm | executes | EX | tokens/query | s/query | truncations | refusals | errors |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -418,14 +543,17 @@ def report(records: Sequence[dict[str, Any]], model: str | None = None) -> str:
     pairs = [(x, y) for i, x in enumerate(present) for y in present[i + 1 :]]
     if pairs:
         lines += [
-            "| pair | both | only first | only second | neither |",
-            "| --- | --- | --- | --- | --- |",
+            "| pair | both | only first | only second | neither | EX second - first [95%] "
+            "| McNemar p |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for x, y in pairs:
             c = Counter((bool(by[x][q]["ex"]), bool(by[y][q]["ex"])) for q in common)
+            d, lo, hi, p = paired_difference(c[(True, False)], c[(False, True)], n)
             lines.append(
                 f"| {x} vs {y} | {c[(True, True)]} | {c[(True, False)]} | "
-                f"{c[(False, True)]} | {c[(False, False)]} |"
+                f"{c[(False, True)]} | {c[(False, False)]} | "
+                f"{100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | {p:.3f} |"
             )
     lines += ["", "Outcome classes per arm (each question in exactly one):", ""]
     classes = list(OUTCOMES)
@@ -466,21 +594,30 @@ def outcome(r: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- CLI
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
-    ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--suite", choices=("spider", "chinook"), default="spider")
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="registry name or GGUF path")
+    ap.add_argument("--label", default=None, help="the model's name in the records")
+    ap.add_argument("--n", type=int, default=30, help="0: every question of the suite")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--ids", type=int, nargs="*", help="dev.json indices (overrides --n)")
     ap.add_argument("--max-tokens", type=int, default=256)
-    ap.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS)
+    ap.add_argument("--arms", nargs="*", default=list(DEFAULT_ARMS), choices=ARMS)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--spider-dir", type=Path, default=SPIDER_DIR)
     ap.add_argument("--report", action="store_true", help="render the table from --out")
     args = ap.parse_args(argv)
-    out = args.out or Path(f"bench/results/spider-{args.model}.jsonl")
+    name = args.label or args.model
+    out = args.out or Path(f"bench/results/{args.suite}-{name}.jsonl")
+    report_arms = args.arms if "--arms" in (argv if argv is not None else sys.argv) else None
     if args.report:
-        sys.stdout.write(report(read_jsonl(out), args.model))
+        sys.stdout.write(report(read_jsonl(out), name, report_arms))
         return 0
-    qs = select_questions(load_questions(args.spider_dir), n=args.n, seed=args.seed, ids=args.ids)
+    n = None if args.n == 0 else args.n
+    if args.suite == "chinook":
+        pool = load_chinook_questions()
+        qs = select_questions(pool, n=None, seed=0, ids=args.ids) if args.ids else pool[:n]
+    else:
+        qs = select_questions(load_questions(args.spider_dir), n=n, seed=args.seed, ids=args.ids)
     evaluate(
         qs,
         model=args.model,
@@ -489,8 +626,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         arms=args.arms,
         spider_dir=args.spider_dir,
         log=sys.stderr,
+        label=args.label,
     )
-    sys.stdout.write(report(read_jsonl(out), args.model))
+    sys.stdout.write(report(read_jsonl(out), name, report_arms))
     return 0
 
 

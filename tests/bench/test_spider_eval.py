@@ -138,6 +138,76 @@ def test_report_pairs_questions_and_counts() -> None:
     assert "| constrained vs repair | 1 | 0 | 1 | 0 |" in text
 
 
+def test_report_restricts_to_arms_and_gives_paired_differences() -> None:
+    recs = [_rec(q, "unconstrained", q < 3, q < 3) for q in range(10)]
+    recs += [_rec(q, "constrained", q < 6, True) for q in range(10)]
+    recs += [_rec(q, "scope", True, True) for q in range(4)]  # a partial run
+    full = se.report(recs, "m")
+    assert "Paired over 4 questions" in full and "scope 4" in full
+    two = se.report(recs, "m", arms=["unconstrained", "constrained"])
+    assert "Paired over 10 questions" in two and "| scope |" not in two
+    # 3 both right, 0 only unconstrained, 3 only constrained: +30 points, McNemar p = 2/8
+    assert "| unconstrained vs constrained | 3 | 0 | 3 | 4 | +30.0 [+1.6, +58.4] | 0.250 |" in two
+
+
+def test_paired_difference_matches_mcnemar_exact() -> None:
+    d, lo, hi, p = se.paired_difference(3, 1, 72)
+    assert d == pytest.approx(-2 / 72) and lo < d < hi
+    assert p == pytest.approx(0.625)  # 2 * (C(4,0) + C(4,1)) / 2**4
+    assert se.paired_difference(0, 0, 10) == (0.0, 0.0, 0.0, 1.0)
+    assert se.paired_difference(0, 10, 10)[3] == pytest.approx(2 / 1024)
+
+
+def test_scope_option_is_required_for_the_scope_arms() -> None:
+    import inspect
+
+    from grid_sql.front.ask import Asker
+
+    if se.SCOPE_OPTION in inspect.signature(Asker.__init__).parameters:
+        assert se.scope_options(True) == {se.SCOPE_OPTION: True}
+        assert se.scope_options(False) == {se.SCOPE_OPTION: False}
+    else:  # a scope arm must not silently measure the plain constrained arm
+        with pytest.raises(SystemExit, match=se.SCOPE_OPTION):
+            se.scope_options(True)
+        assert se.scope_options(False) == {}
+
+
+# ------------------------------------------------------------------ Chinook question set
+def test_chinook_questions_run_on_the_packaged_database() -> None:
+    qs = se.load_chinook_questions()
+    assert 40 <= len(qs) <= 50
+    assert len({q.qid for q in qs}) == len(qs)
+    assert len({q.question for q in qs}) == len(qs)
+    for q in qs:
+        assert q.db_id == "chinook" and q.db is not None and q.db.is_file()
+        rows = se.run_sqlite(q.db_path(Path("/nonexistent")), q.gold)
+        assert rows, f"gold of q{q.qid} returns no rows"
+        assert se.results_match(rows, list(rows), ordered=se.gold_is_ordered(q.gold))
+
+
+def test_chinook_ordered_golds_have_no_ties() -> None:
+    """EX compares an ORDER BY gold as a list: a tie in its sort key among the rows kept (or
+    at a LIMIT k cut) would make EX depend on the engine's tie order. Adjacent sort keys of
+    the first k+1 rows (all rows without LIMIT) must differ."""
+    import sqlglot
+
+    checked = 0
+    for q in se.load_chinook_questions():
+        tree = sqlglot.parse_one(q.gold, read="sqlite")
+        order = tree.args.get("order")
+        if order is None:
+            continue
+        limit = tree.args.get("limit")
+        probe = tree.copy().select(*(o.this.copy() for o in order.expressions), append=False)
+        if limit is not None:
+            probe = probe.limit(int(limit.expression.name) + 1)
+        rows = se.run_sqlite(q.db_path(Path("/nonexistent")), probe.sql(dialect="sqlite"))
+        ties = [i for i in range(1, len(rows)) if rows[i] == rows[i - 1]]
+        assert not ties, f"q{q.qid}: sort-key ties at rows {ties}: {q.gold}"
+        checked += 1
+    assert checked >= 10
+
+
 def test_jsonl_tolerates_a_torn_last_line(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     se.append_jsonl(out, [_rec(1, "repair", True, True)])
@@ -174,7 +244,7 @@ def test_harness_runs_resumes_and_reports(spider: Path, tmp_path: Path) -> None:
         assert se.evaluate(qs, model="smollm2-135m", out=out, max_tokens=32, spider_dir=spider) == 0
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted((r["qid"], r["arm"]) for r in recs) == sorted(
-        (q.qid, a) for q in qs for a in se.ARMS
+        (q.qid, a) for q in qs for a in se.DEFAULT_ARMS
     )
     for r in recs:
         assert isinstance(r["executes"], bool) and isinstance(r["ex"], bool)
@@ -188,6 +258,7 @@ def test_harness_runs_resumes_and_reports(spider: Path, tmp_path: Path) -> None:
                 assert rep["sql"] == r["sql"] and rep["tokens"] == r["tokens"]
     text = se.report(recs, "smollm2-135m")
     assert "Paired over 2 questions" in text
-    for arm in se.ARMS:
+    for arm in se.DEFAULT_ARMS:
         assert f"| {arm} |" in text
+    assert all(r["commit"] and r["commit"] != "unknown" for r in recs)
     assert se.main(["--report", "--model", "smollm2-135m", "--out", str(out)]) == 0
