@@ -355,7 +355,7 @@ class _Conformance:
         if cached is not None:
             return cached
         out: dict[str, _Source] = {}
-        for alias, src in scope.sources.items():
+        for alias, (_, src) in scope.selected_sources.items():
             key = self.view.key(alias)
             if isinstance(src, Scope):
                 out[key] = _Source(alias, key, outputs=self._outputs(src))

@@ -118,6 +118,9 @@ def test_correlated_outer_scope_cte_and_derived_tables(chinook):
         "SELECT t.n, a.Name FROM t JOIN Artist a ON a.ArtistId = t.ArtistId",
         "SELECT x.c FROM (SELECT count(*) AS c FROM Track) AS x",
         "WITH t(a, b) AS (SELECT ArtistId, Name FROM Artist) SELECT b FROM t",
+        # CTEs that are defined but not in this FROM clause do not make a name ambiguous
+        "WITH a AS (SELECT ArtistId, Name FROM Artist), b AS (SELECT ArtistId, Name FROM a) "
+        "SELECT Name FROM b ORDER BY ArtistId",
         "SELECT BillingCountry, SUM(Total) AS revenue FROM Invoice GROUP BY BillingCountry "
         "HAVING revenue > 10 ORDER BY revenue DESC",
         "SELECT Name FROM Artist UNION SELECT Name FROM Genre ORDER BY Name",
