@@ -127,3 +127,14 @@ class GrammarExportError(GrammarError):
 class ServingError(GridSQLError):
     """A model server (vLLM or grid-sql's test server) could not be reached, refused a
     request, or answered with something that is not an OpenAI-compatible completion."""
+
+
+class GuideSpecError(GridSQLError, ValueError):
+    """A guide spec sent to a server (dialect, role policy, schema, tokenizer fingerprint) is
+    malformed or inconsistent; also a ValueError, so vLLM's admission check rejects it."""
+
+
+class GuideUnavailable(GridSQLError):
+    """A guide cannot be had: never registered under that fingerprint, compiled for another
+    tokenizer than the server's, or its build failed (the cause is chained; the same error is
+    given to every waiter and, for a short while, to later requests)."""
