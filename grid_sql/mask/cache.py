@@ -15,6 +15,7 @@ import struct
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -26,13 +27,16 @@ KIND_IDENT = "ident"
 
 @dataclass(frozen=True, slots=True)
 class MaskKey:
-    """Definition 5: (kind, trie node, remainder, allowed set, schema fingerprint)."""
+    """Definition 5: (kind, trie node, remainder, allowed set, schema fingerprint), plus
+    the fingerprint of the scoped lexicon view at identifier positions of a grammar with
+    scope-aware lexicons (None otherwise: keys of unscoped grammars are unchanged)."""
 
     kind: str
     node: int
     remainder: bytes
     allowed: int  # bitmask over terminal ids (the sorted allowed set, packed)
     schema_fp: str | None
+    scope: str | None = None
 
     def encode(self) -> bytes:
         a = self.allowed.to_bytes((self.allowed.bit_length() + 7) // 8 or 1, "little")
@@ -46,6 +50,7 @@ class MaskKey:
                 struct.pack("<I", len(a)),
                 a,
                 fp,
+                b"" if self.scope is None else b"\0scope:" + self.scope.encode(),
             ]
         )
 
@@ -117,6 +122,8 @@ class MaskEntry:
     _classes: tuple[tuple[tuple[int, bytes], ...], tuple[int, ...]] | None = field(
         default=None, compare=False, repr=False
     )
+    # the same refined by emitted identifier lexemes (guide.py, scope-aware lexicons)
+    _scoped_classes: Any = field(default=None, compare=False, repr=False)
 
     def classes(self) -> tuple[tuple[tuple[int, bytes], ...], tuple[int, ...]]:
         """The residue's verdict-equivalence classes: distinct (terminal, requeue) pairs in

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import MaskError, TokenRejected
 from ..grammar.ir import Grammar
+from ..grammar.lexer import DEAD, START
 from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime
 from ..parser.stack import StackNode
 from .cache import KIND_GENERIC, KIND_IDENT, MaskCache, MaskEntry, MaskKey
@@ -86,8 +87,10 @@ class Guide:
         self._memo_lock = threading.Lock()
         # CD resolution memos (see _resolve_residue); plain dicts, benign races.
         # class record: [configuration below, pending lexeme live, {node: sub-walk result}]
-        self._advanced: dict[tuple[StackNode, int, bytes], list[Any] | None] = {}
-        self._shifted: dict[tuple[StackNode, int], StackNode] = {}
+        # (with scope-aware lexicons the emitted identifier is part of both keys: it is the
+        # semantic value the sub-walk's scope is computed from)
+        self._advanced: dict[tuple[StackNode, int, bytes, bytes | None], list[Any] | None] = {}
+        self._shifted: dict[tuple[StackNode, int, bytes | None], StackNode] = {}
         self._n_subs = 0  # sub-walks memoized inside the class records of _advanced
         self._subs_gen = self.cache.generation
 
@@ -96,9 +99,11 @@ class Guide:
 
     # ------------------------------------------------------------------ masks
     def key_for(self, cfg: Configuration, node: int) -> MaskKey:
-        allowed = self.runtime.allowed_mask(cfg.stack)
-        if allowed & self.runtime.lexicon_mask:
-            return MaskKey(KIND_IDENT, node, cfg.scan.rem, allowed, self.schema_fp)
+        rt = self.runtime
+        allowed = rt.allowed_mask(cfg.stack)
+        if allowed & rt.lexicon_mask:
+            scope = rt.lex_at(cfg.stack).fp
+            return MaskKey(KIND_IDENT, node, cfg.scan.rem, allowed, self.schema_fp, scope)
         return MaskKey(KIND_GENERIC, node, cfg.scan.rem, allowed, None)
 
     def entry_for(self, cfg: Configuration, node: int = 0) -> MaskEntry:
@@ -109,7 +114,8 @@ class Guide:
             return e
         s = cfg.scan
         frame = ScanFrame(s.dfa, s.rem, s.la_len, s.la_state)
-        ci_ids, residue = self.walker.walk_payload(node, frame, key.allowed)
+        lex = self.runtime.lex_at(cfg.stack)
+        ci_ids, residue = self.walker.walk_payload(node, frame, key.allowed, lex)
         return self.cache.publish(self.namespace, MaskEntry.make(key, ci_ids, residue))
 
     def allowed_ids(self, cfg: Configuration) -> tuple[np.ndarray, bool, list[str]]:
@@ -151,13 +157,16 @@ class Guide:
             self._clear_resolution_memo()  # entries rolled over: the memo must not outlive them
             self._subs_gen = self.cache.generation
         advanced = self._advanced
-        keys, class_of = entry.classes()
+        keys, class_of = (
+            entry.classes() if self.runtime.sem is None else self._scoped_classes(stack, entry)
+        )
         resolved: list[list[Any] | None] = []
-        for term, requeue in keys:
-            ak = (stack, term, requeue)
+        for term, requeue, *lexeme in keys:
+            lx = lexeme[0] if lexeme else None
+            ak = (stack, term, requeue, lx)
             rec = advanced.get(ak, _UNSEEN)
             if rec is _UNSEEN:
-                res = self._advance_class(stack, term, requeue)
+                res = self._advance_class(stack, term, requeue, lx)
                 rec = None if res is None else [res[0], res[1], {}]
                 if len(advanced) >= RESOLVE_MEMO_LIMIT:
                     self._clear_resolution_memo()
@@ -189,21 +198,68 @@ class Guide:
             entries.extend(got[0])
             extra.extend(got[1])
 
+    def _scoped_classes(
+        self, stack: StackNode, entry: MaskEntry
+    ) -> tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]]:
+        """:meth:`MaskEntry.classes` refined by the emitted lexeme of identifier terminals
+        (scope-aware lexicons: the lexeme is a semantic value on the shifted stack, so two
+        entries emitting different names are not verdict-equivalent below their node).
+        Computed once per entry: the lexemes are a function of the entry's key."""
+        got: tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]] | None = entry._scoped_classes
+        if got is not None:
+            return got
+        sem = self.runtime.sem
+        assert sem is not None
+        key = entry.key
+        frame = self._frame_of(key.remainder)
+        lex = self.runtime.lex_at(stack)
+        depth0 = int(self.trie.nodes["depth"][key.node])
+        index: dict[tuple[Any, ...], int] = {}
+        of: list[int] = []
+        for sub, term, requeue in entry.residue:
+            lexeme = None
+            if term in sem.valued:
+                path = self._spelling(sub)[depth0:]
+                lexeme = self.walker.cd_lexeme(frame, path, key.allowed, lex)
+            of.append(index.setdefault((term, requeue, lexeme), len(index)))
+        c = (tuple(index), tuple(of))
+        object.__setattr__(entry, "_scoped_classes", c)  # benign race: equal values
+        return c
+
+    def _spelling(self, node: int) -> bytes:
+        """The bytes spelled from the trie root to ``node`` (a prefix of any token below)."""
+        trie = self.trie
+        ids = trie.subtree_ids(node)
+        if not ids.size:
+            raise MaskError(f"trie node {node} has no token below it")
+        return self.token_bytes[int(ids[0])][: int(trie.nodes["depth"][node])]
+
+    def _frame_of(self, rem: bytes) -> ScanFrame:
+        """The scan frame of a pending lexeme (scanned from the start state)."""
+        rt = self.runtime
+        st, la_len, la_st = START, -1, DEAD
+        for i, b in enumerate(rem):
+            st = rt.trans[st * 256 + b]
+            if rt.accept_masks[st]:
+                la_len, la_st = i + 1, st
+        return ScanFrame(st, rem, la_len, la_st)
+
     def _clear_resolution_memo(self) -> None:
         self._advanced.clear()
         self._shifted.clear()
         self._n_subs = 0
 
     def _advance_class(
-        self, stack: StackNode, term: int, requeue: bytes
+        self, stack: StackNode, term: int, requeue: bytes, lexeme: bytes | None = None
     ) -> tuple[Configuration, bool] | None:
-        """Shift ``term`` on ``stack`` and re-scan ``requeue``: the configuration below a
-        residue entry and whether its pending lexeme is live (None: rejected)."""
+        """Shift ``term`` (spelled ``lexeme``, needed with scope-aware lexicons only) on
+        ``stack`` and re-scan ``requeue``: the configuration below a residue entry and
+        whether its pending lexeme is live (None: rejected)."""
         rt = self.runtime
-        sk = (stack, term)
+        sk = (stack, term, lexeme)
         s1 = self._shifted.get(sk)
         if s1 is None:
-            s1 = rt.shift(stack, term)
+            s1 = rt.shift(stack, term, lexeme)
             if len(self._shifted) >= RESOLVE_MEMO_LIMIT:
                 self._shifted.clear()  # only shifts: the class records stay valid
             self._shifted[sk] = s1
@@ -213,18 +269,24 @@ class Guide:
         n2, sc2 = raw
         return Configuration(n2, sc2), rt.remainder_live(n2, sc2)
 
-    @staticmethod
-    def _memo_key(cfg: Configuration) -> tuple[Any, ...]:
+    def _memo_key(self, cfg: Configuration) -> tuple[Any, ...]:
         """The configuration by structure: LALR states bottom to top plus the scan state.
 
         The mask (and every entry consulted) is a function of exactly these: actions and
-        gotos read states only. Equality, not a hash, decides a hit.
+        gotos read states only. Equality, not a hash, decides a hit. With scope-aware
+        lexicons the semantic values are part of the structure too (they decide the
+        lexicons of this and every stack the CD residue reaches).
         """
-        states: list[int] = []
+        states: list[Any] = []
         node: StackNode | None = cfg.stack
-        while node is not None:
-            states.append(node.state)
-            node = node.parent
+        if self.runtime.sem is None:
+            while node is not None:
+                states.append(node.state)
+                node = node.parent
+        else:
+            while node is not None:
+                states.append((node.state, node.value))
+                node = node.parent
         s = cfg.scan
         return (tuple(states), s.dfa, s.rem, s.la_len, s.la_state)
 

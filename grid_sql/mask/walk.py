@@ -30,16 +30,18 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..grammar.lexer import DEAD, START
-from ..parser.incremental import ParserRuntime
+from ..parser.incremental import LexiconView, ParserRuntime
 from .trie import TokenTrie
 
 _IGNORED = -1  # ParserRuntime.resolve's answer for an ignored terminal
+KERNEL_LIMIT = 32  # Rust walkers kept per Walker for scoped lexicon views (LRU)
 
 
 def kernels_enabled() -> bool:
@@ -99,10 +101,28 @@ class Walker:
         self.n_words = max(1, (len(runtime.grammar.terminals) + 63) // 64)
         self._kernel: Any = None
         self._kernel_lock = threading.Lock()
+        # scoped lexicon views (parser/incremental.py LexiconView.fp) -> their Rust walker
+        self._scoped_kernels: OrderedDict[str, Any] = OrderedDict()
 
     # ------------------------------------------------------------------ the Rust kernel
-    def kernel(self) -> Any:
-        """The ``_kernels.TrieWalker`` of this (runtime, trie), built once on first use."""
+    def kernel(self, lex: LexiconView | None = None) -> Any:
+        """The ``_kernels.TrieWalker`` of this (runtime, trie), built once on first use.
+
+        A scoped lexicon view (``lex.fp`` not None) has its own walker, since the Rust
+        walker holds its lexicons; those are built lazily and kept LRU-bounded.
+        """
+        if lex is not None and lex.fp is not None:
+            with self._kernel_lock:
+                k = self._scoped_kernels.get(lex.fp)
+                if k is not None:
+                    self._scoped_kernels.move_to_end(lex.fp)
+                    return k
+            k = self._build_kernel(lex)
+            with self._kernel_lock:
+                self._scoped_kernels[lex.fp] = k
+                while len(self._scoped_kernels) > KERNEL_LIMIT:
+                    self._scoped_kernels.popitem(last=False)
+            return k
         k = self._kernel
         if k is None:
             with self._kernel_lock:
@@ -112,10 +132,11 @@ class Walker:
                     self._kernel = k
         return k
 
-    def _build_kernel(self) -> Any:
+    def _build_kernel(self, lex: LexiconView | None = None) -> Any:
         from .. import _kernels
 
         rt, nw = self.rt, self.n_words
+        lexicon = rt.lexicon if lex is None else lex.words
         nbytes = nw * 8
 
         def words(masks: tuple[int, ...]) -> bytes:
@@ -129,7 +150,7 @@ class Walker:
             nw,
             [list(c) for c in rt.candidates],
             rt.ignored_mask.to_bytes(nbytes, "little"),
-            [(tid, sorted(w.words), w.fold_bare_case) for tid, w in rt.lexicon.items()],
+            [(tid, sorted(w.words), w.fold_bare_case) for tid, w in lexicon.items()],
             np.ascontiguousarray(nodes["byte"]).tobytes(),
             np.ascontiguousarray(nodes["depth"], dtype="<u2").tobytes(),
             np.ascontiguousarray(nodes["size"], dtype="<u4").tobytes(),
@@ -138,12 +159,13 @@ class Walker:
         )
 
     def walk_payload(
-        self, node0: int, frame0: ScanFrame, allowed: int
+        self, node0: int, frame0: ScanFrame, allowed: int, lex: LexiconView | None = None
     ) -> tuple[np.ndarray, tuple[tuple[int, int, bytes], ...]]:
         """(CI ids, residue as ``(node, terminal, requeue)`` tuples): what a cache entry
-        stores, without the per-entry :class:`CDEntry` objects on the kernel path."""
+        stores, without the per-entry :class:`CDEntry` objects on the kernel path.
+        ``lex``: the lexicons in force (default: the grammar's own)."""
         if self.use_kernel:
-            ids, residue, _ = self.kernel().walk(
+            ids, residue, _ = self.kernel(lex).walk(
                 node0,
                 frame0.dfa,
                 frame0.rem,
@@ -152,12 +174,14 @@ class Walker:
                 allowed.to_bytes(self.n_words * 8, "little"),
             )
             return np.frombuffer(ids, dtype="<i4"), tuple(residue)
-        r = self.walk_py(node0, frame0, allowed)
+        r = self.walk_py(node0, frame0, allowed, lex)
         return r.ci_ids, tuple((c.node, c.terminal, c.requeue) for c in r.residue)
 
-    def walk_kernel(self, node0: int, frame0: ScanFrame, allowed: int) -> WalkResult:
+    def walk_kernel(
+        self, node0: int, frame0: ScanFrame, allowed: int, lex: LexiconView | None = None
+    ) -> WalkResult:
         """:meth:`walk_py` in Rust (one GIL-released call)."""
-        ids, residue, visited = self.kernel().walk(
+        ids, residue, visited = self.kernel(lex).walk(
             node0,
             frame0.dfa,
             frame0.rem,
@@ -172,7 +196,9 @@ class Walker:
         )
 
     # ------------------------------------------------------------------ scanning under fixed A
-    def step(self, frame: ScanFrame, data: bytes, allowed: int) -> ScanFrame | CDEntry | None:
+    def step(
+        self, frame: ScanFrame, data: bytes, allowed: int, lex: LexiconView | None = None
+    ) -> ScanFrame | CDEntry | None:
         """Scan ``data`` from ``frame`` under A = ``allowed``.
 
         Returns the new frame, a CDEntry (node -1; the caller fills it) when a real terminal
@@ -195,7 +221,7 @@ class Walker:
                 continue
             if la_len <= 0:
                 return None
-            choice = self.rt.resolve(la_st, rem[:la_len], allowed)
+            choice = self.rt.resolve(la_st, rem[:la_len], allowed, lex)
             if choice is None:
                 return None
             rest = rem[la_len:] + data[i:]
@@ -205,24 +231,65 @@ class Walker:
             dfa, rem, la_len, la_st = START, b"", -1, DEAD
         return ScanFrame(dfa, rem, la_len, la_st)
 
-    def live(self, frame: ScanFrame, allowed: int) -> bool:
+    def live(self, frame: ScanFrame, allowed: int, lex: LexiconView | None = None) -> bool:
         """The pending lexeme can still become an allowed or ignored terminal."""
-        return self.rt.pending_live(frame.dfa, frame.rem, allowed)
+        return self.rt.pending_live(frame.dfa, frame.rem, allowed, lex)
 
-    def may_recover(self, frame: ScanFrame, allowed: int) -> bool:
+    def may_recover(
+        self, frame: ScanFrame, allowed: int, lex: LexiconView | None = None
+    ) -> bool:
         """A later forced emission at the last accept could still succeed."""
         return frame.la_len > 0 and (
-            self.rt.resolve(frame.la_state, frame.rem[: frame.la_len], allowed) is not None
+            self.rt.resolve(frame.la_state, frame.rem[: frame.la_len], allowed, lex)
+            is not None
         )
 
+    def cd_lexeme(
+        self, frame0: ScanFrame, data: bytes, allowed: int, lex: LexiconView | None = None
+    ) -> bytes:
+        """The lexeme a CD residue entry emits: scan ``data`` (the trie path from the
+        entry's root down to the residue node) from ``frame0`` up to the first real
+        emission. Scope-aware lexicons need it: the emitted identifier becomes the
+        semantic value on the stack its sub-walk continues from."""
+        trans, accept = self.rt.trans, self.rt.accept_masks
+        dfa, rem, la_len, la_st = frame0.dfa, frame0.rem, frame0.la_len, frame0.la_state
+        i = 0
+        n = len(data)
+        while i < n:
+            b = data[i]
+            s2 = trans[dfa * 256 + b]
+            if s2 != DEAD:
+                dfa = s2
+                rem += data[i : i + 1]
+                i += 1
+                if accept[s2]:
+                    la_len = len(rem)
+                    la_st = s2
+                continue
+            if la_len <= 0:
+                break
+            choice = self.rt.resolve(la_st, rem[:la_len], allowed, lex)
+            if choice is None:
+                break
+            if choice != _IGNORED:
+                return rem[:la_len]
+            data = rem[la_len:] + data[i:]
+            i, n = 0, len(data)
+            dfa, rem, la_len, la_st = START, b"", -1, DEAD
+        raise AssertionError(f"no emission scanning {data!r}: not a residue path")
+
     # ------------------------------------------------------------------ the walk
-    def walk(self, node0: int, frame0: ScanFrame, allowed: int) -> WalkResult:
+    def walk(
+        self, node0: int, frame0: ScanFrame, allowed: int, lex: LexiconView | None = None
+    ) -> WalkResult:
         """CI walk of the subtree strictly below ``node0`` from ``frame0`` under A."""
         if self.use_kernel:
-            return self.walk_kernel(node0, frame0, allowed)
-        return self.walk_py(node0, frame0, allowed)
+            return self.walk_kernel(node0, frame0, allowed, lex)
+        return self.walk_py(node0, frame0, allowed, lex)
 
-    def walk_py(self, node0: int, frame0: ScanFrame, allowed: int) -> WalkResult:
+    def walk_py(
+        self, node0: int, frame0: ScanFrame, allowed: int, lex: LexiconView | None = None
+    ) -> WalkResult:
         """The reference walk in Python (see the module docstring)."""
         edge, depth, size, off = self.edge, self.depth, self.size, self.alias_off
         step, live, recover = self.step, self.live, self.may_recover
@@ -236,7 +303,7 @@ class Walker:
         while i < end:
             visited += 1
             d = depth[i]
-            res = step(frames[d - 1], one[edge[i]], allowed)
+            res = step(frames[d - 1], one[edge[i]], allowed, lex)
             if res is None:
                 i += size[i]
                 continue
@@ -245,13 +312,13 @@ class Walker:
                 i += size[i]
                 continue
             a, b = off[i], off[i + 1]
-            ok = live(res, allowed)
+            ok = live(res, allowed, lex)
             if ok and a < b:
                 if ranges and ranges[-1][1] == a:
                     ranges[-1] = (ranges[-1][0], b)
                 else:
                     ranges.append((a, b))
-            if ok or recover(res, allowed):
+            if ok or recover(res, allowed, lex):
                 frames[d] = res
                 i += 1
             else:

@@ -10,13 +10,16 @@ The exact semantics are written down in ``docs/design/foundation.md`` §2.
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ParseError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
+from ..grammar.scope import ROOT_CONTEXT, Context, ScopeRules
 from .stack import StackNode
 
 
@@ -36,6 +39,19 @@ class ScanState:
 
 EMPTY_SCAN = ScanState()
 INTERN_LIMIT = 1 << 18  # interned stack nodes per grammar before the table is cleared
+VIEW_LIMIT = 1 << 12  # distinct scoped lexicon views kept per grammar before clearing
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class LexiconView:
+    """The identifier lexicons in force at a configuration: ``words`` per category
+    terminal, ``mask`` the bitmask of those terminals, ``fp`` a fingerprint of the view
+    (None for the grammar's own lexicon; scoped views differ only for ``COLUMN_NAME`` and,
+    after a bound qualifier ``q.``, the other identifier terminals, which admit nothing)."""
+
+    words: dict[int, CategoryWords]
+    mask: int
+    fp: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +109,21 @@ class ParserRuntime:
         self.lexicon_mask = 0
         for tid in self.lexicon:
             self.lexicon_mask |= 1 << tid
+        self.base_lex = LexiconView(self.lexicon, self.lexicon_mask, None)
+        # Scope-aware lexicons (grammar/scope.py): stack nodes carry semantic values and the
+        # COLUMN_NAME words in force are a function of the stack (see lex_at).
+        self.sem: ScopeRules | None = None
+        self._col_index: dict[str, frozenset[bytes]] = {}
+        self._views: dict[tuple[frozenset[bytes], bool], LexiconView] = {}
+        if grammar.scopes is not None:
+            self.sem = ScopeRules(grammar, grammar.scopes, self.n_terminals + 1)
+            from ..grammar.scope import norm_name
+
+            cw = self.lexicon[self.sem.column_tid]
+            index: dict[str, set[bytes]] = {}
+            for w in cw.words:
+                index.setdefault(norm_name(w), set()).add(w)
+            self._col_index = {k: frozenset(v) for k, v in index.items()}
         self.root = StackNode(tables.start_state, None, 0)
         self.initial = Configuration(self.root, EMPTY_SCAN)
         # Hash-consing of pushes: (parent, state, symbol) -> the node. Equal stacks built
@@ -100,7 +131,7 @@ class ParserRuntime:
         # identity-keyed memos of the mask layer survive across steps and requests instead
         # of being recomputed on freshly shifted copies. Bounded by clearing: a cleared
         # table only costs new, structurally equal nodes.
-        self._interned: dict[tuple[StackNode, int, int], StackNode] = {}
+        self._interned: dict[tuple[StackNode, int, int, Any], StackNode] = {}
 
     # ------------------------------------------------------------------ LALR side
     def _simulate(self, node: StackNode, tid: int) -> bool:
@@ -183,39 +214,134 @@ class ParserRuntime:
             node.eos = e
         return e
 
-    def shift(self, node: StackNode, tid: int) -> StackNode:
-        """Apply the reduce chain and the shift of ``tid`` (caller checked viability)."""
+    def shift(self, node: StackNode, tid: int, lexeme: bytes | None = None) -> StackNode:
+        """Apply the reduce chain and the shift of ``tid`` (caller checked viability).
+
+        ``lexeme`` is the shifted lexeme; with scope-aware lexicons it becomes the semantic
+        value of an identifier terminal, and each reduction synthesizes its value.
+        """
         action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
         sym_base = self.n_terminals + 1
         push = self._push
+        sem = self.sem
         while True:
             a = action[node.state][tid]
             if a > 0:
-                return push(node, a - 1, tid)
+                val = lexeme if sem is not None and tid in sem.valued else None
+                return push(node, a - 1, tid, val)
             if a == 0:  # unreachable when allowed_mask was consulted
                 raise ParseError(f"terminal {self.grammar.terminals[tid].name} not shiftable")
             r = -a - 1
-            base = node.ancestor(rlen[r])
-            node = push(base, goto[base.state][lhs[r]], sym_base + lhs[r])
+            n = rlen[r]
+            if sem is None:
+                base = node.ancestor(n)
+                val = None
+            else:
+                kids: list[Any] = [None] * n
+                base = node
+                for i in range(n - 1, -1, -1):
+                    kids[i] = base.value
+                    assert base.parent is not None, "popped below the stack root"
+                    base = base.parent
+                val = sem.reduce(r, kids)
+            node = push(base, goto[base.state][lhs[r]], sym_base + lhs[r], val)
 
-    def _push(self, parent: StackNode, state: int, symbol: int) -> StackNode:
+    def _push(self, parent: StackNode, state: int, symbol: int, value: Any = None) -> StackNode:
         """The interned node ``state`` over ``parent`` (see ``_interned``)."""
-        k = (parent, state, symbol)
+        k = (parent, state, symbol, value)
         tbl = self._interned
         node = tbl.get(k)
         if node is None:
-            node = StackNode(state, parent, symbol)
+            node = StackNode(state, parent, symbol, value)
             if len(tbl) >= INTERN_LIMIT:
                 tbl.clear()
             tbl[k] = node
         return node
 
+    # ------------------------------------------------------------------ scopes
+    def ctx_at(self, node: StackNode) -> Context:
+        """The scope context of ``node`` (memoized per node; grammar/scope.py)."""
+        c: Context | None = node.ctx
+        if c is not None:
+            return c
+        sem = self.sem
+        assert sem is not None
+        chain: list[StackNode] = []
+        m: StackNode | None = node
+        while m is not None and m.ctx is None:
+            chain.append(m)
+            m = m.parent
+        c = ROOT_CONTEXT if m is None else m.ctx
+        assert c is not None
+        for m in reversed(chain):
+            p = m.parent
+            c = ROOT_CONTEXT if p is None else sem.step(c, m.symbol, m.value, p.symbol)
+            m.ctx = c
+        return c
+
+    def lex_at(self, node: StackNode) -> LexiconView:
+        """The lexicons in force at ``node``: the grammar's own, or with scope-aware
+        lexicons the COLUMN_NAME words of the tables in scope (memoized per node)."""
+        sem = self.sem
+        if sem is None:
+            return self.base_lex
+        v: LexiconView | None = node.lex
+        if v is None:
+            v = self._scoped_view(node, sem)
+            node.lex = v
+        return v
+
+    def _scoped_view(self, node: StackNode, sem: ScopeRules) -> LexiconView:
+        if not (self.allowed_mask(node) >> sem.column_tid) & 1:
+            return self.base_lex  # no column position: generic keys stay scope-free
+        qualifier = None
+        p = node.parent
+        if (
+            node.symbol == sem.t_dot
+            and p is not None
+            and p.symbol == sem.n_any_name
+            and isinstance(p.value, bytes)
+            and (p.parent is None or p.parent.symbol != sem.t_dot)
+        ):
+            qualifier = p.value
+        res = sem.restriction(self.ctx_at(node), qualifier)
+        if res.names is None:
+            return self.base_lex
+        index = self._col_index
+        words = frozenset(w for n in res.names for w in index.get(n, ()))
+        if not words:
+            return self.base_lex  # never leave a column position with no word (dead end)
+        key = (words, res.qualified)
+        view = self._views.get(key)
+        if view is None:
+            lex = dict(self.lexicon)
+            cw = lex[sem.column_tid]
+            lex[sem.column_tid] = CategoryWords(words, cw.fold_bare_case)
+            mask = self.lexicon_mask
+            if res.qualified:
+                for tid in sem.blocked_after_qualifier:
+                    lex[tid] = CategoryWords(frozenset())
+                    mask |= 1 << tid
+            h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
+            h.update(b"q" if res.qualified else b"u")
+            for w in sorted(words):
+                h.update(len(w).to_bytes(4, "little") + w)
+            view = LexiconView(lex, mask, h.hexdigest())
+            if len(self._views) >= VIEW_LIMIT:
+                self._views.clear()
+            self._views[key] = view
+        return view
+
     # ------------------------------------------------------------------ scanner side
-    def resolve(self, la_state: int, lexeme: bytes, allowed: int) -> int | None:
+    def resolve(
+        self, la_state: int, lexeme: bytes, allowed: int, lex: LexiconView | None = None
+    ) -> int | None:
         """Contextual resolution: the first candidate (in resolution order) that is ignored
-        (returns -1) or in ``allowed``; None if no candidate is viable."""
+        (returns -1) or in ``allowed``; None if no candidate is viable. ``lex``: the
+        lexicons in force (default: the grammar's own)."""
+        lexicon = self.lexicon if lex is None else lex.words
         for tid in self.candidates[la_state]:
-            words = self.lexicon.get(tid)
+            words = lexicon.get(tid)
             if words is not None and not words.admits(lexeme):
                 continue
             if (self.ignored_mask >> tid) & 1:
@@ -226,10 +352,10 @@ class ParserRuntime:
 
     def _emit(self, node: StackNode, la_state: int, lexeme: bytes) -> StackNode | None:
         """Resolve a forced emission against the live stack and apply it."""
-        tid = self.resolve(la_state, lexeme, self.allowed_mask(node))
+        tid = self.resolve(la_state, lexeme, self.allowed_mask(node), self.lex_at(node))
         if tid is None:
             return None
-        return node if tid < 0 else self.shift(node, tid)
+        return node if tid < 0 else self.shift(node, tid, lexeme)
 
     def advance(self, cfg: Configuration, data: bytes) -> Configuration | None:
         """Feed ``data``; the new configuration, or None if the result is not viable."""
@@ -276,17 +402,24 @@ class ParserRuntime:
         """The pending lexeme can still become an allowed or ignored terminal."""
         if not scan.rem:
             return True
-        return self.pending_live(scan.dfa, scan.rem, self.allowed_mask(node))
+        return self.pending_live(
+            scan.dfa, scan.rem, self.allowed_mask(node), self.lex_at(node)
+        )
 
-    def pending_live(self, dfa: int, rem: bytes, allowed: int) -> bool:
+    def pending_live(
+        self, dfa: int, rem: bytes, allowed: int, lex: LexiconView | None = None
+    ) -> bool:
         """Liveness of a non-empty pending lexeme under the allowed set ``allowed``."""
+        lexicon, lmask = (
+            (self.lexicon, self.lexicon_mask) if lex is None else (lex.words, lex.mask)
+        )
         m = self.live_masks[dfa] & (allowed | self.ignored_mask)
-        if m & ~self.lexicon_mask:
+        if m & ~lmask:
             return True
-        m &= self.lexicon_mask
+        m &= lmask
         while m:
             low = m & -m
-            if self.lexicon[low.bit_length() - 1].admits_prefix(rem):
+            if lexicon[low.bit_length() - 1].admits_prefix(rem):
                 return True
             m ^= low
         return False

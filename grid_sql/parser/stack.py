@@ -9,6 +9,7 @@ and memoizes its allowed-terminal set (paper §3, reduce-chain simulation).
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 _HASH_PERSON = b"grid-sql-cfg"
 
@@ -28,15 +29,24 @@ def mix_hash(parent_hash: int, state: int, symbol: int) -> int:
 class StackNode:
     """One LALR state on the persistent stack (``parent`` is the node below)."""
 
-    __slots__ = ("state", "parent", "depth", "hash", "allowed", "eos")
+    __slots__ = ("state", "parent", "symbol", "value", "depth", "hash", "allowed", "eos",
+                 "ctx", "lex")
 
-    def __init__(self, state: int, parent: StackNode | None, symbol: int) -> None:
+    def __init__(
+        self, state: int, parent: StackNode | None, symbol: int, value: Any = None
+    ) -> None:
         self.state = state
         self.parent = parent
+        self.symbol = symbol
+        # semantic value (grammar/scope.py): an identifier's lexeme, or what a reduction
+        # synthesized; None unless the grammar has scope-aware lexicons
+        self.value = value
         self.depth: int = 0 if parent is None else parent.depth + 1
         self.hash: int = 0 if parent is None else mix_hash(parent.hash, state, symbol)
         self.allowed: int | None = None  # memo: bitmask of shiftable terminal ids
         self.eos: bool | None = None  # memo: $END reaches ACCEPT
+        self.ctx: Any = None  # memo: scope context (grammar/scope.py Context)
+        self.lex: Any = None  # memo: the lexicon view in force at this node
 
     def ancestor(self, k: int) -> StackNode:
         node = self

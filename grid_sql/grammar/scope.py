@@ -1,0 +1,359 @@
+"""Scope-aware identifier lexicons: which columns a position can name (issue #8 §2).
+
+The L3 lexicon of ``COLUMN_NAME`` is one list for the whole statement: the union of every
+readable column. Once a query's FROM clause is known, a column position can only name a
+column of a table *in scope*, and ``T2.`` only a column of the table bound to ``T2``. That
+rule is context sensitive (the binding is made by earlier lexemes), so it is not a grammar
+change: it is a side state carried with the parser configuration. This module holds the
+pieces that are pure functions of the grammar and the schema, independent of the parser:
+
+* :class:`ScopeTable` -- the schema side (table -> columns, schema names), fingerprinted;
+* :class:`ScopeRules` -- the grammar side: which terminals carry their lexeme as a semantic
+  value, and how a reduction synthesizes the value of its left-hand side from its children
+  (:meth:`ScopeRules.reduce`), plus how the *scope context* of a stack node follows from its
+  parent's (:meth:`ScopeRules.step`) and which column names a context admits
+  (:meth:`ScopeRules.restriction`).
+
+Soundness is the bar (a statement that names its columns correctly is never blocked), so
+every case the rule cannot decide from the schema answers "unrestricted": a SELECT list
+before its FROM (paper Proposition 11), an unbound qualifier, a derived table, a table
+function, a CTE, a table renamed with a column list, a table the schema does not know.
+``docs/scope.md`` states the rule and why it is sound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LexiconError
+from .fingerprint import fingerprint
+
+if TYPE_CHECKING:
+    from .ir import Grammar
+
+# Schema names that exist without being listed: `main.t.c` in SQLite, `public.t.c` in
+# PostgreSQL. A qualifier equal to one of them may start a three-part name.
+DEFAULT_SCHEMAS = frozenset({"main", "temp", "public", "pg_catalog", "information_schema"})
+WILDCARD = "*"  # an item bound to an unknown name (matches every qualifier)
+# Bare words some dialects take as keywords inside function arguments
+# (``TIMESTAMPDIFF(YEAR, a, b)`` in MySQL) that the grammar scans as a column reference:
+# they stay admitted at every unqualified column position (if the role's lexicon has them).
+KEYWORD_ARGS = frozenset(
+    {"microsecond", "second", "minute", "hour", "day", "week", "month", "quarter", "year"}
+)
+
+# Level states of a query level (one per SELECT on the stack).
+NONE, OPEN, DONE, QB = 0, 1, 2, 3
+# NONE: before FROM (select list); OPEN: inside FROM (items so far complete);
+# DONE: after FROM; QB: a finished query body whose ORDER BY / LIMIT follow.
+
+
+def norm_name(lexeme: bytes | str) -> str:
+    """The comparison form of an identifier: quotes removed, ASCII lower-cased.
+
+    Case-insensitive even for quoted names: the comparison only ever widens what is
+    admitted (two spellings that one dialect tells apart are treated as one name).
+    """
+    s = lexeme.decode("utf-8", "replace") if isinstance(lexeme, bytes) else lexeme
+    if len(s) >= 2 and s[0] in "\"`" and s[-1] == s[0]:
+        s = s[1:-1].replace(s[0] * 2, s[0])
+    elif len(s) >= 2 and s[0] == "[" and s[-1] == "]":
+        s = s[1:-1]
+    return s.lower()
+
+
+class ScopeTable:
+    """The schema side of the scope rule: table -> column names (compared by
+    :func:`norm_name`), plus the schema names a qualifier may also be.
+
+    ``ScopeTable({"singer": ["Singer_ID", "Name"], ...})``. Tables of the same name in
+    different schemas should be merged by the caller (the union is sound).
+    """
+
+    def __init__(
+        self, tables: Mapping[str, Iterable[str]], schemas: Iterable[str] = ()
+    ) -> None:
+        cols: dict[str, set[str]] = {}
+        for t, cs in tables.items():
+            cols.setdefault(norm_name(t), set()).update(norm_name(c) for c in cs)
+        self.columns: dict[str, frozenset[str]] = {
+            t: frozenset(c) for t, c in sorted(cols.items())
+        }
+        self.schemas: frozenset[str] = DEFAULT_SCHEMAS | {norm_name(s) for s in schemas}
+        self.fingerprint: str = fingerprint(
+            "scope-table",
+            {
+                "tables": {t: sorted(c) for t, c in self.columns.items()},
+                "schemas": sorted(self.schemas),
+            },
+        )
+
+    def __repr__(self) -> str:
+        return f"ScopeTable({len(self.columns)} tables, fp={self.fingerprint[:12]})"
+
+
+# ---------------------------------------------------------------------------- values
+# Semantic values on stack nodes (hashable: they are part of the interning key).
+#   bytes                           the lexeme of an identifier terminal
+#   ("t", name)                     table_name
+#   ("a", alias, renames_columns)   table_alias
+#   Bag                             everything else that carries scope information
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A FROM item: the names that bind it, its table (normalized) or None, and whether its
+    columns are unknown (derived table, function, CTE, renamed columns, unknown table)."""
+
+    names: tuple[str, ...]
+    table: str | None
+    opaque: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Bag:
+    """The scope-relevant content of a subtree: FROM items, output aliases, CTE names."""
+
+    items: tuple[Item, ...] = ()
+    aliases: tuple[str, ...] = ()
+    ctes: tuple[str, ...] = ()
+
+
+EMPTY_BAG = Bag()
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One query level of the scope context."""
+
+    state: int
+    items: tuple[Item, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The scope context of a stack node: the query levels (outermost first) and the CTE
+    names visible (None: none; WILDCARD in the tuple: unknown, inside a WITH clause)."""
+
+    levels: tuple[Level, ...] = ()
+    ctes: tuple[str, ...] = ()
+
+
+ROOT_CONTEXT = Context()
+
+
+@dataclass(frozen=True, slots=True)
+class Restriction:
+    """What a position admits: ``names`` (normalized column names) for COLUMN_NAME, or
+    None for unrestricted; ``qualified`` when the position follows ``q.`` with ``q`` bound to
+    known tables (then no other identifier terminal can follow: no three-part name)."""
+
+    names: frozenset[str] | None
+    qualified: bool = False
+
+
+UNRESTRICTED = Restriction(None)
+
+
+class ScopeRules:
+    """The grammar side of the scope rule, compiled against one grammar's symbol ids.
+
+    ``sym_base`` is the id offset of nonterminals in stack-node symbols (the parser pushes
+    terminal ids as themselves and nonterminal ``n`` as ``sym_base + n``).
+    """
+
+    def __init__(self, grammar: Grammar, table: ScopeTable, sym_base: int) -> None:
+        self.table = table
+        tids = grammar.terminal_ids
+        nts = grammar.tables.nonterminal_ids
+        self.sym_base = sym_base
+        if "COLUMN_NAME" not in tids:
+            raise LexiconError("scope-aware lexicons need a COLUMN_NAME terminal")
+        self.column_tid = tids["COLUMN_NAME"]
+        # identifier terminals keep their lexeme: they name tables, aliases, qualifiers
+        self.valued: frozenset[int] = frozenset(
+            t.id for t in grammar.terminals if t.category or t.name == "IDENT"
+        )
+        # terminals no three-part name can start with after a bound `q.`
+        self.blocked_after_qualifier: frozenset[int] = frozenset(
+            t.id for t in grammar.terminals if (t.category or t.name == "IDENT")
+            and t.name != "COLUMN_NAME"
+        )
+
+        def t(name: str) -> int:
+            return tids.get(name, -1)
+
+        def n(name: str) -> int:
+            return sym_base + nts[name] if name in nts else -1
+
+        self.t_select, self.t_from, self.t_dot, self.t_with = (
+            t("SELECT"), t("FROM"), t("DOT"), t("WITH"),
+        )
+        self.n_select_list = n("select_list")
+        self.n_from_clause = n("from_clause")
+        self.n_any_name = n("any_name")
+        self.n_with_clause = n("with_clause")
+        self.query_bodies = frozenset(
+            n(x) for x in ("select_core", "query_body", "query_term") if x in nts
+        )
+        self.from_items = frozenset(
+            n(x) for x in nts
+            if x in ("table_primary", "table_ref", "join_clause", "from_list")
+            or x.startswith("__from_list")
+        )
+        # per rule: how its value is synthesized
+        self.rule_kind: list[str] = []
+        self.rule_rhs: list[tuple[str, ...]] = []
+        for r in grammar.rules:
+            self.rule_rhs.append(tuple(str(s) for s in r.rhs))
+            name = r.lhs
+            if name == "query":
+                kind = "reset"
+            elif name in ("table_name", "table_alias", "table_primary", "alias", "cte"):
+                kind = name
+            elif name in ("any_name", "alias_name", "cte_ref"):
+                kind = "name"
+            else:
+                kind = "merge"
+            self.rule_kind.append(kind)
+
+    # ------------------------------------------------------------------ values
+    def reduce(self, rule: int, children: list[Any]) -> Any:
+        """The value of rule ``rule``'s left-hand side from its children's values."""
+        kind = self.rule_kind[rule]
+        if kind == "merge":
+            bags = [c for c in children if isinstance(c, Bag)]
+            if not bags:
+                return None
+            if len(bags) == 1:
+                return bags[0]
+            return Bag(
+                tuple(i for b in bags for i in b.items),
+                tuple(a for b in bags for a in b.aliases),
+                tuple(c for b in bags for c in b.ctes),
+            )
+        if kind == "reset":
+            return None
+        rhs = self.rule_rhs[rule]
+        if kind == "name":
+            v = children[0] if len(children) == 1 else None
+            return v if isinstance(v, bytes) else None
+        if kind == "alias":
+            v = children[-1]
+            return Bag(aliases=(norm_name(v) if isinstance(v, bytes) else WILDCARD,))
+        if kind == "cte":
+            v = children[0]
+            return Bag(ctes=(norm_name(v),)) if isinstance(v, bytes) else Bag(ctes=(WILDCARD,))
+        if kind == "table_name":
+            v = children[-1]
+            return ("t", norm_name(v)) if isinstance(v, bytes) else None
+        if kind == "table_alias":
+            ident = children[1] if rhs[0] == "AS" else children[0]
+            renames = "ident_list" in rhs
+            return ("a", norm_name(ident), renames) if isinstance(ident, bytes) else None
+        # table_primary
+        alias = children[-1] if rhs[-1] == "table_alias" else None
+        a_name = alias[1] if isinstance(alias, tuple) else None
+        if rhs[0] == "table_name":
+            tn = children[0]
+            if not isinstance(tn, tuple):
+                return Bag((Item((WILDCARD,), None, True),))
+            names = (tn[1],) if a_name is None else (a_name, tn[1])
+            renames = bool(alias[2]) if isinstance(alias, tuple) else False
+            return Bag((Item(names, tn[1], renames),))
+        if rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "table_ref" and alias is None:
+            inner = children[1]
+            return inner if isinstance(inner, Bag) else None
+        if rhs[0] == "cte_ref" and a_name is None:
+            v = children[0]
+            names = (norm_name(v),) if isinstance(v, bytes) else (WILDCARD,)
+            return Bag((Item(names, None, True),))
+        return Bag((Item((a_name,) if a_name is not None else (WILDCARD,), None, True),))
+
+    # ------------------------------------------------------------------ contexts
+    def step(self, ctx: Context, symbol: int, value: Any, parent_symbol: int) -> Context:
+        """The context of a node pushing ``symbol``/``value`` over a node with ``ctx``."""
+        if symbol == self.t_select:
+            return Context((*ctx.levels, Level(NONE)), ctx.ctes)
+        levels = ctx.levels
+        if symbol in self.query_bodies:
+            bag = value if isinstance(value, Bag) else EMPTY_BAG
+            return Context((*levels, Level(QB, bag.items, bag.aliases)), ctx.ctes)
+        if symbol == self.t_with:
+            return Context(levels, (*ctx.ctes, WILDCARD))
+        if symbol == self.n_with_clause:
+            bag = value if isinstance(value, Bag) else Bag(ctes=(WILDCARD,))
+            return Context(levels, (*ctx.ctes, *bag.ctes))
+        if not levels:
+            return ctx
+        top = levels[-1]
+        if symbol == self.n_select_list and top.state == NONE:
+            bag = value if isinstance(value, Bag) else EMPTY_BAG
+            return Context((*levels[:-1], Level(NONE, (), bag.aliases)), ctx.ctes)
+        if parent_symbol == self.n_select_list and top.state == NONE:
+            if symbol == self.t_from:
+                return Context((*levels[:-1], Level(OPEN, (), top.aliases)), ctx.ctes)
+            if symbol == self.n_from_clause:
+                bag = value if isinstance(value, Bag) else EMPTY_BAG
+                return Context((*levels[:-1], Level(DONE, bag.items, top.aliases)), ctx.ctes)
+        if top.state == OPEN and symbol in self.from_items and isinstance(value, Bag):
+            return Context(
+                (*levels[:-1], Level(OPEN, top.items + value.items, top.aliases)), ctx.ctes
+            )
+        return ctx
+
+    def _item_opaque(self, item: Item, ctes: tuple[str, ...]) -> bool:
+        if item.opaque or item.table is None or item.table not in self.table.columns:
+            return True
+        return bool(ctes) and (WILDCARD in ctes or item.table in ctes)
+
+    def restriction(self, ctx: Context, qualifier: bytes | None) -> Restriction:
+        """The column names a COLUMN_NAME position with context ``ctx`` admits.
+
+        ``qualifier``: the lexeme of ``q`` when the position follows ``q.`` (a two-part
+        column reference), else None.
+        """
+        levels = ctx.levels
+        if not levels:
+            return UNRESTRICTED
+        cols = self.table.columns
+        if qualifier is not None:
+            q = norm_name(qualifier)
+            last = len(levels) - 1
+            for k in range(last, -1, -1):
+                lv = levels[k]
+                if lv.state == NONE:
+                    return UNRESTRICTED  # its FROM is still to come and may bind q
+                hits = [i for i in lv.items if q in i.names or WILDCARD in i.names]
+                if lv.state in (QB, OPEN) and k != last:
+                    # an ORDER BY subquery, a derived table or an ON subquery: whether q
+                    # may bind here (correlation, LATERAL) is not decided by the rule
+                    if hits:
+                        return UNRESTRICTED
+                    continue
+                if not hits:
+                    continue
+                if any(self._item_opaque(i, ctx.ctes) for i in hits):
+                    return UNRESTRICTED
+                names = frozenset().union(*(cols[i.table] for i in hits if i.table))
+                if not names:
+                    return UNRESTRICTED
+                return Restriction(names, q not in self.table.schemas)
+            return UNRESTRICTED
+        names_set: set[str] = set()
+        for lv in levels:
+            if lv.state == NONE:
+                return UNRESTRICTED
+            for i in lv.items:
+                if self._item_opaque(i, ctx.ctes):
+                    return UNRESTRICTED
+                names_set |= cols[i.table] if i.table else frozenset()
+            if WILDCARD in lv.aliases:
+                return UNRESTRICTED
+            names_set.update(lv.aliases)  # output aliases (SQLite resolves them in WHERE ...)
+        if not names_set:
+            return UNRESTRICTED
+        return Restriction(frozenset(names_set) | KEYWORD_ARGS)

@@ -1,0 +1,26 @@
+"""Schema → scope table: the input of scope-aware column lexicons (``docs/scope.md``).
+
+Kept apart from ``policy/grammar.py`` so the role grammar's language is unchanged unless a
+caller asks for scopes: ``role_grammar(...).with_scopes(role_scopes(snapshot))``.
+"""
+
+from __future__ import annotations
+
+from ..grammar.scope import ScopeTable
+from ..schema.model import SchemaSnapshot
+
+
+def role_scopes(snapshot: SchemaSnapshot) -> ScopeTable:
+    """Every table (and view) of the snapshot with all of its columns, plus its schemas.
+
+    Columns are not filtered by the policy here: the scope rule only narrows the role's
+    ``COLUMN_NAME`` lexicon (which already holds just the columns the role may name), so the
+    words admitted at a position are (columns of the tables in scope) ∩ (role's lexicon).
+    Tables of the same name in several schemas are merged (a union only widens).
+    """
+    tables: dict[str, list[str]] = {}
+    schemas: list[str] = []
+    for schema, t in snapshot.iter_tables():
+        schemas.append(schema)
+        tables.setdefault(t.name, []).extend(t.column_names)
+    return ScopeTable(tables, schemas)
