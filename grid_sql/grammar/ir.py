@@ -26,6 +26,7 @@ from .lexicon import SchemaLexicon
 
 if TYPE_CHECKING:
     from .lexer import LexerTables
+    from .scope import ScopeTable
     from .tables import LALRTables
 
 PRAGMA_RE = re.compile(r"^\s*//!\s*category\s+(.*)$", re.MULTILINE)
@@ -116,6 +117,7 @@ class Grammar:
         projection: RoleProjection | None = None,
         lexicon: SchemaLexicon | None = None,
         name: str = "",
+        scopes: ScopeTable | None = None,
     ) -> None:
         self.terminals: tuple[Terminal, ...] = tuple(terminals)
         self.terminal_ids: dict[str, int] = {t.name: t.id for t in self.terminals}
@@ -123,6 +125,7 @@ class Grammar:
         self.name = name
         self.projection = projection
         self.lexicon = lexicon
+        self.scopes = scopes  # scope-aware column lexicons (grammar/scope.py); None: off
         self._lark_rules: tuple[LarkRule, ...] = tuple(
             sorted(lark_rules, key=lambda r: (r.origin.name, _lark_rule_rhs(r)))
         )
@@ -139,14 +142,14 @@ class Grammar:
             "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
         }
         self.l1_fingerprint = l1_fingerprint or fingerprint("grammar-l1", body)
-        self.fingerprint: str = fingerprint(
-            "grammar",
-            {
-                "l1": self.l1_fingerprint,
-                "body": body,
-                "lexicon": lexicon.fingerprint if lexicon else None,
-            },
-        )
+        fp_body: dict[str, Any] = {
+            "l1": self.l1_fingerprint,
+            "body": body,
+            "lexicon": lexicon.fingerprint if lexicon else None,
+        }
+        if scopes is not None:  # absent when off: fingerprints of unscoped grammars unchanged
+            fp_body["scopes"] = scopes.fingerprint
+        self.fingerprint: str = fingerprint("grammar", fp_body)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -245,6 +248,7 @@ class Grammar:
             projection=projection,
             lexicon=lexicon,
             name=self.name,
+            scopes=self.scopes,
         )
         g.validate()
         return g
@@ -310,6 +314,28 @@ class Grammar:
                 )
             self._validate_words(term, cat.words, cat.fold_bare_case)
         return self._derive(self._reduce(list(self._lark_rules), lexicon), self.projection, lexicon)
+
+    def with_scopes(self, scopes: ScopeTable | None) -> Grammar:
+        """The same language restricted by scope-aware column lexicons (``grammar/scope.py``,
+        ``docs/scope.md``): a column position admits only columns of the tables in scope.
+        ``None`` turns the restriction off. Needs a ``COLUMN_NAME`` lexicon. Shares the
+        LALR and lexer tables with ``self`` (the scope never changes the automaton)."""
+        if scopes is not None and (self.lexicon is None or "COLUMN_NAME" not in self.lexicon):
+            raise LexiconError("scope-aware lexicons need a COLUMN_NAME schema lexicon")
+        g = Grammar(
+            self.terminals,
+            self._lark_rules,
+            self.start,
+            l1_fingerprint=self.l1_fingerprint,
+            projection=self.projection,
+            lexicon=self.lexicon,
+            name=self.name,
+            scopes=scopes,
+        )
+        for attr in ("tables", "lexer"):  # cached_property values: same automaton
+            if attr in self.__dict__:
+                g.__dict__[attr] = self.__dict__[attr]
+        return g
 
     def _validate_words(self, term: Terminal, words: Iterable[bytes], fold: bool) -> None:
         import regex
