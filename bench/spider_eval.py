@@ -292,6 +292,7 @@ def run_constrained(
     error: str | None = None
     repairs: list[Any] = []
     checker_refused = False
+    final_kinds: list[str] = []
     try:
         gen = asker.generate_sql(q.question, max_tokens=max_tokens, repair=True, on_step=on_step)
         sql, repairs = gen.sql, list(gen.repairs)
@@ -299,6 +300,7 @@ def run_constrained(
         sql, error = None, f"{type(exc).__name__}: {exc}"[:600]
         repairs = list(getattr(exc, "repairs", []))
         checker_refused = isinstance(exc, PolicyViolation | StatementError)
+        final_kinds = sorted({str(getattr(v, "kind", "")) for v in getattr(exc, "violations", [])})
     total = time.perf_counter() - t0
     done = [r for r in rounds if "seconds" in r]
     if not done:  # the model failed before any round finished
@@ -311,8 +313,15 @@ def run_constrained(
         bool(done) and error is not None and not checker_refused
     )
     r0_sql = repairs[0].sql if r0_refused else sql
+    kinds: list[str] = []
+    if r0_refused and r0_sql:
+        try:  # the round-0 verdict's rule kinds (Repair keeps only the messages)
+            kinds = sorted({v.kind for v in asker.checker.check(r0_sql)})
+        except (GridSQLError, RecursionError):
+            kinds = []
     b = {
         "sql": None if r0_refused or (error and not done) else r0_sql,
+        "violation_kinds": kinds,
         "generated_sql": r0_sql,
         "tokens": first["tokens"],
         "seconds": first["seconds"],
@@ -328,6 +337,7 @@ def run_constrained(
         "seconds": total,
         "truncated": any(r["reserve"] for r in done),
         "refused": checker_refused,
+        "violation_kinds": final_kinds,
         "repaired": r0_refused,
         "error": error,
     }
@@ -570,8 +580,23 @@ OUTCOMES = (
     "exec: no such column",
     "exec: other error",
     "refused: unknown column",
+    "refused: ambiguous column",
+    "refused: unknown function",
     "refused: other",
     "engine error",
+)
+
+# violation kind -> outcome class (a record with several kinds takes the first listed here)
+_REFUSAL_KINDS = (
+    ("unknown_column", "refused: unknown column"),
+    ("ambiguous_column", "refused: ambiguous column"),
+    ("unknown_function", "refused: unknown function"),
+)
+# the same read from the messages, for records without kinds (final rounds, older runs)
+_REFUSAL_TEXT = (
+    (re.compile(r"has no column|does not exist in", re.I), "refused: unknown column"),
+    (re.compile(r"is ambiguous", re.I), "refused: ambiguous column"),
+    (re.compile(r"function", re.I), "refused: unknown function"),
 )
 
 
@@ -586,8 +611,16 @@ def outcome(r: dict[str, Any]) -> str:
             "exec: no such column" if "no such column" in r["exec_error"] else "exec: other error"
         )
     if r["refused"]:
-        text = " ".join(r.get("violations") or []) + " " + str(r.get("error") or "")
-        return "refused: unknown column" if "does not exist" in text else "refused: other"
+        kinds = set(r.get("violation_kinds") or [])
+        for kind, cls in _REFUSAL_KINDS:
+            if kind in kinds:
+                return cls
+        if not kinds:
+            text = " ".join(r.get("violations") or []) + " " + str(r.get("error") or "")
+            for pat, cls in _REFUSAL_TEXT:
+                if pat.search(text):
+                    return cls
+        return "refused: other"
     return "engine error"
 
 

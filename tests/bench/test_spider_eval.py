@@ -150,6 +150,31 @@ def test_report_restricts_to_arms_and_gives_paired_differences() -> None:
     assert "| unconstrained vs constrained | 3 | 0 | 3 | 4 | +30.0 [+1.6, +58.4] | 0.250 |" in two
 
 
+def test_outcome_classes_from_kinds_then_messages() -> None:
+    def o(**kw: object) -> str:
+        return str(se.outcome(_rec(1, "constrained", False, False, **kw)))
+
+    assert se.outcome(_rec(1, "constrained", True, True)) == "EX"
+    assert se.outcome(_rec(1, "constrained", False, True)) == "wrong result"
+    assert o(exec_error="OperationalError: no such column: T2.name") == "exec: no such column"
+    assert o(exec_error="OperationalError: near ...") == "exec: other error"
+    kinds = ["ambiguous_column", "unknown_column"]
+    assert o(refused=True, violation_kinds=kinds) == "refused: unknown column"
+    assert o(refused=True, violation_kinds=["unknown_function"]) == "refused: unknown function"
+    assert o(refused=True, violation_kinds=["table_not_allowed"]) == "refused: other"
+    # older records carry only messages (both checker wordings)
+    msg = "`T2.name`: table `singer` (alias T2) has no column `name`"
+    assert o(refused=True, violations=[msg]) == "refused: unknown column"
+    assert o(refused=True, violations=["Column x does not exist in table t"]) == (
+        "refused: unknown column"
+    )
+    assert o(refused=True, error="`name` is ambiguous: T1, T2 both ...") == (
+        "refused: ambiguous column"
+    )
+    assert o(error="ModelError: boom") == "engine error"
+    assert set(se.OUTCOMES) >= {o(refused=True, violations=["?"])}
+
+
 def test_paired_difference_matches_mcnemar_exact() -> None:
     d, lo, hi, p = se.paired_difference(3, 1, 72)
     assert d == pytest.approx(-2 / 72) and lo < d < hi
