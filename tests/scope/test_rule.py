@@ -1,0 +1,147 @@
+"""The scope rule on real schemas: what a column position admits with scopes on.
+
+Each check names every column of the database at a position and asks the scoped runtime
+which ones keep the statement viable, so the expected sets are the tables' columns as the
+catalog lists them (Spider ``concert_singer``, Chinook).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grid_sql.errors import LexiconError, ParseError
+from grid_sql.grammar import Grammar
+from grid_sql.grammar.scope import ScopeTable
+from grid_sql.parser import IncrementalParser, ParserRuntime
+
+from .helpers import role, scoped, snapshot
+
+DB = "concert_singer"
+
+
+def columns(db: str, *tables: str) -> set[str]:
+    out: set[str] = set()
+    for _, t in snapshot(db).iter_tables():
+        if not tables or t.name in tables:
+            out |= set(t.column_names)
+    return out
+
+
+def admitted(g: Grammar, prefix: str, suffix: str = " = 1", db: str = DB) -> set[str]:
+    """The columns ``c`` of the database for which ``prefix + c + suffix`` is viable."""
+    rt = ParserRuntime.for_grammar(g)
+    return {c for c in columns(db) if rt.advance(rt.initial, (prefix + c + suffix).encode())}
+
+
+def test_qualifier_admits_only_its_tables_columns() -> None:
+    q = "SELECT T1.Name FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.concert_ID WHERE "
+    assert admitted(scoped(DB), q + "T2.") == columns(DB, "concert")
+    assert admitted(scoped(DB), q + "T1.") == columns(DB, "singer")
+    # unscoped: every column of the schema
+    assert admitted(role(DB), q + "T2.") == columns(DB)
+    # a table named without alias binds its own name
+    assert admitted(scoped(DB), "SELECT * FROM stadium WHERE stadium.") == columns(DB, "stadium")
+
+
+def test_wrong_alias_column_is_not_even_a_prefix() -> None:
+    """After a bound ``T2.`` no other identifier terminal can follow (no three-part name),
+    so the model cannot spell a column of another table there at all."""
+    rt = ParserRuntime.for_grammar(scoped(DB))
+    base = "SELECT * FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.concert_ID WHERE T2."
+    assert rt.advance(rt.initial, (base + "Th").encode()) is not None  # Theme
+    assert rt.advance(rt.initial, (base + "Ag").encode()) is None  # Age is singer's
+    assert rt.advance(rt.initial, (base + "Age").encode()) is None
+    rt0 = ParserRuntime.for_grammar(role(DB))
+    assert rt0.advance(rt0.initial, (base + "Age = 1").encode()) is not None
+
+
+def test_where_after_from_admits_only_in_scope_columns() -> None:
+    assert admitted(scoped(DB), "SELECT * FROM singer WHERE ") == columns(DB, "singer") | {"Year"}
+    # (Year: a date-unit word stays admitted everywhere, see grammar/scope.py KEYWORD_ARGS)
+    two = "SELECT * FROM singer AS T1 JOIN singer_in_concert AS T2 ON "
+    assert admitted(scoped(DB), two) == columns(DB, "singer", "singer_in_concert") | {"Year"}
+    for clause in (" GROUP BY ", " ORDER BY "):
+        # (a bare name alone in ORDER BY may be an output alias, any IDENT: hence `+ 1`)
+        got = admitted(scoped(DB), "SELECT count(*) FROM concert" + clause, suffix=" + 1")
+        assert got == columns(DB, "concert")
+
+
+def test_select_list_before_from_is_unrestricted() -> None:
+    """Proposition 11: the select list precedes FROM, so nothing is known there."""
+    assert admitted(scoped(DB), "SELECT ", suffix=" FROM") == columns(DB)
+    assert admitted(scoped(DB), "SELECT T9.", suffix=" FROM") == columns(DB)
+    # and the statement completes when the column belongs to the table named later
+    assert ParserRuntime.for_grammar(scoped(DB)).advance(
+        ParserRuntime.for_grammar(scoped(DB)).initial, b"SELECT T2.Theme FROM concert AS T2"
+    )
+
+
+def test_correlated_subquery_sees_outer_tables() -> None:
+    q = (
+        "SELECT Name FROM singer AS T1 WHERE EXISTS (SELECT 1 FROM singer_in_concert AS T3 "
+        "WHERE T3.Singer_ID = T1.Singer_ID AND "
+    )
+    assert admitted(scoped(DB), q) == columns(DB, "singer", "singer_in_concert") | {"Year"}
+    assert admitted(scoped(DB), q + "T1.") == columns(DB, "singer")
+    # the inner alias shadows an outer one of the same name
+    q2 = "SELECT * FROM singer AS T WHERE EXISTS (SELECT 1 FROM concert AS T WHERE T."
+    assert admitted(scoped(DB), q2) == columns(DB, "concert")
+    # an inner select list (before its FROM) is unrestricted again
+    q3 = "SELECT * FROM singer AS T1 WHERE Age > (SELECT T1."
+    assert admitted(scoped(DB), q3, suffix=" FROM concert)") == columns(DB)
+
+
+def test_undecidable_positions_fall_back_to_the_lexicon() -> None:
+    everything = columns(DB)
+    derived = "SELECT * FROM (SELECT Name AS n FROM singer) AS d WHERE "
+    assert admitted(scoped(DB), derived) == everything
+    assert admitted(scoped(DB), derived + "d.") == everything
+    renamed = "SELECT * FROM singer AS s(a, b) WHERE s."
+    assert admitted(scoped(DB), renamed) == everything
+    unbound = "SELECT * FROM singer WHERE nosuch."
+    assert admitted(scoped(DB), unbound) == everything
+    # a CTE may shadow a table: inside and after WITH nothing is restricted
+    cte = "WITH singer AS (SELECT 1 AS x) SELECT * FROM singer WHERE "
+    assert admitted(scoped(DB), cte) == everything
+    # a schema name can start a three-part name (its column: any in scope)
+    three = "SELECT * FROM singer WHERE main.singer."
+    assert admitted(scoped(DB), three) == columns(DB, "singer") | {"Year"}
+
+
+def test_output_aliases_stay_admitted_where_they_were() -> None:
+    rt = ParserRuntime.for_grammar(scoped(DB))
+    # `Theme` is a column of concert, used here as an output alias of a singer query
+    q = b"SELECT Name AS Theme FROM singer WHERE Theme = 'x' ORDER BY Theme"
+    assert rt.advance(rt.initial, q) is not None
+    assert rt.eos_allowed(rt.advance(rt.initial, q))  # type: ignore[arg-type]
+
+
+def test_chinook_business_query() -> None:
+    ch = "chinook"
+    q = "SELECT c.FirstName FROM Customer c JOIN Invoice i ON c.CustomerId = i.CustomerId WHERE i."
+    assert admitted(scoped(ch), q, db=ch) == columns(ch, "Invoice")
+    assert admitted(scoped(ch), q.replace("WHERE i.", "WHERE c."), db=ch) == columns(
+        ch, "Customer"
+    )
+
+
+def test_rollback_and_copies_keep_the_scope_consistent() -> None:
+    p = IncrementalParser(scoped(DB))
+    p.feed(b"SELECT * FROM singer AS T1 JOIN concert AS T2 ON ")
+    q = p.copy()
+    p.feed(b"T1.Age = 1 AND T2.")
+    assert p.is_viable(b"Theme") and not p.is_viable(b"Age")
+    p.rollback(1)
+    with pytest.raises(ParseError):
+        p.feed(b"T2.Age")
+    assert q.is_viable(b"T1.Age") and q.is_viable(b"T2.Theme") and not q.is_viable(b"T1.Theme")
+
+
+def test_off_by_default_and_fingerprinted() -> None:
+    g = role(DB)
+    assert g.scopes is None
+    assert scoped(DB).fingerprint != g.fingerprint
+    assert g.with_scopes(None).fingerprint == g.fingerprint
+    assert ParserRuntime.for_grammar(g).sem is None
+    with pytest.raises(LexiconError):
+        Grammar.dialect("sqlite").with_scopes(ScopeTable({"t": ["a"]}))
