@@ -64,14 +64,15 @@ venv: $(PY) ## create .venv if missing (an existing one is reused)
 deps: venv ## install maturin (the build backend) into .venv
 	$(PY) -m pip install -q 'maturin>=1.9,<2'
 
-# maturin develop installs the runtime deps and the [dev] extra with pip, builds
+# maturin develop installs the runtime deps and the [dev] and [bench] extras (llguidance and
+# xgrammar: tests/grammar/test_export.py compiles the grammar exports with them) with pip, builds
 # kernels/py and puts grid_sql/_kernels*.so next to the sources (editable install).
 # Stale builds of the module are removed first: the interpreter would prefer a
 # version-tagged .so over the abi3 one.
 ext: deps ## (re)build grid_sql._kernels into .venv (incremental)
 	rm -f grid_sql/_kernels.*.so
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH="$(abspath $(VENV))/bin:$$PATH" \
-		$(VENV)/bin/maturin develop --release --extras dev $(CARGO_LOCKED)
+		$(VENV)/bin/maturin develop --release --extras dev,bench $(CARGO_LOCKED)
 
 lint: ruff mypy stubtest rust-lint ## ruff, mypy, stubtest, cargo fmt --check, clippy
 
