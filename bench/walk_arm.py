@@ -1,0 +1,344 @@
+"""Walk arm (issue #3 §4): random walks through the exact masks never dead-end, never overrun
+the token budget, and always end in a sentence that lark parses.
+
+One walk: a fresh matcher; at each step the full-vocabulary mask is filled (kernels on) and a
+token is drawn uniformly among the allowed ids (EOS included when legal). The termination
+reserve runs as in the decode loop (``grid_sql.decode.loop.generate``): a drawn token is kept
+only if the reserve completion of the configuration it leads to still fits the remaining
+budget, otherwise the reserve completion is written and the walk ends. Recorded per walk:
+
+- ``dead_end``: an empty mask (or a ``MaskError``) at a viable, unterminated configuration;
+- ``overrun``: more tokens than the budget, or a reserve that does not fit;
+- ``lark``: the final text parses with lark (LALR, the dialect's ``.lark`` file, contextual
+  lexer) — an independent parser; a failure is re-checked with grid-sql's executable
+  specification so lexer differences between lark and grid-sql are told apart (``spec``).
+
+Arms: ``sqlite``, ``postgresql``, ``mysql``, each without a lexicon (L1) and with one
+(``+lex``: the Chinook schema's tables and columns, bare-case folding, dialect quoting).
+Vocabulary: GPT-2. Walk ``k`` of an arm uses ``random.Random(f"{arm}:{k}")``, so a walk is
+reproducible alone. Results are JSONL lines, one per walk, in
+``bench/results/walk_arm/<arm>.jsonl``; a run skips the walks already there (resumable), and
+appends under an exclusive ``flock`` (several processes may run different ``--shard``s of one
+arm at once). ``--report`` writes ``bench/RESULTS-walk-arm.md`` from all the files.
+
+    python bench/walk_arm.py --arms sqlite sqlite+lex --walks 10000 --shard 0/2
+    python bench/walk_arm.py --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import fcntl
+import json
+import os
+import random
+import sys
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+OUT_DIR = ROOT / "bench" / "results" / "walk_arm"
+DIALECTS = ("sqlite", "postgresql", "mysql")
+ARMS = tuple(a for d in DIALECTS for a in (d, f"{d}+lex"))
+QUOTE = {"sqlite": '"{}"', "postgresql": '"{}"', "mysql": "`{}`"}
+SCHEMA = {"sqlite": "main", "postgresql": "public", "mysql": "chinook"}
+TABLE_CATEGORIES = (
+    "TABLE_NAME",
+    "INSERT_TABLE_NAME",
+    "UPDATE_TABLE_NAME",
+    "DELETE_TABLE_NAME",
+    "TRUNCATE_TABLE_NAME",
+)
+
+
+# ----------------------------------------------------------------------------- set-up
+@cache
+def chinook_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(tables, columns) of the Chinook SQLite database."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{SHARED / 'chinook' / 'Chinook_Sqlite.sqlite'}?mode=ro", uri=True)
+    try:
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        cols = sorted({r[1] for t in tables for r in con.execute(f'PRAGMA table_info("{t}")')})
+    finally:
+        con.close()
+    return tuple(tables), tuple(cols)
+
+
+def arm_grammar(arm: str) -> Any:
+    from grid_sql.grammar import Grammar, SchemaLexicon
+
+    dialect, _, lex = arm.partition("+")
+    g = Grammar.dialect(dialect)
+    if not lex:
+        return g
+    tables, cols = chinook_names()
+    q = QUOTE[dialect]
+
+    def words(names: tuple[str, ...]) -> list[str]:
+        return [*names, *(q.format(n) for n in names)]
+
+    cats = {c: words(tables) for c in TABLE_CATEGORIES if c in g.terminal_ids}
+    cats["COLUMN_NAME"] = words(cols)
+    cats["SCHEMA_NAME"] = [SCHEMA[dialect]]
+    return g.with_lexicon(SchemaLexicon(cats, fold_bare_case=True))
+
+
+@cache
+def vocab() -> Any:
+    from grid_sql.mask.vocab import Vocabulary
+
+    return Vocabulary.from_gguf(SHARED / "tokenizers" / "ggml-vocab-gpt-2.gguf")
+
+
+@cache
+def lark_parser(dialect: str) -> Any:
+    import lark
+
+    return lark.Lark.open(str(ROOT / "dialects" / f"{dialect}.lark"), parser="lalr")
+
+
+@cache
+def spec_oracle(arm: str) -> Any:
+    from grid_sql.spec.oracle import SpecOracle
+
+    return SpecOracle(arm_grammar(arm).to_spec())
+
+
+class Arm:
+    """A compiled arm: guide (kernels on), reserve table, lark parser."""
+
+    def __init__(self, arm: str) -> None:
+        from grid_sql.mask.cache import MaskCache
+        from grid_sql.mask.guide import Guide
+        from grid_sql.mask.reserve import reserve_table
+        from grid_sql.mask.walk import kernels_enabled
+
+        if not kernels_enabled():
+            raise SystemExit("grid_sql._kernels is not built (make ext): the arm runs kernels on")
+        self.arm = arm
+        self.dialect = arm.partition("+")[0]
+        self.grammar = arm_grammar(arm)
+        self.guide = Guide(self.grammar, vocab(), cache=MaskCache())
+        self.reserve = reserve_table(self.grammar, vocab())
+        self.lark = lark_parser(self.dialect)
+
+    def walk(self, k: int, budget: int) -> dict[str, Any]:
+        from grid_sql.errors import GridSQLError
+
+        rng = random.Random(f"{self.arm}:{k}")
+        g = self.guide
+        eos = g.eos_id
+        m = g.matcher()
+        rec: dict[str, Any] = {"arm": self.arm, "walk": k, "budget": budget}
+        t0 = time.perf_counter()
+        stop = "eos"
+        dead = overrun = False
+        error = ""
+        fills = 0
+        try:
+            if self.reserve.cost(m.config) > budget:
+                raise RuntimeError("budget below the shortest sentence")
+            while True:
+                ids = m.allowed_token_ids()
+                fills += 1
+                if ids.size == 0:
+                    dead = True
+                    stop = "dead_end"
+                    break
+                tok = int(ids[rng.randrange(ids.size)])
+                if tok == eos:
+                    m.accept_token(eos)
+                    break
+                remaining = budget - len(m.tokens)
+                cfg0 = m.config
+                m.accept_token(tok)
+                fits = remaining >= 1 and self.reserve.cost(m.config) <= remaining - 1
+                if not fits:
+                    m.rollback(1)
+                    assert m.config is cfg0
+                    comp = self.reserve.completion(m.config)
+                    if comp.cost > budget - len(m.tokens):
+                        overrun = True
+                    m.accept_tokens(list(comp.tokens))
+                    m.accept_token(eos)
+                    stop = "reserve"
+                    break
+        except GridSQLError as exc:  # MaskError (empty mask), TokenRejected: both are bugs
+            dead = True
+            stop = "error"
+            error = f"{type(exc).__name__}: {exc}"
+        n = len([t for t in m.tokens if t != eos])
+        overrun = overrun or n > budget
+        text = m.text()
+        rec.update(
+            stop=stop,
+            tokens=n,
+            fills=fills,
+            dead_end=dead,
+            overrun=overrun,
+            error=error,
+            seconds=round(time.perf_counter() - t0, 4),
+            text=text.decode("utf-8", "backslashreplace"),
+        )
+        rec["lark"], rec["spec"] = self.check(text) if stop != "error" else (False, False)
+        return rec
+
+    def check(self, text: bytes) -> tuple[bool, bool | None]:
+        """(lark parses it, grid-sql's spec accepts it — only asked when lark refuses)."""
+        import lark
+
+        try:
+            self.lark.parse(text.decode("utf-8"))
+            return True, None
+        except (lark.exceptions.LarkError, UnicodeDecodeError):
+            return False, bool(spec_oracle(self.arm).accepts(text))
+
+
+# ----------------------------------------------------------------------------- running
+def out_path(arm: str) -> Path:
+    return OUT_DIR / f"{arm}.jsonl"
+
+
+def done_walks(arm: str) -> set[int]:
+    p = out_path(arm)
+    if not p.exists():
+        return set()
+    done = set()
+    for line in p.read_text().splitlines():
+        try:
+            done.add(int(json.loads(line)["walk"]))
+        except (ValueError, KeyError):
+            continue  # a torn last line from a killed run: that walk is redone
+    return done
+
+
+def append(arm: str, rec: dict[str, Any]) -> None:
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    with open(out_path(arm), "a", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def run(arms: list[str], walks: int, budget: int, shard: tuple[int, int], deadline: float) -> int:
+    """Walks interleaved across the arms (walk k of every arm, then k+1), so a run cut short
+    by ``deadline`` has covered every arm about equally."""
+    i, n = shard
+    done = {arm: done_walks(arm) for arm in arms}
+    compiled: dict[str, Arm] = {}
+    total = 0
+    for k in range(i, walks, n):
+        for arm in arms:
+            if k in done[arm]:
+                continue
+            if time.time() > deadline:
+                print("deadline reached", flush=True)
+                return total
+            if arm not in compiled:
+                t0 = time.perf_counter()
+                compiled[arm] = Arm(arm)
+                print(f"[{arm}] set-up {time.perf_counter() - t0:.1f}s", flush=True)
+            rec = compiled[arm].walk(k, budget)
+            append(arm, rec)
+            total += 1
+            bad = rec["dead_end"] or rec["overrun"] or not (rec["lark"] or rec["spec"])
+            if bad or k % 25 == 0:
+                print(json.dumps({x: rec[x] for x in rec if x != "text"}), flush=True)
+    return total
+
+
+# ----------------------------------------------------------------------------- report
+def report(out: Path, cmds: list[str]) -> str:
+    import numpy as np
+
+    rows = []
+    examples: list[str] = []
+    for arm in ARMS:
+        p = out_path(arm)
+        recs = (
+            [json.loads(x) for x in p.read_text().splitlines() if x.strip()] if p.exists() else []
+        )
+        if not recs:
+            continue
+        secs = np.array([r["seconds"] for r in recs])
+        toks = np.array([r["tokens"] for r in recs])
+        lark_ok = sum(r["lark"] for r in recs)
+        lexdiff = [r for r in recs if not r["lark"] and r["spec"]]
+        rows.append(
+            f"| {arm} | {len(recs)} | {sum(r['dead_end'] for r in recs)} "
+            f"| {sum(r['overrun'] for r in recs)} | {lark_ok} ({100 * lark_ok / len(recs):.1f}%) "
+            f"| {len(lexdiff)} | {sum(not r['lark'] and not r['spec'] for r in recs)} "
+            f"| {sum(r['stop'] == 'eos' for r in recs)} "
+            f"/ {sum(r['stop'] == 'reserve' for r in recs)} "
+            f"| {np.mean(toks):.1f} | {np.median(secs):.2f} | {secs.sum() / 60:.1f} |"
+        )
+        for r in (lexdiff + [x for x in recs if x["dead_end"] or x["overrun"]])[:3]:
+            examples.append(f"- {arm} walk {r['walk']} ({r['stop']}): `{r['text'][:200]!r}`")
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    head = [
+        "# Walk arm: random walks through the exact masks (issue #3 §4)",
+        "",
+        f"- report written {now}; per-walk records in `bench/results/walk_arm/<arm>.jsonl`",
+        "- commands: " + "; ".join(f"`{c}`" for c in cmds),
+        "- vocabulary GPT-2 (50,257 tokens); kernels on; uniform choice among allowed ids "
+        "(EOS included); termination reserve on",
+        "",
+        "| arm | walks | dead ends | budget overruns | lark parses | lark refuses, spec "
+        "accepts | both refuse | stop eos / reserve | mean tokens | median s/walk "
+        "| CPU-wall min |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+    if examples:
+        head += [
+            "Examples (lark/grid-sql lexing differences, dead ends, overruns):",
+            "",
+            *examples,
+            "",
+        ]
+    return "\n".join(head) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    ap.add_argument("--walks", type=int, default=10_000, help="walks per arm (ids 0..N-1)")
+    ap.add_argument("--budget", type=int, default=48, help="token budget per walk")
+    ap.add_argument("--shard", default="0/1", help="i/n: this process runs walks k with k%%n == i")
+    ap.add_argument("--minutes", type=float, default=1e9, help="stop starting walks after this")
+    ap.add_argument("--report", action="store_true", help="write the report from the JSONL files")
+    ap.add_argument("--cmd", action="append", default=[], help="command line(s) for the report")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-walk-arm.md"))
+    ap.add_argument("--notes", default="", help="markdown file appended to the report")
+    args = ap.parse_args(argv)
+    if args.report:
+        text = report(Path(args.out), args.cmd)
+        if args.notes:
+            text += "\n" + Path(args.notes).read_text()
+        Path(args.out).write_text(text)
+        print(text)
+        return 0
+    i, n = (int(x) for x in args.shard.split("/"))
+    deadline = time.time() + 60 * args.minutes
+    total = run(args.arms, args.walks, args.budget, (i, n), deadline)
+    print(f"{total} walks written", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("GRID_SQL_KERNELS", "1")
+    raise SystemExit(main())
