@@ -10,6 +10,7 @@ Python-path smoke version.
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -63,3 +64,39 @@ def test_random_walks_sound_and_dead_end_free(seed: int) -> None:
         if m.is_terminated():
             ended += 1
             assert spec.accepts(text), text
+
+
+# ---- bench/walk_arm.py (the measurement) on a few walks ---------------------------------
+def _walk_arm_module():  # type: ignore[no-untyped-def]
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "walk_arm.py"
+    spec = importlib.util.spec_from_file_location("bench_walk_arm", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_walk_arm"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_walk_arm_records_and_resumes(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Two walks of the lexicon arm (GPT-2, kernels on, reserve with a 24-token budget): no
+    dead end, no overrun, lark parses the text; a second run finds them done and adds none;
+    the report counts them."""
+    from grid_sql.mask.walk import kernels_enabled
+
+    if not kernels_enabled():
+        pytest.skip("grid_sql._kernels not built (make ext)")
+    wa = _walk_arm_module()
+    monkeypatch.setattr(wa, "OUT_DIR", tmp_path)
+    assert wa.run(["sqlite+lex"], 2, 24, (0, 1), deadline=float("inf")) == 2
+    recs = [json.loads(x) for x in (tmp_path / "sqlite+lex.jsonl").read_text().splitlines()]
+    assert [r["walk"] for r in recs] == [0, 1]
+    for r in recs:
+        assert not r["dead_end"] and not r["overrun"], r
+        assert r["tokens"] <= 24 and r["stop"] in ("eos", "reserve")
+        assert r["lark"] or r["spec"], r
+    assert wa.run(["sqlite+lex"], 2, 24, (0, 1), deadline=float("inf")) == 0
+    assert "| sqlite+lex | 2 | 0 | 0 |" in wa.report(tmp_path / "r.md", ["cmd"])
