@@ -25,7 +25,8 @@ def _check_tokens(rt: ParserRuntime, spellings: list[bytes], label: str) -> None
     cfg = rt.initial
     for k, t in enumerate(spellings):
         nxt = rt.advance(cfg, t)
-        assert nxt is not None, f"{label}: blocked at token {k} {t!r} after {b''.join(spellings[:k])!r}"
+        done = b"".join(spellings[:k])
+        assert nxt is not None, f"{label}: blocked at token {k} {t!r} after {done!r}"
         cfg = nxt
     assert rt.eos_allowed(cfg), f"{label}: not a sentence with scopes on"
 
