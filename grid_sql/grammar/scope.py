@@ -57,7 +57,7 @@ def norm_name(lexeme: bytes | str) -> str:
     admitted (two spellings that one dialect tells apart are treated as one name).
     """
     s = lexeme.decode("utf-8", "replace") if isinstance(lexeme, bytes) else lexeme
-    if len(s) >= 2 and s[0] in "\"`" and s[-1] == s[0]:
+    if len(s) >= 2 and s[0] in '"`' and s[-1] == s[0]:
         s = s[1:-1].replace(s[0] * 2, s[0])
     elif len(s) >= 2 and s[0] == "[" and s[-1] == "]":
         s = s[1:-1]
@@ -72,15 +72,11 @@ class ScopeTable:
     different schemas should be merged by the caller (the union is sound).
     """
 
-    def __init__(
-        self, tables: Mapping[str, Iterable[str]], schemas: Iterable[str] = ()
-    ) -> None:
+    def __init__(self, tables: Mapping[str, Iterable[str]], schemas: Iterable[str] = ()) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
             cols.setdefault(norm_name(t), set()).update(norm_name(c) for c in cs)
-        self.columns: dict[str, frozenset[str]] = {
-            t: frozenset(c) for t, c in sorted(cols.items())
-        }
+        self.columns: dict[str, frozenset[str]] = {t: frozenset(c) for t, c in sorted(cols.items())}
         self.schemas: frozenset[str] = DEFAULT_SCHEMAS | {norm_name(s) for s in schemas}
         self.fingerprint: str = fingerprint(
             "scope-table",
@@ -179,8 +175,9 @@ class ScopeRules:
         )
         # terminals no three-part name can start with after a bound `q.`
         self.blocked_after_qualifier: frozenset[int] = frozenset(
-            t.id for t in grammar.terminals if (t.category or t.name == "IDENT")
-            and t.name != "COLUMN_NAME"
+            t.id
+            for t in grammar.terminals
+            if (t.category or t.name == "IDENT") and t.name != "COLUMN_NAME"
         )
 
         def t(name: str) -> int:
@@ -190,7 +187,10 @@ class ScopeRules:
             return sym_base + nts[name] if name in nts else -1
 
         self.t_select, self.t_from, self.t_dot, self.t_with = (
-            t("SELECT"), t("FROM"), t("DOT"), t("WITH"),
+            t("SELECT"),
+            t("FROM"),
+            t("DOT"),
+            t("WITH"),
         )
         self.n_select_list = n("select_list")
         self.n_from_clause = n("from_clause")
@@ -200,7 +200,8 @@ class ScopeRules:
             n(x) for x in ("select_core", "query_body", "query_term") if x in nts
         )
         self.from_items = frozenset(
-            n(x) for x in nts
+            n(x)
+            for x in nts
             if x in ("table_primary", "table_ref", "join_clause", "from_list")
             or x.startswith("__from_list")
         )

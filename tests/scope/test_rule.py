@@ -120,9 +120,7 @@ def test_chinook_business_query() -> None:
     ch = "chinook"
     q = "SELECT c.FirstName FROM Customer c JOIN Invoice i ON c.CustomerId = i.CustomerId WHERE i."
     assert admitted(scoped(ch), q, db=ch) == columns(ch, "Invoice")
-    assert admitted(scoped(ch), q.replace("WHERE i.", "WHERE c."), db=ch) == columns(
-        ch, "Customer"
-    )
+    assert admitted(scoped(ch), q.replace("WHERE i.", "WHERE c."), db=ch) == columns(ch, "Customer")
 
 
 def test_rollback_and_copies_keep_the_scope_consistent() -> None:
