@@ -1,0 +1,885 @@
+"""A small OpenAI-compatible HTTP server driving a local llama.cpp model through the batch masker.
+
+Why it exists: the client path to a vLLM server (:mod:`grid_sql.serve.client`) and the
+serving contract of paper §6.3 (requests with different guides in one running batch, masks
+filled for the whole batch in one call, a request whose guide is still compiling deferred
+instead of stalling its co-tenants or getting an approximate mask) need an end-to-end test
+and a benchmark on a machine without a GPU. vLLM does not run here; this server speaks the
+subset of vLLM's OpenAI-compatible API the client uses and runs the same engine-agnostic
+core (:class:`grid_sql.serve.batch.BatchMasker`) the vLLM processor wraps.
+
+Engine: one llama.cpp context with ``max_batch`` sequences (continuous batching). A
+scheduler thread runs rounds; each round it admits waiting requests into free sequence
+slots, feeds every active request its pending tokens (prompt chunks or the last sampled
+token) in one ``llama_decode``, asks the masker for the masks of every request that has
+logits in one ``fill`` call, applies them, picks a token per request and retires finished
+requests. Requests join and leave between rounds.
+
+Endpoints: ``GET /v1/models``, ``POST /v1/completions``, ``POST /v1/chat/completions``
+(``stream`` supported as server-sent events, ``n == 1`` only). Per-request grid-sql
+arguments come as vLLM's ``vllm_xargs`` (values are strings or numbers there, so the guide
+spec travels as a JSON string under the key the processor reads). ``structured_outputs``
+is refused with a clear error: this server stands in for vLLM *with* the processor; the
+fallback mode is for real vLLM servers without it and is not emulated (an emulation here
+would test our own export against our own masks, not vLLM's backend).
+
+Every response carries a non-standard ``grid_sql`` object (mode, guide fingerprint, token
+ids, rounds deferred, per-token times) that tests and the benchmark read; a real vLLM
+server does not send it and the client never depends on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import GridSQLError, ModelError, OptionError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..decode.backend import LlamaCppBackend
+    from .batch import BatchMasker
+
+__all__ = ["GridServer", "ServerStats"]
+
+MAX_BODY = 8 << 20  # a guide spec with a large schema stays far below this
+#: the ``vllm_xargs`` key the processor reads (the same on vLLM)
+GRID_KEY = "grid_sql"
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+@dataclass(eq=False)
+class _Request:
+    """One generation in the batch: what to feed, what was produced, when."""
+
+    rid: str
+    prompt_ids: list[int]
+    max_tokens: int
+    temperature: float
+    seed: int | None
+    stop: tuple[str, ...]
+    include_stop: bool
+    grid: Mapping[str, Any] | None  # the per-request grid-sql arguments (None: unmasked)
+    stream: queue.SimpleQueue[tuple[str, Any]] | None = None
+    # engine state
+    slot: int = -1
+    pending: list[int] = field(default_factory=list)  # tokens to feed the model next
+    n_past: int = 0  # positions of this sequence in the KV cache
+    held: np.ndarray | None = None  # logits kept while the request's mask is not ready
+    tokens: list[int] = field(default_factory=list)
+    text: str = ""
+    finish_reason: str = ""
+    deferred_rounds: int = 0
+    # timings (time.perf_counter)
+    t_arrival: float = 0.0
+    t_admitted: float = 0.0
+    token_times: list[float] = field(default_factory=list)
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        self.pending = list(self.prompt_ids)
+        self.t_arrival = time.perf_counter()
+        self.rng = np.random.default_rng(self.seed)
+
+
+@dataclass
+class ServerStats:
+    """Engine-side counters; ``steps`` holds (round start, seconds, active, fed) per round."""
+
+    rounds: int = 0
+    deferred: int = 0
+    steps: list[tuple[float, float, int, int]] = field(default_factory=list)
+    fill_seconds: float = 0.0
+    decode_seconds: float = 0.0
+
+    def reset(self) -> None:
+        self.rounds = self.deferred = 0
+        self.steps.clear()
+        self.fill_seconds = self.decode_seconds = 0.0
+
+
+# ----------------------------------------------------------------------------- engine
+
+
+class _LlamaBatchEngine:
+    """One llama.cpp context holding up to ``max_batch`` sequences (one per slot).
+
+    The model weights are the backend's (loaded once by :class:`LlamaCppBackend`, which also
+    owns the vocabulary and chat template); the batch context is a second context on them
+    with ``n_seq_max`` sequences and a unified KV buffer, so a short request does not reserve
+    ``n_ctx / max_batch`` positions it never uses.
+    """
+
+    def __init__(
+        self, backend: LlamaCppBackend, *, max_batch: int, n_ctx: int, n_batch: int, n_threads: int
+    ) -> None:
+        import llama_cpp.llama_cpp as lc
+        from llama_cpp._internals import LlamaBatch, LlamaContext
+
+        self.lc = lc
+        p = lc.llama_context_default_params()
+        p.n_ctx = n_ctx
+        p.n_batch = n_batch
+        p.n_ubatch = min(n_batch, 512)
+        p.n_seq_max = max_batch
+        p.kv_unified = True
+        p.n_threads = n_threads
+        p.n_threads_batch = n_threads
+        try:
+            self.ctx = LlamaContext(model=backend.llm._model, params=p, verbose=False)
+        except ValueError as e:
+            raise ModelError(f"llama.cpp cannot create a {max_batch}-sequence context: {e}") from e
+        self.batch = LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=1, verbose=False)
+        self.n_batch = n_batch
+        self.n_ctx = n_ctx
+        self.vocab_size = backend.vocab.size
+
+    def forget(self, slot: int) -> None:
+        """Drop a finished sequence's cached positions (its slot is reused)."""
+        self.lc.llama_memory_seq_rm(self.ctx.memory, slot, -1, -1)
+
+    def decode(self, feeds: Sequence[tuple[int, int, Sequence[int], bool]]) -> list[int]:
+        """Feed ``(slot, first position, tokens, want logits)`` for several sequences in one
+        ``llama_decode``; the batch index of each feed's logits row (-1 when not wanted)."""
+        b = self.batch.batch
+        n = 0
+        rows: list[int] = []
+        for slot, pos0, toks, want in feeds:
+            for i, t in enumerate(toks):
+                b.token[n] = t
+                b.pos[n] = pos0 + i
+                b.seq_id[n][0] = slot
+                b.n_seq_id[n] = 1
+                b.logits[n] = False
+                n += 1
+            if want:
+                b.logits[n - 1] = True
+            rows.append(n - 1 if want else -1)
+        b.n_tokens = n
+        rc = self.lc.llama_decode(self.ctx.ctx, b)
+        if rc != 0:
+            raise ModelError(f"llama_decode returned {rc} (KV cache full or bad batch)")
+        return rows
+
+    def logits(self, row: int) -> np.ndarray:
+        ptr = self.lc.llama_get_logits_ith(self.ctx.ctx, row)
+        return np.ctypeslib.as_array(ptr, shape=(self.vocab_size,))
+
+
+# ----------------------------------------------------------------------------- masks
+
+
+class _MaskerSlots:
+    """The scheduler's view of the batch masker, with the skip-a-round defer (paper §6.3).
+
+    A request's guide build starts when its request is parsed (``registry.submit``: single
+    flight, on the registry's workers, off the scheduler thread). Each round the masker fills
+    every slot's row in one call with ``block=False``: a slot whose guide is still compiling
+    is reported pending, and the scheduler holds its logits and skips it for the round — its
+    co-tenants keep decoding, and no approximate mask is ever used.
+    """
+
+    def __init__(self, masker: BatchMasker) -> None:
+        self.masker = masker
+        self.n_words = int(masker.n_words)
+        self._buf = np.zeros((0, self.n_words), dtype=np.int32)
+
+    def add(self, slot: int, grid: Mapping[str, Any] | None, prompt_ids: Sequence[int]) -> None:
+        self.masker.add(slot, None if grid is None else grid["fingerprint"])
+
+    def fill(self, slots: Sequence[int]) -> list[np.ndarray | BaseException | None]:
+        """A mask row per ready slot, ``None`` for a slot whose guide is still compiling,
+        the error for one whose guide could not be had."""
+        if self._buf.shape[0] < len(slots):
+            self._buf = np.zeros((len(slots), self.n_words), dtype=np.int32)
+        got = self.masker.fill(slots, self._buf[: len(slots)], block=False)
+        out: list[np.ndarray | BaseException | None] = []
+        for i, s in enumerate(slots):
+            err = got.errors.get(int(s))
+            if err is not None:
+                out.append(err)
+            elif got.pending[i]:
+                out.append(None)
+            else:
+                out.append(got.bitmask[i])
+        return out
+
+    def accept(self, slot: int, token: int) -> None:
+        self.masker.accept(slot, token)
+
+    def remove(self, slot: int) -> None:
+        self.masker.remove(slot)
+
+
+# ----------------------------------------------------------------------------- scheduler
+
+
+class _Scheduler:
+    """Continuous batching: rounds of one decode + one batch mask fill (see module doc)."""
+
+    def __init__(self, backend: LlamaCppBackend, engine: _LlamaBatchEngine, masker: Any) -> None:
+        self.backend = backend
+        self.engine = engine
+        self.masker = masker
+        self.vocab = backend.vocab
+        self.max_batch = engine.ctx.params.n_seq_max
+        self.eog = {self.vocab.eos_token_id}
+        lv = backend.llm._model.vocab
+        for t in self.vocab.special_ids:  # end-of-generation ids (EOS, <|im_end|>, ...)
+            if engine.lc.llama_vocab_is_eog(lv, int(t)):
+                self.eog.add(int(t))
+        self.stats = ServerStats()
+        self._waiting: list[_Request] = []
+        self._active: dict[int, _Request] = {}
+        self._cv = threading.Condition()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="grid-sql-scheduler", daemon=True)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+        self._thread.join(timeout=30)
+
+    def submit(self, req: _Request) -> None:
+        need = len(req.prompt_ids) + req.max_tokens
+        if need > self.engine.n_ctx:
+            raise OptionError(
+                f"prompt ({len(req.prompt_ids)} tokens) + max_tokens ({req.max_tokens}) exceeds "
+                f"the server's context of {self.engine.n_ctx} tokens"
+            )
+        with self._cv:
+            if self._stop:
+                raise ModelError("the server is shutting down")
+            self._waiting.append(req)
+            self._cv.notify_all()
+
+    # -- the loop -------------------------------------------------------------------------
+    def _reserved(self) -> int:
+        return sum(len(r.prompt_ids) + r.max_tokens for r in self._active.values())
+
+    def _admit(self) -> None:
+        """Move waiting requests into free slots while their KV reservation fits."""
+        with self._cv:
+            while not self._stop and not self._active and not self._waiting:
+                self._cv.wait(timeout=0.5)
+            if self._stop:
+                return
+            free = [s for s in range(self.max_batch) if s not in self._active]
+            admitted: list[_Request] = []
+            while self._waiting and free:
+                r = self._waiting[0]
+                if self._reserved() + len(r.prompt_ids) + r.max_tokens > self.engine.n_ctx:
+                    break  # wait for a co-tenant to finish
+                self._waiting.pop(0)
+                r.slot = free.pop(0)
+                self._active[r.slot] = r
+                admitted.append(r)
+        for r in admitted:
+            r.t_admitted = time.perf_counter()
+            try:
+                self.masker.add(r.slot, r.grid, r.prompt_ids)
+            except GridSQLError as e:
+                self._finish(r, error=e)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self._admit()
+                if self._stop:
+                    break
+                if self._active:
+                    self._round()
+            except BaseException as e:  # noqa: BLE001 - fail the batch, keep serving
+                for r in list(self._active.values()):
+                    self._finish(r, error=e)
+        for r in list(self._active.values()) + self._waiting:
+            self._finish(r, error=ModelError("the server shut down"))
+
+    def _round(self) -> None:
+        t0 = time.perf_counter()
+        eng = self.engine
+        budget = eng.n_batch
+        feeds: list[tuple[int, int, Sequence[int], bool]] = []
+        fed: list[_Request] = []
+        for slot in sorted(self._active):
+            r = self._active[slot]
+            if r.held is not None or not r.pending or budget == 0:
+                continue
+            k = min(len(r.pending), budget)
+            feeds.append((slot, r.n_past, r.pending[:k], k == len(r.pending)))
+            fed.append(r)
+            budget -= k
+        rows: dict[int, np.ndarray] = {}
+        if feeds:
+            td = time.perf_counter()
+            idx = eng.decode(feeds)
+            self.stats.decode_seconds += time.perf_counter() - td
+            for r, (_, _, toks, _), i in zip(fed, feeds, idx, strict=True):
+                r.n_past += len(toks)
+                del r.pending[: len(toks)]
+                if i >= 0:
+                    rows[r.slot] = eng.logits(i)
+        for slot, r in self._active.items():
+            if r.held is not None:
+                rows[slot] = r.held
+        # one mask fill for every request that has logits this round
+        masked = [s for s in sorted(rows) if self._active[s].grid is not None]
+        ready: dict[int, np.ndarray | None] = dict.fromkeys(rows)
+        failed: list[_Request] = []
+        if masked:
+            tf = time.perf_counter()
+            got = self.masker.fill(masked)
+            self.stats.fill_seconds += time.perf_counter() - tf
+            for s, bits in zip(masked, got, strict=True):
+                if isinstance(bits, BaseException):  # its guide build failed
+                    self._active[s].error = bits
+                    del ready[s]
+                    failed.append(self._active[s])
+                elif bits is None:  # guide not ready: defer this request, never approximate
+                    r = self._active[s]
+                    if r.held is None:
+                        r.held = rows[s].copy()
+                    r.deferred_rounds += 1
+                    self.stats.deferred += 1
+                    del ready[s]
+                else:
+                    ready[s] = bits
+        now = time.perf_counter()
+        finished: list[_Request] = failed
+        for s, bits in ready.items():
+            r = self._active[s]
+            logits = rows[s]
+            if bits is not None:
+                from ..mask.logits import apply_token_bitmask_inplace
+
+                apply_token_bitmask_inplace(logits, bits)
+            from ..decode.loop import pick_token
+
+            full = bits if bits is not None else self._all
+            tok = pick_token(logits, full, r.temperature, r.rng)
+            if bits is not None and not (int(bits[tok >> 5]) >> (tok & 31)) & 1:
+                finished.append(r)
+                r.error = ModelError(f"degenerate logits: token {tok} outside the mask")
+                continue
+            r.held = None
+            if r.grid is not None:
+                self.masker.accept(s, tok)
+            r.token_times.append(now)
+            if tok in self.eog:
+                r.finish_reason = "stop"
+                finished.append(r)
+                continue
+            r.tokens.append(tok)
+            r.pending = [tok]
+            self._emit_text(r)
+            if r.finish_reason:
+                finished.append(r)
+            elif len(r.tokens) >= r.max_tokens:
+                r.finish_reason = "length"
+                finished.append(r)
+        for r in finished:
+            self._finish(r, error=r.error)
+        self.stats.rounds += 1
+        self.stats.steps.append(
+            (t0, time.perf_counter() - t0, len(self._active) + len(finished), len(fed))
+        )
+
+    @property
+    def _all(self) -> np.ndarray:
+        """An all-ones mask (sampling helper input for unmasked requests)."""
+        a = getattr(self, "_ones", None)
+        if a is None:
+            a = self._ones = np.full((self.vocab.size + 31) // 32, -1, dtype=np.int32)
+        return a
+
+    def _render(self, r: _Request) -> tuple[str, bool]:
+        """The output text so far (cut at the first stop string) and whether one was hit."""
+        text = self.vocab.spell(r.tokens).decode("utf-8", errors="replace")
+        cut = [(text.find(s), s) for s in r.stop if s in text]
+        if not cut:
+            return text, False
+        at, s = min(cut)
+        return text[: at + len(s) if r.include_stop else at], True
+
+    def _emit_text(self, r: _Request) -> None:
+        text, stopped = self._render(r)
+        if stopped:
+            r.finish_reason = "stop"
+        elif text.endswith("\ufffd"):
+            return  # a multi-byte character is still incomplete
+        if r.stream is not None and len(text) > len(r.text):
+            r.stream.put(("delta", text[len(r.text) :]))
+        r.text = text
+
+    def _finish(self, r: _Request, *, error: BaseException | None = None) -> None:
+        if r.done.is_set():
+            return
+        if r.slot >= 0:
+            with self._cv:
+                self._active.pop(r.slot, None)
+            try:
+                self.masker.remove(r.slot)
+            except (GridSQLError, KeyError):
+                pass  # never added (a bad spec) or already removed
+            self.engine.forget(r.slot)
+        else:
+            with self._cv:
+                if r in self._waiting:
+                    self._waiting.remove(r)
+        if error is None:
+            text, _ = self._render(r)
+            if r.stream is not None and len(text) > len(r.text):
+                r.stream.put(("delta", text[len(r.text) :]))
+            r.text = text
+        r.error = error
+        if r.stream is not None:
+            r.stream.put(("error", error) if error is not None else ("done", None))
+        r.done.set()
+
+
+# ----------------------------------------------------------------------------- HTTP
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str, kind: str = "BadRequestError") -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
+def _int(body: Mapping[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+    v = body.get(key, default)
+    if v is None:
+        v = default
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise _HTTPError(400, f"{key} must be an integer in [{lo}, {hi}], got {v!r}")
+    return v
+
+
+def _float(body: Mapping[str, Any], key: str, default: float, lo: float, hi: float) -> float:
+    v = body.get(key, default)
+    if v is None:
+        v = default
+    if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= float(v) <= hi:
+        raise _HTTPError(400, f"{key} must be a number in [{lo}, {hi}], got {v!r}")
+    return float(v)
+
+
+class GridServer:
+    """The test server: ``with GridServer("smollm2-135m") as srv: ... srv.url ...``.
+
+    ``port=0`` picks a free port. ``max_batch`` is the number of sequences decoded together;
+    ``n_ctx`` the KV positions they share (a request reserves prompt + ``max_tokens``).
+    ``registry`` is the :class:`~grid_sql.serve.registry.GuideRegistry` guides are resolved
+    through (one is made when omitted). ``processor=False`` behaves like a vLLM server
+    without grid-sql's processor: ``vllm_xargs`` are accepted and ignored. The model and batch
+    context load in the constructor; :meth:`start` starts the scheduler and the HTTP threads.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = "smollm2-135m",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_batch: int = 8,
+        n_ctx: int = 8192,
+        n_batch: int = 2048,
+        n_threads: int = 2,
+        registry: Any = None,
+        served_model_name: str | None = None,
+        processor: bool = True,
+    ) -> None:
+        if not 1 <= max_batch <= 256:
+            raise OptionError(f"max_batch must be in [1, 256], got {max_batch}")
+        if n_ctx < 64 or n_batch < 16:
+            raise OptionError(f"n_ctx ({n_ctx}) >= 64 and n_batch ({n_batch}) >= 16 required")
+        from ..decode.backend import LlamaCppBackend
+        from .batch import BatchMasker
+
+        self.backend = LlamaCppBackend(model, n_ctx=256, n_threads=n_threads)
+        self.engine = _LlamaBatchEngine(
+            self.backend, max_batch=max_batch, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads
+        )
+        if registry is None:
+            from .registry import GuideRegistry
+
+            registry = GuideRegistry()
+        self.registry = registry
+        self.masker = BatchMasker(self.backend.vocab, registry)
+        self.model_name = served_model_name or self.backend.model_id
+        self.scheduler = _Scheduler(self.backend, self.engine, _MaskerSlots(self.masker))
+        self._http = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._http.daemon_threads = True
+        self._http_thread = threading.Thread(
+            target=self._http.serve_forever, name="grid-sql-http", daemon=True
+        )
+        self.processor = processor
+        self._started = False
+
+    @property
+    def url(self) -> str:
+        """Base URL of the OpenAI-compatible API (``http://host:port/v1``)."""
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    @property
+    def stats(self) -> ServerStats:
+        return self.scheduler.stats
+
+    def start(self) -> GridServer:
+        if not self._started:
+            self.scheduler.start()
+            self._http_thread.start()
+            self._started = True
+        return self
+
+    def close(self) -> None:
+        if self._started:
+            self._http.shutdown()
+            self.scheduler.close()
+            self._started = False
+        self._http.server_close()
+
+    def __enter__(self) -> GridServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def serve_forever(self) -> None:
+        """Block until interrupted (the CLI's ``grid-sql serve``)."""
+        self.start()
+        try:
+            while self._http_thread.is_alive():
+                self._http_thread.join(timeout=1.0)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.close()
+
+    # -- request parsing ------------------------------------------------------------------
+    def _grid_args(self, body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        if body.get("structured_outputs") is not None or body.get("guided_grammar") is not None:
+            raise _HTTPError(
+                400,
+                "this test server does not implement structured_outputs/guided_grammar: it "
+                "stands in for vLLM with the grid-sql processor (send vllm_xargs)",
+            )
+        xargs = body.get("vllm_xargs")
+        if xargs is None or not self.processor:
+            return None  # without the processor vLLM ignores custom arguments silently
+        if not isinstance(xargs, Mapping):
+            raise _HTTPError(400, f"vllm_xargs must be an object, got {type(xargs).__name__}")
+        for k, v in xargs.items():
+            if not isinstance(v, str | int | float) or isinstance(v, bool):
+                raise _HTTPError(
+                    400, f"vllm_xargs[{k!r}] must be a string or a number (as in vLLM)"
+                )
+        raw = xargs.get(GRID_KEY)
+        if raw is None:
+            return None  # other custom arguments are not ours (vLLM passes them on too)
+        from .registry import parse_grid_args
+
+        # a GridSQLError (bad spec, other tokenizer, unknown fingerprint) becomes a 400
+        ref = parse_grid_args({GRID_KEY: raw})
+        assert ref is not None
+        key = ref if isinstance(ref, str) else ref.fingerprint
+        future = self.registry.submit(ref, self.backend.vocab)  # single flight, off this thread
+        err = future.exception() if future.done() else None
+        if err is not None:
+            raise err
+        return {"fingerprint": key, "future": future}
+
+    def _request(self, body: Mapping[str, Any], prompt_ids: list[int]) -> _Request:
+        n = body.get("n", 1)
+        if n not in (1, None):
+            raise _HTTPError(400, "n must be 1 on this server")
+        stop = body.get("stop") or ()
+        if isinstance(stop, str):
+            stop = (stop,)
+        if not isinstance(stop, list | tuple) or not all(isinstance(s, str) and s for s in stop):
+            raise _HTTPError(400, "stop must be a string or a list of non-empty strings")
+        seed = body.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise _HTTPError(400, f"seed must be an integer, got {seed!r}")
+        max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+        return _Request(
+            rid=uuid.uuid4().hex[:24],
+            prompt_ids=prompt_ids,
+            max_tokens=_int({"max_tokens": max_tokens}, "max_tokens", 16, 1, self.engine.n_ctx),
+            temperature=_float(body, "temperature", 1.0, 0.0, 10.0),
+            seed=seed,
+            stop=tuple(stop),
+            include_stop=bool(body.get("include_stop_str_in_output", False)),
+            grid=self._grid_args(body),
+        )
+
+    def _prompt_ids(self, body: Mapping[str, Any], chat: bool) -> list[int]:
+        if chat:
+            msgs = body.get("messages")
+            if not isinstance(msgs, list) or not msgs:
+                raise _HTTPError(400, "messages must be a non-empty list")
+            for m in msgs:
+                if not (
+                    isinstance(m, Mapping)
+                    and isinstance(m.get("role"), str)
+                    and isinstance(m.get("content"), str)
+                ):
+                    raise _HTTPError(400, "each message needs a string role and content")
+            with self._tokenize_lock:
+                return self.backend.chat_prompt(msgs)
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+            prompt = prompt[0]
+        if isinstance(prompt, str) and prompt:
+            with self._tokenize_lock:
+                return list(self.backend.llm.tokenize(prompt.encode("utf-8"), add_bos=True))
+        if (
+            isinstance(prompt, list)
+            and prompt
+            and all(isinstance(t, int) and 0 <= t < self.backend.vocab.size for t in prompt)
+        ):
+            return [int(t) for t in prompt]
+        raise _HTTPError(400, "prompt must be a non-empty string or a list of token ids")
+
+    _tokenize_lock = threading.Lock()
+
+    # -- responses ------------------------------------------------------------------------
+    def _extension(self, r: _Request) -> dict[str, Any]:
+        times = r.token_times
+        return {
+            "mode": "grid-processor" if r.grid is not None else "unconstrained",
+            "fingerprint": r.grid["fingerprint"] if r.grid is not None else None,
+            "token_ids": list(r.tokens),
+            "deferred_rounds": r.deferred_rounds,
+            "queue_s": r.t_admitted - r.t_arrival if r.t_admitted else None,
+            "ttft_s": times[0] - r.t_arrival if times else None,
+            "itl_s": [b - a for a, b in zip(times, times[1:], strict=False)],
+        }
+
+    def _body(self, r: _Request, chat: bool) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": 0, "finish_reason": r.finish_reason, "logprobs": None}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": r.text}
+        else:
+            choice["text"] = r.text
+        return {
+            "id": ("chatcmpl-" if chat else "cmpl-") + r.rid,
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(r.prompt_ids),
+                "completion_tokens": len(r.tokens),
+                "total_tokens": len(r.prompt_ids) + len(r.tokens),
+            },
+            "grid_sql": self._extension(r),
+        }
+
+    def _chunk(self, r: _Request, chat: bool, delta: str, finish: str | None) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
+        if chat:
+            choice["delta"] = {"content": delta}
+        else:
+            choice["text"] = delta
+        out: dict[str, Any] = {
+            "id": ("chatcmpl-" if chat else "cmpl-") + r.rid,
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+            "choices": [choice],
+        }
+        if finish is not None:
+            out["grid_sql"] = self._extension(r)
+        return out
+
+    def handle(self, path: str, body: Mapping[str, Any]) -> tuple[_Request, bool, bool]:
+        """Parse and submit a completion request; (request, chat, stream)."""
+        chat = path == "/v1/chat/completions"
+        if body.get("model") not in (None, self.model_name):
+            raise _HTTPError(
+                404,
+                f"model {body.get('model')!r} is not served (try {self.model_name!r})",
+                "NotFoundError",
+            )
+        req = self._request(body, self._prompt_ids(body, chat))
+        stream = bool(body.get("stream", False))
+        if stream:
+            req.stream = queue.SimpleQueue()
+        self.scheduler.submit(req)
+        return req, chat, stream
+
+    def events(self, r: _Request, chat: bool) -> Iterator[dict[str, Any]]:
+        """The stream chunks of ``r`` as they are produced (the last carries finish_reason)."""
+        assert r.stream is not None
+        while True:
+            kind, val = r.stream.get()
+            if kind == "delta":
+                yield self._chunk(r, chat, val, None)
+            elif kind == "error":
+                raise val
+            else:
+                yield self._chunk(r, chat, "", r.finish_reason)
+                return
+
+
+def _error_body(status: int, message: str, kind: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
+
+
+def _handler_for(server: GridServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "grid-sql-test-server"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass  # quiet: tests and benchmarks print their own
+
+        def _send(self, status: int, payload: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _fail(self, e: BaseException) -> None:
+            if isinstance(e, _HTTPError):
+                self._send(e.status, _error_body(e.status, str(e), e.kind))
+            elif isinstance(e, ModelError):
+                self._send(500, _error_body(500, str(e), type(e).__name__))
+            elif isinstance(e, GridSQLError):
+                self._send(400, _error_body(400, str(e), type(e).__name__))
+            else:
+                self._send(500, _error_body(500, f"{type(e).__name__}: {e}", "InternalError"))
+
+        def do_GET(self) -> None:  # noqa: N802
+            if self.path.rstrip("/") == "/v1/models":
+                data = {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": server.model_name,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "grid-sql",
+                            "max_model_len": server.engine.n_ctx,
+                            # not in vLLM's answer: lets a client build a spec for this tokenizer
+                            "grid_sql": {"vocabulary": server.backend.vocab.fingerprint},
+                        }
+                    ],
+                }
+                self._send(200, json.dumps(data).encode())
+            elif self.path.rstrip("/") in ("/health", "/v1/health"):
+                self._send(200, b"{}")
+            else:
+                self._send(404, _error_body(404, f"no route {self.path}", "NotFoundError"))
+
+        def do_POST(self) -> None:  # noqa: N802
+            path = self.path.rstrip("/")
+            if path not in ("/v1/completions", "/v1/chat/completions"):
+                self._send(404, _error_body(404, f"no route {self.path}", "NotFoundError"))
+                return
+            try:
+                n = int(self.headers.get("Content-Length") or 0)
+                if not 0 < n <= MAX_BODY:
+                    raise _HTTPError(400, f"request body of {n} bytes (1..{MAX_BODY} accepted)")
+                try:
+                    body = json.loads(self.rfile.read(n))
+                except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                    raise _HTTPError(400, f"request body is not JSON: {e}") from e
+                if not isinstance(body, dict):
+                    raise _HTTPError(400, "request body must be a JSON object")
+                req, chat, stream = server.handle(path, body)
+            except (_HTTPError, GridSQLError) as e:
+                self._fail(e)
+                return
+            if stream:
+                self._stream(req, chat)
+                return
+            req.done.wait()
+            if req.error is not None:
+                self._fail(req.error)
+            else:
+                self._send(200, json.dumps(server._body(req, chat)).encode())
+
+        def _stream(self, req: _Request, chat: bool) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for chunk in server.events(req, chat):
+                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                    self.wfile.flush()
+            except GridSQLError as e:
+                msg = {"error": {"message": str(e), "type": type(e).__name__, "code": 400}}
+                self.wfile.write(b"data: " + json.dumps(msg).encode() + b"\n\n")
+            except (BrokenPipeError, ConnectionResetError):
+                return
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``grid-sql serve``: the test server on a local GGUF model until interrupted."""
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="grid-sql serve",
+        description="OpenAI-compatible test server (llama.cpp, grid-sql masks per request "
+        "from vllm_xargs); for tests, benchmarks and trying the client without vLLM",
+    )
+    ap.add_argument("--model", default="smollm2-135m", help="registry name or GGUF path")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--max-batch", type=int, default=8, help="sequences decoded together")
+    ap.add_argument("--n-ctx", type=int, default=8192, help="KV positions shared by the batch")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--store", help="on-disk guide artifact store (reload instead of rebuild)")
+    a = ap.parse_args(argv)
+    import sys
+
+    registry = None
+    try:
+        if a.store:
+            from .registry import GuideRegistry
+
+            registry = GuideRegistry(store=a.store)
+        srv = GridServer(
+            a.model,
+            host=a.host,
+            port=a.port,
+            max_batch=a.max_batch,
+            n_ctx=a.n_ctx,
+            n_threads=a.threads,
+            registry=registry,
+        )
+    except (GridSQLError, OSError) as e:
+        print(f"grid-sql serve: {e}", file=sys.stderr)
+        return 2
+    print(f"grid-sql test server: {srv.url} (model {srv.model_name}, batch {a.max_batch})")
+    srv.serve_forever()
+    return 0
