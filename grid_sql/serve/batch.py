@@ -1,0 +1,288 @@
+"""Per-slot matcher state for a running batch, masks filled for the whole batch (paper §6.3).
+
+An engine keeps requests in *slots* (vLLM: the persistent request index; a test server: its
+sequence id). :class:`BatchMasker` keeps one :class:`~grid_sql.mask.guide.Matcher` per slot
+whose request asked for a guide (other slots pass through unmasked), follows the engine's
+batch changes (:meth:`~BatchMasker.add`, :meth:`~BatchMasker.remove`,
+:meth:`~BatchMasker.move`), advances on sampled tokens (:meth:`~BatchMasker.accept`,
+:meth:`~BatchMasker.sync`) and fills the bitmask rows of a whole step in one call
+(:meth:`~BatchMasker.fill`). Compiled guides are shared across slots and threads (they come
+from a :class:`~grid_sql.serve.registry.GuideRegistry`); per-slot state is never shared.
+
+Not ready yet. A slot whose guide is still compiling never gets an approximate mask. What
+happens instead is the engine's choice, made per call:
+
+* ``fill(..., block=True)`` waits for the builds (the wait releases the GIL; builds run on
+  the registry's workers and were started at :meth:`add`, so they overlap the engine's
+  forward pass). This is all vLLM's logits-processor interface allows: ``apply()`` must
+  return logits for every row, and a processor cannot hold one request back.
+* ``fill(..., block=False)`` reports the slot as *pending* and leaves its row alone; an
+  engine that owns its scheduler (grid-sql's test server) skips the request for the round
+  and its co-tenants go on — the paper's "deferred one round".
+
+Preemption / resumption: :meth:`add` takes the output tokens generated so far and replays
+them into the fresh matcher once the guide is ready (rollback is replay from the initial
+configuration; a matcher's own history covers shorter rollbacks in :meth:`sync`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import GridSQLError, GuideUnavailable, TokenRejected
+from ..mask.guide import Guide, Matcher, bitmask_words
+from ..mask.vocab import Vocabulary
+from .registry import GuideRef, GuideRegistry, GuideSpec
+
+
+@dataclass
+class _Slot:
+    fingerprint: str
+    future: Future[Guide]
+    tokens: list[int]  # output so far, replayed once the guide is ready
+    matcher: Matcher | None = None
+    error: GridSQLError | None = None
+
+
+@dataclass
+class BatchFill:
+    """One step's masks: ``bitmask[i]`` is the row of ``slots[i]``.
+
+    ``masked[i]``: the row holds an exact mask (apply it). ``pending[i]``: the guide is not
+    ready (only with ``block=False``; the row is untouched, defer the request). Neither:
+    a pass-through slot (the row is untouched, do not apply it). ``errors``: slots whose
+    guide could not be had or whose tokens left the grammar; their row allows EOS only, so
+    an engine that cannot fail one request ends it at once (the client's parse gate then
+    refuses the empty statement).
+    """
+
+    bitmask: np.ndarray
+    masked: np.ndarray
+    pending: np.ndarray
+    errors: dict[int, GridSQLError] = field(default_factory=dict)
+
+
+class BatchMasker:
+    """Matchers for the guided slots of one engine's batch (see the module docstring)."""
+
+    def __init__(self, vocab: Vocabulary, registry: GuideRegistry) -> None:
+        self.vocab = vocab
+        self.registry = registry
+        self.n_words = bitmask_words(vocab.size)
+        self.eos_id = vocab.eos_token_id
+        self._slots: dict[int, _Slot] = {}
+
+    # -- batch membership --------------------------------------------------------------
+    def add(
+        self,
+        slot: int,
+        ref: GuideRef | None,
+        tokens: Sequence[int] = (),
+        *,
+        defer_errors: bool = False,
+    ) -> str | None:
+        """(Re)initialise ``slot``; ``ref`` None makes it pass-through. ``tokens``: the
+        request's output so far (non-empty on resumption after preemption).
+
+        Starts the guide build (single flight in the registry) and returns its fingerprint.
+        A request the registry refuses at once (unknown fingerprint, other tokenizer) raises
+        GuideUnavailable, or with ``defer_errors`` becomes an error slot (reported by
+        :meth:`fill`, EOS-only row) for engines that cannot fail a request here."""
+        self._slots.pop(slot, None)
+        if ref is None:
+            return None
+        fp = ref.fingerprint if isinstance(ref, GuideSpec) else str(ref)
+        try:
+            fut = self.registry.submit(ref, self.vocab)
+        except GridSQLError as e:
+            if not defer_errors:
+                raise
+            fut = Future()
+            fut.set_exception(e)
+        st = _Slot(fp, fut, [int(t) for t in tokens])
+        self._slots[slot] = st
+        if fut.done():
+            self._materialise(st)
+        return fp
+
+    def remove(self, slot: int) -> None:
+        self._slots.pop(slot, None)
+
+    def move(self, src: int, dst: int, *, swap: bool = False) -> None:
+        """Batch reorder: swap two slots, or move ``src`` to ``dst`` (``src`` left empty,
+        whatever was at ``dst`` dropped) — vLLM v1's MoveDirectionality SWAP/UNIDIRECTIONAL."""
+        a = self._slots.pop(src, None)
+        b = self._slots.pop(dst, None)
+        if a is not None:
+            self._slots[dst] = a
+        if swap and b is not None:
+            self._slots[src] = b
+
+    def is_masked(self, slot: int) -> bool:
+        return slot in self._slots
+
+    def fingerprint(self, slot: int) -> str | None:
+        st = self._slots.get(slot)
+        return None if st is None else st.fingerprint
+
+    def n_tokens(self, slot: int) -> int:
+        """Output tokens the slot's state has taken (accepted or queued for replay)."""
+        st = self._slots[slot]
+        return len(st.matcher.tokens) if st.matcher is not None else len(st.tokens)
+
+    def matcher(self, slot: int) -> Matcher | None:
+        st = self._slots.get(slot)
+        return None if st is None else st.matcher
+
+    # -- advancing -----------------------------------------------------------------------
+    def accept(self, slot: int, token: int) -> None:
+        """Advance ``slot`` by a sampled token (no-op for pass-through). Raises
+        TokenRejected if the token is outside the slot's mask."""
+        st = self._slots.get(slot)
+        if st is None:
+            return
+        if st.matcher is None:
+            st.tokens.append(int(token))
+            return
+        st.matcher.accept_token(int(token))
+
+    def sync(self, slot: int, tokens: Sequence[int]) -> None:
+        """Make the slot's accepted output equal ``tokens``: roll back a divergent suffix,
+        accept the rest. For engines that report committed history rather than events."""
+        st = self._slots.get(slot)
+        if st is None:
+            return
+        toks = [int(t) for t in tokens]
+        if st.matcher is None:
+            st.tokens = toks
+            return
+        have = st.matcher.tokens
+        n = 0
+        lim = min(len(have), len(toks))
+        while n < lim and have[n] == toks[n]:
+            n += 1
+        if n < len(have):
+            st.matcher.rollback(len(have) - n)
+        if n < len(toks):
+            st.matcher.accept_tokens(toks[n:])
+
+    # -- masks ---------------------------------------------------------------------------
+    def _materialise(self, st: _Slot) -> None:
+        """Make the slot's matcher from its finished build and replay its tokens."""
+        if st.matcher is not None or st.error is not None:
+            return
+        try:
+            guide = st.future.result()
+        except GridSQLError as e:
+            st.error = e
+            return
+        except Exception as e:  # noqa: BLE001 - surfaced per slot, never kills the batch
+            err = GuideUnavailable(f"guide {st.fingerprint[:16]}: {e}")
+            err.__cause__ = e
+            st.error = err
+            return
+        m = guide.matcher()
+        try:
+            m.accept_tokens(st.tokens)
+        except TokenRejected as e:
+            st.error = e
+            return
+        st.matcher = m
+        st.tokens = []
+
+    def fill(
+        self,
+        slots: Sequence[int],
+        bitmask: np.ndarray | None = None,
+        *,
+        block: bool = True,
+        drafts: Sequence[Sequence[int]] | None = None,
+    ) -> BatchFill:
+        """Fill the mask rows of ``slots`` (one row each, a slot may repeat) in one call.
+
+        ``bitmask``: int32 ``(len(slots), >= n_words)`` to write into (allocated if None).
+        ``drafts[i]``: speculative tokens after the slot's committed output for row ``i``;
+        the row gets the mask after them (they are rolled back afterwards; if one leaves
+        the grammar the row gets the mask after the valid prefix — the engine's rejection
+        sampler discards such a row anyway).
+        """
+        n = len(slots)
+        if bitmask is None:
+            bitmask = np.zeros((n, self.n_words), dtype=np.int32)
+        elif (
+            bitmask.dtype != np.int32
+            or bitmask.ndim != 2
+            or bitmask.shape[0] != n
+            or bitmask.shape[1] < self.n_words
+        ):
+            raise ValueError(f"bitmask must be int32 ({n}, >= {self.n_words})")
+        if drafts is not None and len(drafts) != n:
+            raise ValueError(f"{len(drafts)} draft lists for {n} rows")
+        masked = np.zeros(n, dtype=bool)
+        pending = np.zeros(n, dtype=bool)
+        states = [self._slots.get(s) for s in slots]
+        waiting = [
+            st.future for st in states if st is not None and st.matcher is None and st.error is None
+        ]
+        if waiting and block:
+            wait_futures(waiting)  # Future.wait blocks in a lock: the GIL is released
+        rows: list[int] = []
+        matchers: list[Matcher] = []
+        row_drafts: list[Sequence[int]] = []
+        errors: dict[int, GridSQLError] = {}
+        for i, st in enumerate(states):
+            if st is None:
+                continue
+            if st.matcher is None and st.error is None:
+                if not st.future.done():
+                    pending[i] = True
+                    continue
+                self._materialise(st)
+            if st.error is not None or st.matcher is None:
+                errors[int(slots[i])] = st.error or GuideUnavailable("no matcher")
+                self._eos_only(bitmask[i])
+                masked[i] = True
+                continue
+            rows.append(i)
+            matchers.append(st.matcher)
+            row_drafts.append(drafts[i] if drafts is not None else ())
+        self._fill_rows(matchers, row_drafts, bitmask, rows)
+        masked[rows] = True
+        return BatchFill(bitmask, masked, pending, errors)
+
+    def _fill_rows(
+        self,
+        matchers: Sequence[Matcher],
+        drafts: Sequence[Sequence[int]],
+        bitmask: np.ndarray,
+        rows: Sequence[int],
+    ) -> None:
+        """The per-row loop a batched kernel fill can replace: row ``rows[k]`` of ``bitmask``
+        gets the exact mask of ``matchers[k]`` after ``drafts[k]``. EOS only at ACCEPT (the
+        guide's mask); a terminated matcher (EOS taken) allows EOS only, so an engine that
+        keeps sampling it never sees an all-blocked row."""
+        for m, d, r in zip(matchers, drafts, rows, strict=True):
+            taken = 0
+            try:
+                for t in d:
+                    m.accept_token(int(t))
+                    taken += 1
+            except TokenRejected:
+                pass
+            try:
+                if m.is_terminated():
+                    self._eos_only(bitmask[r])
+                else:
+                    m.fill_next_token_bitmask(bitmask[r])
+            finally:
+                if taken:
+                    m.rollback(taken)
+
+    def _eos_only(self, row: np.ndarray) -> None:
+        row[:] = 0
+        row.view(np.uint32)[self.eos_id >> 5] = np.uint32(1 << (self.eos_id & 31))
