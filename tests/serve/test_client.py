@@ -1,0 +1,98 @@
+"""The serving client: a RemoteAsker asking Chinook through the OpenAI-compatible test server.
+
+grid-processor mode runs end to end (spec in ``vllm_xargs``, grid-sql's masks on the server,
+the post-parse checker and safe execution here). A server *without* the processor ignores
+``vllm_xargs`` silently, like vLLM: the client's parse gate must refuse what comes back. The
+server-grammar fallback is checked on the request it builds (the test server does not
+emulate vLLM's structured-output backends) and on the server's refusal being typed.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+from grid_sql.data import chinook_path
+from grid_sql.errors import OptionError, ServingError, StatementError
+from grid_sql.grammar import Grammar
+from grid_sql.serve.client import RemoteAsker, RemoteAskResult, ServerClient, grammar_request
+from grid_sql.serve.server import GridServer
+
+POLICY = {"verbs": ["select"], "tables": {"allow": ["Artist"]}}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[GridServer]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        srv = GridServer("smollm2-135m", max_batch=2, n_ctx=2048, n_batch=512)
+    with srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def bare_server() -> Iterator[GridServer]:
+    """The same model served without grid-sql's processor."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        srv = GridServer("smollm2-135m", max_batch=1, n_ctx=1024, n_batch=512, processor=False)
+    with srv:
+        yield srv
+
+
+def test_remote_asker_grid_processor_end_to_end(server: GridServer) -> None:
+    asker = RemoteAsker(chinook_path(), server.url, policy=POLICY, max_tokens=32)
+    assert asker.vocabulary == server.backend.vocab.fingerprint  # read from /v1/models
+    res = asker.ask("How many artists are there?")
+    assert isinstance(res, RemoteAskResult)
+    assert res.mode == "grid-processor"
+    assert res.sql.upper().startswith("SELECT") and "ARTIST" in res.sql.upper()
+    assert res.rows and res.columns
+    assert asker.last is not None and asker.last.fingerprint
+    assert asker.last.raw["grid_sql"]["fingerprint"] == asker.last.fingerprint
+    # the second request names the guide by its fingerprint alone
+    builds = server.registry.stats.builds
+    again = asker.generate_sql("How many artists are there?")
+    assert again.sql == res.sql and again.mode == "grid-processor"
+    assert server.registry.stats.builds == builds
+
+
+def test_without_the_processor_the_parse_gate_refuses(bare_server: GridServer) -> None:
+    asker = RemoteAsker(chinook_path(), bare_server.url, policy=POLICY, max_tokens=24, repair=False)
+    with pytest.raises(StatementError, match="grid-processor mode") as info:
+        asker.ask("How many artists are there?")
+    assert info.value.mode == "grid-processor"  # type: ignore[attr-defined]
+    assert asker.last is not None and asker.last.raw["grid_sql"]["mode"] == "unconstrained"
+
+
+def test_server_grammar_fallback_request() -> None:
+    g = Grammar.dialect("sqlite")
+    fields, adaptations = grammar_request(g, "xgrammar")
+    assert set(fields) == {"structured_outputs"}
+    assert set(fields["structured_outputs"]) == {"grammar"}  # never guided_grammar
+    assert "::=" in fields["structured_outputs"]["grammar"]
+    lark, _ = grammar_request(g, "guidance")
+    assert "::=" not in lark["structured_outputs"]["grammar"]
+    assert isinstance(adaptations, tuple)
+    json.dumps(fields)  # travels as JSON
+
+
+def test_server_grammar_mode_is_sent_and_refused_typed(server: GridServer) -> None:
+    asker = RemoteAsker(
+        chinook_path(), server.url, policy=POLICY, mode="server-grammar", max_tokens=16
+    )
+    # the test server stands in for vLLM *with* the processor and refuses the fallback field
+    with pytest.raises(ServingError, match="structured_outputs"):
+        asker.generate_sql("How many artists are there?")
+
+
+def test_options_are_checked(server: GridServer) -> None:
+    with pytest.raises(OptionError):
+        RemoteAsker(chinook_path(), server.url, policy=POLICY, mode="local")  # type: ignore[arg-type]
+    with pytest.raises(OptionError):
+        RemoteAsker(chinook_path(), server.url, policy=POLICY, audit="/tmp/x")
+    with pytest.raises(OptionError):
+        ServerClient("ftp://x")
