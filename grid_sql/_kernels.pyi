@@ -14,6 +14,7 @@ __all__ = [
     "START_STATE",
     "TrieWalker",
     "__version__",
+    "build_lalr",
     "build_union_dfa",
     "dfa_scan",
 ]
@@ -43,6 +44,24 @@ def build_union_dfa(
     The GIL is released during the build. Raises ``ValueError`` (message names the pattern
     index) for an invalid regex, a look-around assertion, a pattern that matches the empty
     string, an empty pattern list, or more than ``max_states`` states.
+    """
+
+def build_lalr(
+    n_terminals: int,
+    n_nonterminals: int,
+    rules: Sequence[tuple[int, Sequence[int]]],
+    start: int,
+) -> tuple[bytes, bytes, int, int, int]:
+    """LALR(1) tables (lark's construction, ``grid_sql/grammar/tables.py``).
+
+    Symbols: terminals ``0..n_terminals``, ``$END`` = ``n_terminals``, nonterminal ``k`` =
+    ``n_terminals + 1 + k``; ``rules`` are ``(lhs nonterminal index, rhs symbols)``.
+    Returns ``(action_i32_le, goto_i32_le, n_states, start_state, end_state)``: ``action``
+    is ``n_states * (n_terminals + 1)`` (``s + 1`` shift, ``-(r + 1)`` reduce, 0 error),
+    ``goto`` is ``n_states * max(1, n_nonterminals)`` (-1 undefined); states are numbered
+    breadth first from the start state, successors by ascending symbol id. The GIL is
+    released. Raises ``ValueError`` on a conflict, on a ``reads`` cycle (lark's result
+    would depend on iteration order) or on out-of-range symbols.
     """
 
 def dfa_scan(trans: bytes, data: bytes, start: int) -> int:

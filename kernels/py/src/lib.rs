@@ -2,6 +2,7 @@
 //! mapping (`LexerError` -> `ValueError`) and releasing the GIL around long calls. The
 //! contract is `grid_sql/_kernels.pyi`, checked by `python -m mypy.stubtest`.
 
+use grid_sql_core::lalr::{self, Production};
 use grid_sql_core::lexer::{BuildConfig, UnionDfa, DEFAULT_MAX_STATES};
 use grid_sql_core::walk::{Frame, Lexicon, ScanTables, TrieArrays, Walker};
 use pyo3::exceptions::PyValueError;
@@ -222,10 +223,43 @@ impl TrieWalker {
     }
 }
 
+type LalrOut<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, u32, u32);
+
+/// LALR(1) tables of a grammar given by symbol ids (terminals `0..n_terminals`, `$END` =
+/// `n_terminals`, nonterminal `k` = `n_terminals + 1 + k`); `rules` are `(lhs, rhs)` with
+/// `lhs` a nonterminal index. Returns `(action_i32_le, goto_i32_le, n_states, start_state,
+/// end_state)` with canonical state numbering. Raises `ValueError` on a conflict, on a
+/// grammar whose lookaheads lark would compute order-dependently, or on bad input.
+#[pyfunction]
+fn build_lalr<'py>(
+    py: Python<'py>,
+    n_terminals: usize,
+    n_nonterminals: usize,
+    rules: Vec<(u32, Vec<u32>)>,
+    start: u32,
+) -> PyResult<LalrOut<'py>> {
+    let prods: Vec<Production> = rules
+        .into_iter()
+        .map(|(lhs, rhs)| Production { lhs, rhs })
+        .collect();
+    let t = py
+        .detach(|| lalr::build(n_terminals, n_nonterminals, &prods, start))
+        .map_err(value_err)?;
+    let le = |v: &[i32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    Ok((
+        PyBytes::new(py, &le(&t.action)),
+        PyBytes::new(py, &le(&t.goto)),
+        t.n_states,
+        t.start_state,
+        t.end_state,
+    ))
+}
+
 #[pymodule]
 fn _kernels(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_union_dfa, m)?)?;
     m.add_function(wrap_pyfunction!(dfa_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(build_lalr, m)?)?;
     m.add_class::<TrieWalker>()?;
     m.add("DEFAULT_MAX_STATES", DEFAULT_MAX_STATES)?;
     m.add("DEAD_STATE", grid_sql_core::lexer::DEAD)?;
