@@ -9,7 +9,7 @@ and reported: ``round0_same``); only the repair round differs.
 Usage::
 
     nice -n 10 .venv/bin/python bench/repair_probe.py \\
-        --from bench/results/spider-qwen2.5-coder-0.5b.jsonl \\
+        --from bench/results/spider-qwen2.5-coder-0.5b-at-98d7f56.jsonl \\
         --out bench/results/repair-probe-qwen2.5-coder-0.5b.jsonl
     .venv/bin/python bench/repair_probe.py --out ... --report
 
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--from",
         dest="source",
         type=Path,
-        default=Path("bench/results/spider-qwen2.5-coder-0.5b.jsonl"),
+        default=Path("bench/results/spider-qwen2.5-coder-0.5b-at-98d7f56.jsonl"),
     )
     ap.add_argument(
         "--out", type=Path, default=Path("bench/results/repair-probe-qwen2.5-coder-0.5b.jsonl")

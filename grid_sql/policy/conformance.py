@@ -314,6 +314,7 @@ class _Source:
     outputs: set[str] | None = None  # derived table/CTE column keys (None: unknown)
     opaque: bool = False  # unknown table, table function: columns cannot be judged
     end: int | None = None  # offset just after the FROM item's text (name or alias)
+    span: tuple[int, int] | None = None  # the table name as written
 
     def provides(self, view: SchemaView, column: str) -> bool | None:
         """True/False, or None when this source's columns are unknown."""
@@ -339,6 +340,7 @@ class _Conformance:
         self._seen: set[tuple[object, ...]] = set()
         self._sources: dict[int, dict[str, _Source]] = {}
         self.dml_ctes: set[str] = set()  # CTEs with a DML body: sqlglot gives them no scope
+        self._swap: dict[int, tuple[_Source, TableInfo]] = {}
 
     def q(self, name: str) -> str:
         return quote_name(name, self.view.dialect)
@@ -375,7 +377,15 @@ class _Conformance:
                     out[key] = _Source(alias, key, opaque=True)
                     self._unknown_table(src)
                     continue
-                out[key] = _Source(alias, key, schema=found[0], info=found[1], end=_item_end(src))
+                pos, snip = _span(src.this, self.sql)
+                out[key] = _Source(
+                    alias,
+                    key,
+                    schema=found[0],
+                    info=found[1],
+                    end=_item_end(src),
+                    span=(pos, pos + len(snip)) if pos is not None and snip else None,
+                )
             else:
                 out[key] = _Source(alias, key, opaque=True)
         self._sources[id(scope)] = out
@@ -436,6 +446,7 @@ class _Conformance:
                 for e in expr.expressions
                 if isinstance(e, exp.Alias)
             }
+        self._wrong_table(scope, own, select_aliases)
         for col in scope.find_all(exp.Column):
             if not isinstance(col.this, exp.Identifier | exp.Star):
                 continue
@@ -447,6 +458,39 @@ class _Conformance:
                 if isinstance(expr, exp.SetOperation):
                     continue  # ORDER BY of a UNION names output columns
                 self._bare(scope, own, col, select_aliases)
+
+    def _wrong_table(self, scope: Scope, own: dict[str, _Source], aliases: set[str]) -> None:
+        """A one-table query none of whose columns the table has, all of which one other
+        table has: the model picked the wrong table (``SELECT Country FROM singer_in_concert``
+        for ``singer``). Swapping the table is the fix; a join would change the row count."""
+        if len(own) != 1:
+            return
+        (src,) = own.values()
+        if src.info is None or src.span is None:
+            return
+        keys: set[str] = set()
+        for col in scope.find_all(exp.Column):
+            if not isinstance(col.this, exp.Identifier):
+                continue
+            qual = col.args.get("table")
+            if qual is not None and self.view.ident(qual) != src.key:
+                continue
+            key = self.view.ident(col.this)
+            if qual is None and key in aliases:
+                continue
+            if self.view.has(src.info, key):
+                return  # the table is used for something: not a wrong table
+            keys.add(key)
+        if not keys:
+            return
+        owners = [
+            info
+            for schema, info in self.view.visible_tables()
+            if info is not src.info
+            and keys <= {self.view.key(c) for c in self.view.visible_columns(schema, info)}
+        ]
+        if len(owners) == 1:
+            self._swap[id(scope)] = (src, owners[0])
 
     def _chain(self, scope: Scope) -> Iterable[tuple[Scope, dict[str, _Source]]]:
         s: Scope | None = scope
@@ -530,7 +574,17 @@ class _Conformance:
         else:
             labels = ", ".join(s.label() for s in self.sources(scope).values())
             parts.append(f"`{written}`: no table in this query ({labels}) has a column `{name}`")
-        if owners:
+        swap = self._swap.get(id(scope))
+        if swap is not None and (src is None or src is swap[0]) and swap[0].span is not None:
+            wrong, right = swap
+            t = self.q(right.name)
+            parts.append(
+                f"`{name}` is a column of `{right.name}`, which has every column this query "
+                f"reads from `{wrong.info.name if wrong.info else wrong.alias}`"
+            )
+            fix = f"replace table `{wrong.info.name if wrong.info else wrong.alias}` with `{t}`"
+            edits.append((*swap[0].span, t))
+        elif owners:
             o = owners[0]
             where = ", ".join(s.label() for s in owners)
             parts.append(f"`{name}` is a column of {where}")

@@ -268,3 +268,20 @@ def test_spider_model_mistakes():
     )
     v = _one(_spider("pets_1"), "SELECT PetType, weight FROM Pets ORDER BY PetAge ASC LIMIT 1")
     assert v.fix == "replace `PetAge` with `pet_age`"
+
+
+@pytest.mark.skipif(not SPIDER.exists(), reason="shared Spider data not present")
+def test_wrong_table_is_swapped_not_joined():
+    """Spider dev #10: every column the query reads lives on one other table, so the fix is
+    that table (a join through singer_in_concert would change the counts)."""
+    from grid_sql.policy.checker import proposed_fix
+
+    checker = _spider("concert_singer")
+    sql = "SELECT Country, COUNT(*) FROM singer_in_concert GROUP BY Country"
+    found = checker.check(sql)
+    assert [v.position for v in found] == [sql.index("Country"), sql.rindex("Country")]
+    assert {v.fix for v in found} == {"replace table `singer_in_concert` with `singer`"}
+    assert proposed_fix(sql, found) == "SELECT Country, COUNT(*) FROM singer GROUP BY Country"
+    # a table that provides some of the columns is kept, and the missing one joined
+    sql = "SELECT Name, Year FROM singer_in_concert JOIN concert USING (concert_ID)"
+    assert all("replace table" not in (v.fix or "") for v in checker.check(sql))
