@@ -6,6 +6,9 @@ round now turn into a statement that executes (and matches gold)? Decoding is gr
 first prompt is unchanged, so round 0 reproduces the recorded constrained statement (checked
 and reported: ``round0_same``); only the repair round differs.
 
+By default only the repair round runs, fed the recorded round-0 statement
+(``--full`` regenerates round 0 with ``generate_sql``).
+
 Usage::
 
     nice -n 10 .venv/bin/python bench/repair_probe.py \\
@@ -129,15 +132,92 @@ def probe(
     return rows
 
 
+def probe_repair_only(
+    qids: Sequence[int],
+    recorded: dict[int, str],
+    model: str,
+    out: Path,
+    *,
+    max_tokens: int = 256,
+    spider_dir: Path = SPIDER_DIR,
+) -> list[dict[str, Any]]:
+    """The repair round alone, fed the *recorded* round-0 statement.
+
+    Why: the grammar and prompt have moved since the recorded run, so a fresh round 0 may not
+    be the statement that was refused; this isolates what the repair round does with it
+    (``Asker.repair_messages`` is exactly what ``generate_sql`` sends).
+    """
+    from grid_sql.decode.loop import generate
+    from grid_sql.front.ask import Asker, load_backend
+
+    questions = {q.qid: q for q in load_questions(spider_dir)}
+    backend = load_backend(model)
+    askers: dict[str, Asker] = {}
+    rows: list[dict[str, Any]] = []
+    for qid in qids:
+        q = questions[qid]
+        sql0 = recorded[qid]
+        db = q.db_path(spider_dir)
+        asker = askers.get(q.db_id)
+        if asker is None:
+            asker = askers[q.db_id] = Asker(db, model=backend, audit=False, max_tokens=max_tokens)
+        viol0 = [{"message": v.message, "fix": v.fix} for v in asker.checker.check(sql0)]
+        msgs = asker.repair_messages(q.question, sql0)
+        t0 = time.perf_counter()
+        gen = generate(backend, asker.guide, backend.chat_prompt(msgs), max_tokens=max_tokens)
+        seconds = time.perf_counter() - t0
+        accepted = not asker.checker.check(gen.sql)
+        sql = gen.sql if accepted else None
+        executes = ex = False
+        err = None
+        if sql is not None:
+            try:
+                got = run_sqlite(db, sql)
+                executes = True
+                ex = results_match(run_sqlite(db, q.gold), got, ordered=gold_is_ordered(q.gold))
+            except ExecError as e:
+                err = str(e)[:200]
+        rec = {
+            "qid": qid,
+            "db_id": q.db_id,
+            "model": model,
+            "mode": "repair-only",
+            "question": q.question,
+            "recorded_sql": sql0,
+            "round0_sql": sql0,
+            "round0_same": True,
+            "round0_violations": viol0,
+            "offered_fixed_statement": "With those fixes the statement reads"
+            in msgs[-1]["content"],
+            "repair_sql": gen.sql,
+            "final_sql": sql,
+            "repaired": accepted,
+            "executes": executes,
+            "ex": ex,
+            "exec_error": err,
+            "tokens": gen.n_tokens,
+            "seconds": round(seconds, 2),
+            "gold": q.gold,
+        }
+        rows.append(rec)
+        with out.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        mark = "EX" if ex else ("exec" if executes else ("refused" if sql is None else "error"))
+        print(f"[{len(rows)}/{len(qids)}] {qid} {mark}: {gen.sql}", flush=True)
+    return rows
+
+
 def report(rows: Sequence[dict[str, Any]]) -> str:
     n = len(rows)
     fixed = sum(r["repaired"] for r in rows)
     execs = sum(r["executes"] for r in rows)
     exs = sum(r["ex"] for r in rows)
     same = sum(r["round0_same"] for r in rows)
+    offered = sum(bool(r.get("offered_fixed_statement")) for r in rows)
     lines = [
         f"questions refused for an unknown column in round 0: {n}",
         f"round 0 reproduced the recorded statement: {same}/{n}",
+        f"repair prompt offered the checker-fixed statement: {offered}/{n}",
         f"repair round accepted by the checker: {fixed}/{n}",
         f"repaired statement executes: {execs}/{n}",
         f"repaired statement matches gold (EX): {exs}/{n}",
@@ -160,6 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ids", type=int, nargs="*", help="only these qids")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--report", action="store_true", help="summarise --out and exit")
+    ap.add_argument(
+        "--full",
+        action="store_true",
+        help="generate round 0 too (generate_sql end to end) instead of repairing the recorded "
+        "round-0 statement",
+    )
     args = ap.parse_args(argv)
     if args.report:
         rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines() if x]
@@ -175,7 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = {json.loads(x)["qid"] for x in args.out.read_text().splitlines() if x}
     todo = [q for q in qids if q not in done]
     print(f"{len(qids)} questions, {len(todo)} to run", flush=True)
-    probe(todo, recorded, args.model, args.out, max_tokens=args.max_tokens)
+    run = probe if args.full else probe_repair_only
+    run(todo, recorded, args.model, args.out, max_tokens=args.max_tokens)
     rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines() if x]
     print(report([r for r in rows if r["qid"] in set(qids)]))
     return 0

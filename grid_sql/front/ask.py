@@ -371,32 +371,9 @@ class Asker:
                     timings=timings,
                     tokens=tokens,
                 )
-            hints = alias_hints(gen.sql, self.snapshot)
-            texts = [v.message for v in found] + hints
-            fixes = [v.fix for v in found if v.fix]
-            # The checker's mechanical fixes applied, offered only if the result passes.
-            candidate = None if params or hints else proposed_fix(gen.sql, found)
-            if candidate is not None and mode.checker.check(candidate):
-                candidate = None
-            if params:
-                texts.append(
-                    f"The statement uses bind parameter(s) {', '.join(params)}, which have no "
-                    "values; write literal values instead."
-                )
-                fixes.append("replace each parameter with a literal value")
+            msgs, texts = self._repair_prompt(first_msgs, gen.sql, found, params, mode)
             repairs.append(Repair(gen.sql, texts, rnd))
             last = (gen.sql, found, texts)
-            # The repair round sees the first prompt, the refused statement, the problems
-            # with one concrete fix each, and the columns of the tables involved.
-            msgs = repair_messages(
-                first_msgs,
-                gen.sql,
-                texts,
-                fixes=fixes,
-                tables=repair_tables(gen.sql, texts, self.snapshot, mode.policy),
-                snapshot=self.snapshot,
-                candidate=candidate,
-            )
         assert last is not None
         sql, found, texts = last
         after = " even after one repair round" if repair else ""
@@ -418,6 +395,55 @@ class Asker:
         err.repairs = repairs  # type: ignore[union-attr]
         err.audit_ids = audit_ids  # type: ignore[union-attr]
         raise err
+
+    def repair_messages(
+        self, question: str, sql: str, *, allow_writes: bool | None = None
+    ) -> list[Message]:
+        """The messages of the repair round after ``sql`` was generated for ``question``
+        (what :meth:`generate_sql` sends the model when the checker refuses ``sql``)."""
+        q = check_question(question)
+        writes = self.allow_writes if allow_writes is None else allow_writes
+        mode = self._mode(writes)
+        found = mode.checker.check(sql)
+        params = bind_parameters(sql, self.dialect)
+        return self._repair_prompt(self.messages(q, None, writes), sql, found, params, mode)[0]
+
+    def _repair_prompt(
+        self,
+        first: list[Message],
+        sql: str,
+        found: list[Violation],
+        params: Sequence[str],
+        mode: _Mode,
+    ) -> tuple[list[Message], list[str]]:
+        """The repair round's messages and the violation texts they quote.
+
+        The model sees its first prompt, the refused statement, the problems with one
+        concrete fix each, the statement with the checker's mechanical fixes applied (only if
+        that passes the checker), and the columns of the tables involved.
+        """
+        hints = alias_hints(sql, self.snapshot)
+        texts = [v.message for v in found] + hints
+        fixes = [v.fix for v in found if v.fix]
+        candidate = None if params or hints else proposed_fix(sql, found)
+        if candidate is not None and mode.checker.check(candidate):
+            candidate = None
+        if params:
+            texts.append(
+                f"The statement uses bind parameter(s) {', '.join(params)}, which have no "
+                "values; write literal values instead."
+            )
+            fixes.append("replace each parameter with a literal value")
+        msgs = repair_messages(
+            first,
+            sql,
+            texts,
+            fixes=fixes,
+            tables=repair_tables(sql, texts, self.snapshot, mode.policy),
+            snapshot=self.snapshot,
+            candidate=candidate,
+        )
+        return msgs, texts
 
     def ask(self, question: str, **options: Any) -> AskResult:
         """Generate, check and execute. Options: ``row_limit``, ``timeout_s``,
