@@ -8,6 +8,8 @@ every role over one dialect share terminal ids (paper §4.3, the cross-family ti
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -21,7 +23,6 @@ from lark.grammar import Rule as LarkRule
 from lark.lexer import PatternStr
 
 from ..errors import EmptyLanguageError, GrammarError, LexiconError
-from .fingerprint import fingerprint
 from .lexicon import SchemaLexicon
 
 if TYPE_CHECKING:
@@ -30,6 +31,17 @@ if TYPE_CHECKING:
     from .tables import LALRTables
 
 PRAGMA_RE = re.compile(r"^\s*//!\s*category\s+(.*)$", re.MULTILINE)
+
+
+def _json_fingerprint(kind: str, obj: Any) -> str:
+    """``fingerprint.fingerprint(kind, obj)`` for a value made only of JSON types (str keys,
+    lists, str, int, bool, None): the canonical encoding is then plain ``json.dumps`` with
+    sorted keys, so the recursive canonicalisation (most of a projection's fingerprinting
+    time) is skipped. Same digest; ``tests/grammar/test_lalr_compile.py`` checks it."""
+    h = hashlib.blake2b(digest_size=32, person=b"grid-sql-fp")
+    h.update(kind.encode() + b"\0")
+    h.update(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -141,7 +153,7 @@ class Grammar:
             ],
             "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
         }
-        self.l1_fingerprint = l1_fingerprint or fingerprint("grammar-l1", body)
+        self.l1_fingerprint = l1_fingerprint or _json_fingerprint("grammar-l1", body)
         fp_body: dict[str, Any] = {
             "l1": self.l1_fingerprint,
             "body": body,
@@ -149,7 +161,7 @@ class Grammar:
         }
         if scopes is not None:  # absent when off: fingerprints of unscoped grammars unchanged
             fp_body["scopes"] = scopes.fingerprint
-        self.fingerprint: str = fingerprint("grammar", fp_body)
+        self.fingerprint: str = _json_fingerprint("grammar", fp_body)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -357,46 +369,55 @@ class Grammar:
     def _reduce(
         self, rules: list[LarkRule], lexicon: SchemaLexicon | None
     ) -> list[LarkRule]:
-        """Useless-symbol elimination: drop unproductive, then unreachable symbols."""
+        """Useless-symbol elimination: drop unproductive, then unreachable symbols.
+
+        Linear time (each rule counts its not-yet-productive symbols; a worklist settles
+        them), because every role × schema re-specialization runs it twice.
+        """
         unusable = set()
         if lexicon is not None:
             unusable = {n for n, c in lexicon.categories.items() if not c.words}
         terms = set(self.terminal_ids) - unusable
+        lhs_of = [r.origin.name for r in rules]
+        pending: list[int] = []
+        users: dict[str, list[int]] = {}
+        queue: list[str] = []
+        for i, r in enumerate(rules):
+            needs = {s.name for s in r.expansion if s.name not in terms}
+            pending.append(len(needs))
+            for n in needs:
+                users.setdefault(n, []).append(i)
+            if not needs:
+                queue.append(lhs_of[i])
         productive: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for r in rules:
-                lhs = r.origin.name
-                if lhs in productive:
-                    continue
-                if all(s.name in terms or s.name in productive for s in r.expansion):
-                    productive.add(lhs)
-                    changed = True
+        while queue:
+            n = queue.pop()
+            if n in productive:
+                continue
+            productive.add(n)
+            for i in users.get(n, ()):
+                pending[i] -= 1
+                if pending[i] == 0:
+                    queue.append(lhs_of[i])
         if self.start not in productive:
             raise EmptyLanguageError(
                 f"the projected grammar generates no sentence: start symbol {self.start!r} "
                 "is unproductive after the projection/lexicon"
             )
-        rules = [
-            r
-            for r in rules
-            if r.origin.name in productive
-            and all(s.name in terms or s.name in productive for s in r.expansion)
-        ]
-        by_lhs: dict[str, list[LarkRule]] = {}
-        for r in rules:
-            by_lhs.setdefault(r.origin.name, []).append(r)
+        kept = [i for i in range(len(rules)) if pending[i] == 0]
+        by_lhs: dict[str, list[int]] = {}
+        for i in kept:
+            by_lhs.setdefault(lhs_of[i], []).append(i)
         reach = {self.start}
         todo = [self.start]
         while todo:
             nt = todo.pop()
-            for r in by_lhs.get(nt, ()):
-                for s in r.expansion:
-                    if not s.is_term and s.name not in reach:
-                        reach.add(s.name)
-                        todo.append(s.name)
-        return [r for r in rules if r.origin.name in reach]
+            for i in by_lhs.get(nt, ()):
+                for sym in rules[i].expansion:
+                    if not sym.is_term and sym.name not in reach:
+                        reach.add(sym.name)
+                        todo.append(sym.name)
+        return [rules[i] for i in kept if lhs_of[i] in reach]
 
     # ------------------------------------------------------------------ derived artifacts
     def validate(self) -> None:
@@ -455,6 +476,9 @@ class Grammar:
             start=self.start,
             ignored=frozenset(t.name for t in self.terminals if t.ignored),
             lexicon=lex,
+            scopes=None
+            if self.scopes is None
+            else (dict(self.scopes.columns), self.scopes.schemas),
         )
 
     def __repr__(self) -> str:

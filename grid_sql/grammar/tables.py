@@ -27,7 +27,8 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -114,7 +115,17 @@ class LALRTables:
     end_state: int
     n_terminals: int
     nonterminal_ids: dict[str, int]
-    fingerprint: str
+    grammar_fingerprint: str = field(repr=False)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Content address of the tables and the grammar they belong to (computed on first
+        use: hashing the hex-encoded arrays is a large share of a re-specialization, and
+        only audit records and tests read it)."""
+        return tables_fingerprint(
+            self.grammar_fingerprint, self.action, self.goto, self.rule_lhs, self.rule_len,
+            self.start_state, self.end_state,
+        )  # fmt: skip
 
     @property
     def n_states(self) -> int:
@@ -152,13 +163,9 @@ class LALRTables:
                 _memo[key] = a
                 while len(_memo) > _MEMO_SIZE:
                     _memo.popitem(last=False)
-        fp = tables_fingerprint(
-            grammar.fingerprint, a.action, a.goto, a.rule_lhs, a.rule_len,
-            a.start_state, a.end_state,
-        )  # fmt: skip
         return cls(
             a.action, a.goto, a.rule_lhs, a.rule_len, a.start_state, a.end_state,
-            len(grammar.terminals), a.nonterminal_ids, fp,
+            len(grammar.terminals), a.nonterminal_ids, grammar.fingerprint,
         )  # fmt: skip
 
 

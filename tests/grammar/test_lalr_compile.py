@@ -18,7 +18,7 @@ from lark.grammar import Rule as LarkRule
 from lark.grammar import Terminal as LarkTerminal
 
 from grid_sql import _kernels
-from grid_sql.errors import GrammarConflictError
+from grid_sql.errors import EmptyLanguageError, GrammarConflictError
 from grid_sql.grammar import Grammar, RoleProjection, SchemaLexicon, Terminal
 from grid_sql.grammar import tables as T
 from grid_sql.grammar.fingerprint import fingerprint
@@ -185,3 +185,102 @@ def test_reads_cycle_declined_and_reported_by_lark() -> None:
         _kernels.build_lalr(*args[:4])
     with pytest.raises(GrammarConflictError):
         g.validate()
+
+
+def generic_grammar_fingerprints(g: Grammar) -> tuple[str, str]:
+    body = {
+        "start": g.start,
+        "terminals": [
+            [t.name, t.pattern, t.priority, t.is_string, t.ignored, t.category] for t in g.terminals
+        ],
+        "rules": [[r.lhs, list(r.rhs)] for r in g.rules],
+    }
+    fp_body: dict[str, object] = {
+        "l1": g.l1_fingerprint,
+        "body": body,
+        "lexicon": g.lexicon.fingerprint if g.lexicon else None,
+    }
+    return fingerprint("grammar-l1", body), fingerprint("grammar", fp_body)
+
+
+def test_grammar_fingerprints_are_the_canonical_ones() -> None:
+    l1 = Grammar.dialect("sqlite")
+    l1_fp, fp = generic_grammar_fingerprints(l1)
+    assert (l1.l1_fingerprint, l1.fingerprint) == (l1_fp, fp)
+    g = l1.project(RoleProjection.select_only()).with_lexicon(
+        SchemaLexicon({"TABLE_NAME": [b"album", b'"Album"'], "COLUMN_NAME": [b"title"]})
+    )
+    assert g.l1_fingerprint == l1.l1_fingerprint
+    assert g.fingerprint == generic_grammar_fingerprints(g)[1]
+    assert g.tables.grammar_fingerprint == g.fingerprint
+
+
+def test_reduce_keeps_exactly_the_useful_rules() -> None:
+    # an unusable category (no words) removes every production through it, transitively
+    l1 = Grammar.dialect("sqlite")
+    g = l1.project(RoleProjection.select_only())
+    lex = SchemaLexicon({"TABLE_NAME": [b"album"], "COLUMN_NAME": []})
+    reduced = g.with_lexicon(lex)
+    assert "COLUMN_NAME" not in reduced.used_terminals
+    assert "COLUMN_NAME" in g.used_terminals
+    kept = {(r.lhs, r.rhs) for r in reduced.rules}
+    assert kept < {(r.lhs, r.rhs) for r in g.rules}
+    # fixpoint check: every kept rule's symbols are usable and its lhs reachable
+    lhs = {r.lhs for r in reduced.rules}
+    for r in reduced.rules:
+        assert all(s in lhs or (s in g.terminal_ids and s != "COLUMN_NAME") for s in r.rhs)
+
+
+def reduce_reference(
+    g: Grammar, rules: list[LarkRule], unusable: set[str]
+) -> list[LarkRule] | None:
+    """The fixpoint-iteration useless-symbol elimination the linear one replaced (None: the
+    start symbol is unproductive)."""
+    terms = set(g.terminal_ids) - unusable
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for r in rules:
+            if r.origin.name not in productive and all(
+                s.name in terms or s.name in productive for s in r.expansion
+            ):
+                productive.add(r.origin.name)
+                changed = True
+    if g.start not in productive:
+        return None
+    rules = [
+        r
+        for r in rules
+        if r.origin.name in productive
+        and all(s.name in terms or s.name in productive for s in r.expansion)
+    ]
+    reach, todo = {g.start}, [g.start]
+    while todo:
+        nt = todo.pop()
+        for r in rules:
+            if r.origin.name == nt:
+                for s in r.expansion:
+                    if not s.is_term and s.name not in reach:
+                        reach.add(s.name)
+                        todo.append(s.name)
+    return [r for r in rules if r.origin.name in reach]
+
+
+@pytest.mark.parametrize("unusable", [(), ("COLUMN_NAME",), ("TABLE_NAME", "SCHEMA_NAME")])
+def test_reduce_matches_the_fixpoint_reference(unusable: tuple[str, ...]) -> None:
+    l1 = Grammar.dialect("sqlite")
+    rng = random.Random(len(unusable))
+    rules = list(l1.lark_rules)
+    nonempty = 0
+    for _ in range(6):
+        sample = [r for r in rules if rng.random() < 0.97]
+        lex = SchemaLexicon({n: [] for n in unusable}) if unusable else None
+        ref = reduce_reference(l1, sample, set(unusable))
+        if ref is None:
+            with pytest.raises(EmptyLanguageError):
+                l1._reduce(sample, lex)
+            continue
+        assert l1._reduce(sample, lex) == ref
+        nonempty += 1
+    assert nonempty
