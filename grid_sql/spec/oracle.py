@@ -62,6 +62,9 @@ class SpecGrammar:
     ignored: frozenset[str]
     # category terminal -> (allowed words, fold_bare_case)
     lexicon: Mapping[str, tuple[frozenset[bytes], bool]] = field(default_factory=dict)
+    # scope-aware column lexicons (docs/scope.md): (table -> column names, schema names),
+    # names lower-case and unquoted; None: off
+    scopes: tuple[Mapping[str, frozenset[str]], frozenset[str]] | None = None
 
     @classmethod
     def from_lark(
@@ -148,6 +151,10 @@ class SpecOracle:
         self.start_state: int = pt.start_states[grammar.start]
         self.end_state: int = pt.end_states[grammar.start]
         self.allowed = lru_cache(maxsize=None)(self._allowed)
+        self._scope: ScopeSpec | None = (
+            None if grammar.scopes is None else ScopeSpec(*grammar.scopes)
+        )
+        self._view: dict[str, tuple[frozenset[bytes], bool]] | None = None  # scoped lexicon
 
     def _check_lexicon(self, lexicon: Lexicon) -> dict[str, tuple[frozenset[bytes], bool]]:
         out = {}
@@ -229,8 +236,11 @@ class SpecOracle:
         return frozenset(t for t in self.names if self.shift(stack, t) is not None)
 
     # ---- lexer --------------------------------------------------------------------------
+    def _lexicon_now(self) -> dict[str, tuple[frozenset[bytes], bool]]:
+        return self.lexicon if self._view is None else self._view
+
     def _lex_key(self, name: str, s: bytes) -> tuple[frozenset[bytes], bytes]:
-        words, fold = self.lexicon[name]
+        words, fold = self._lexicon_now()[name]
         if fold and s[:1] and s[:1] not in QUOTE_BYTES:
             return words, s.lower()
         return words, s
@@ -239,7 +249,7 @@ class SpecOracle:
         """s is a complete lexeme of terminal `name` (pattern, and lexicon word if it has one)."""
         if not s or self.rx[name].fullmatch(s) is None:
             return False
-        if name in self.lexicon:
+        if name in self._lexicon_now():
             words, key = self._lex_key(name, s)
             return key in words
         return True
@@ -248,7 +258,7 @@ class SpecOracle:
         """Some extension of s (possibly s itself) is a complete lexeme of `name`."""
         if self.rx[name].fullmatch(s, partial=True) is None:
             return False
-        if name in self.lexicon:
+        if name in self._lexicon_now():
             words, key = self._lex_key(name, s)
             return any(w.startswith(key) for w in words)
         return True
@@ -265,9 +275,66 @@ class SpecOracle:
                     return nxt
         return None
 
+    def _shift_tree(
+        self, stack: Stack, forest: tuple[Any, ...], term: str, lexeme: bytes
+    ) -> tuple[Stack, tuple[Any, ...]] | None:
+        """:meth:`shift` that also keeps the parse forest of the stack: a token is
+        ``(name, lexeme)``, a reduced nonterminal ``(name, children)``."""
+        st, fo = list(stack), list(forest)
+        while True:
+            act = self.table[st[-1]].get(term)
+            if act is None:
+                return None
+            kind, arg = act
+            if kind is Shift:
+                return tuple(st + [arg]), tuple(fo + [(term, lexeme)])
+            n = len(arg.expansion)
+            kids = tuple(fo[len(fo) - n :]) if n else ()
+            if n:
+                del st[-n:]
+                del fo[-n:]
+            st.append(self.table[st[-1]][arg.origin.name][1])
+            fo.append((arg.origin.name, kids))
+
+    def _scan_scoped(self, w: bytes, eos: bool) -> tuple[Stack, bytes] | None:
+        """:meth:`scan` under scope-aware column lexicons: the lexicon in force before each
+        emission is the scope rule evaluated on the parse forest so far."""
+        assert self._scope is not None
+        stack: Stack = (self.start_state,)
+        forest: tuple[Any, ...] = ()
+        self._view = self._scope.view(self, stack, forest)
+        i = 0
+        while i < len(w):
+            n = 0
+            while i + n < len(w) and self.union.fullmatch(w[i : i + n + 1], partial=True):
+                n += 1
+            if i + n == len(w) and not eos:
+                break
+            size = next((k for k in range(n, 0, -1) if self.union.fullmatch(w[i : i + k])), 0)
+            if size == 0:
+                return None
+            lexeme = w[i : i + size]
+            for name in self.order:
+                if self.full(name, lexeme):
+                    if name in self.g.ignored:
+                        nxt: tuple[Stack, tuple[Any, ...]] | None = (stack, forest)
+                        break
+                    nxt = self._shift_tree(stack, forest, name, lexeme)
+                    if nxt is not None:
+                        break
+            else:
+                return None
+            assert nxt is not None
+            stack, forest = nxt
+            self._view = self._scope.view(self, stack, forest)
+            i += size
+        return stack, w[i:]
+
     def scan(self, w: bytes, eos: bool = False) -> tuple[Stack, bytes] | None:
         """Run all forced emissions of w. Returns (stack, remainder) or None if some emission fails.
         With eos=True the trailing remainder is finalized too (remainder is then b"")."""
+        if self._scope is not None:
+            return self._scan_scoped(w, eos)
         stack: Stack = (self.start_state,)
         i = 0
         while i < len(w):
@@ -323,3 +390,195 @@ class SpecOracle:
     def next_bytes(self, w: bytes) -> frozenset[int]:
         """Bytes b such that w+b is still a viable prefix (reference for a byte-level mask)."""
         return frozenset(b for b in range(256) if self.is_viable_prefix(bytes(w) + bytes([b])))
+
+
+# ---- scope-aware column lexicons (docs/scope.md), on the parse forest -------------------
+SCOPE_DEFAULT_SCHEMAS = frozenset({"main", "temp", "public", "pg_catalog", "information_schema"})
+SCOPE_KEYWORD_ARGS = frozenset(
+    {"microsecond", "second", "minute", "hour", "day", "week", "month", "quarter", "year"}
+)
+_IDENT_TERMINALS = (
+    "TABLE_NAME",
+    "INSERT_TABLE_NAME",
+    "UPDATE_TABLE_NAME",
+    "DELETE_TABLE_NAME",
+    "TRUNCATE_TABLE_NAME",
+    "SCHEMA_NAME",
+    "IDENT",
+)
+
+
+def _norm(b: bytes) -> str:
+    s = b.decode("utf-8", "replace")
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in '"`':
+        s = s[1:-1].replace(s[0] + s[0], s[0])
+    elif len(s) >= 2 and s[0] == "[" and s[-1] == "]":
+        s = s[1:-1]
+    return s.lower()
+
+
+def _tok(x: Any, name: str | None = None) -> bool:
+    return isinstance(x[1], bytes) and (name is None or x[0] == name)
+
+
+def _tree(x: Any, name: str) -> bool:
+    return isinstance(x[1], tuple) and x[0] == name
+
+
+@dataclass
+class _Level:
+    state: str  # "select-list" | "from" | "after-from" | "query-tail"
+    items: list[tuple[frozenset[str], str | None, bool]]
+    aliases: list[str]
+
+
+class ScopeSpec:
+    """The scope rule read off the parse forest of the stack (the lark-style value stack:
+    tokens and partial trees), written independently of ``grammar/scope.py``'s synthesized
+    values: FROM items and output aliases are collected by walking subtrees."""
+
+    def __init__(self, tables: Mapping[str, frozenset[str]], schemas: frozenset[str]) -> None:
+        self.tables = tables
+        self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
+
+    def _walk(self, x: Any, want: str) -> list[Any]:
+        """``want`` subtrees of ``x`` (not looking inside nested queries or ``want``s)."""
+        if _tok(x) or x[0] == "query":
+            return []
+        if x[0] == want:
+            return [x]
+        return [y for k in x[1] for y in self._walk(k, want)]
+
+    def _items(self, x: Any) -> list[tuple[frozenset[str], str | None, bool]]:
+        out: list[tuple[frozenset[str], str | None, bool]] = []
+        for tp in self._walk(x, "table_primary"):
+            kids = tp[1]
+            alias = kids[-1] if _tree(kids[-1], "table_alias") else None
+            a_name = None
+            renames = False
+            if alias is not None:
+                a_name = next(_norm(k[1]) for k in alias[1] if _tok(k, "IDENT"))
+                renames = any(_tree(k, "ident_list") for k in alias[1])
+            first = kids[0]
+            if _tree(first, "table_name"):
+                t = _norm(first[1][-1][1])
+                out.append((frozenset({t} | ({a_name} if a_name else set())), t, renames))
+            elif _tok(first, "LPAR") and _tree(kids[1], "table_ref") and alias is None:
+                out.extend(self._items(kids[1]))
+            elif _tree(first, "cte_ref") and alias is None:
+                out.append((frozenset({_norm(first[1][0][1])}), None, True))
+            else:
+                out.append((frozenset({a_name or "*"}), None, True))
+        return out
+
+    def _aliases(self, x: Any) -> list[str]:
+        out = []
+        for a in self._walk(x, "alias"):
+            last = a[1][-1]
+            if _tree(last, "alias_name"):
+                last = last[1][0]
+            out.append(_norm(last[1]) if _tok(last, "IDENT") else "*")
+        return out
+
+    def restriction(self, forest: tuple[Any, ...]) -> tuple[frozenset[str] | None, bool]:
+        levels: list[_Level] = []
+        ctes: list[str] = []
+        prev: Any = None
+        for x in forest:
+            if _tok(x):
+                if x[0] == "SELECT":
+                    levels.append(_Level("select-list", [], []))
+                elif x[0] == "WITH":
+                    ctes.append("*")
+                elif (
+                    x[0] == "FROM"
+                    and levels
+                    and levels[-1].state == "select-list"
+                    and prev is not None
+                    and _tree(prev, "select_list")
+                ):
+                    levels[-1] = _Level("from", [], levels[-1].aliases)
+            elif x[0] in ("select_core", "query_body", "query_term"):
+                levels.append(_Level("query-tail", self._items(x), self._aliases(x)))
+            elif x[0] == "with_clause":
+                ctes += [_norm(c[1][0][1]) for c in self._walk(x, "cte")]
+            elif levels:
+                top = levels[-1]
+                if x[0] == "select_list" and top.state == "select-list":
+                    levels[-1] = _Level("select-list", [], self._aliases(x))
+                elif (
+                    x[0] == "from_clause"
+                    and top.state == "select-list"
+                    and prev is not None
+                    and _tree(prev, "select_list")
+                ):
+                    levels[-1] = _Level("after-from", self._items(x), top.aliases)
+                elif top.state == "from" and (
+                    x[0] in ("table_primary", "table_ref", "join_clause", "from_list")
+                    or x[0].startswith("__from_list")
+                ):
+                    levels[-1] = _Level("from", top.items + self._items(x), top.aliases)
+            prev = x
+
+        def opaque(it: tuple[frozenset[str], str | None, bool]) -> bool:
+            names, table, renamed = it
+            return (
+                renamed or table is None or table not in self.tables or "*" in ctes or table in ctes
+            )
+
+        if not levels:
+            return None, False
+        f = forest
+        if (
+            len(f) >= 2
+            and _tok(f[-1], "DOT")
+            and _tree(f[-2], "any_name")
+            and not (len(f) >= 3 and _tok(f[-3], "DOT"))
+        ):
+            q = _norm(f[-2][1][0][1])
+            for k in range(len(levels) - 1, -1, -1):
+                lv = levels[k]
+                if lv.state == "select-list":
+                    return None, False
+                hits = [it for it in lv.items if q in it[0] or "*" in it[0]]
+                if lv.state in ("query-tail", "from") and k < len(levels) - 1:
+                    if hits:
+                        return None, False
+                    continue
+                if hits:
+                    if any(opaque(it) for it in hits):
+                        return None, False
+                    found = frozenset(c for it in hits for c in self.tables[it[1] or ""])
+                    return (found, q not in self.schemas) if found else (None, False)
+            return None, False
+        cols: set[str] = set()
+        for lv in levels:
+            if lv.state == "select-list" or "*" in lv.aliases:
+                return None, False
+            for it in lv.items:
+                if opaque(it):
+                    return None, False
+                cols |= self.tables[it[1] or ""]
+            cols |= set(lv.aliases)
+        return (frozenset(cols) | SCOPE_KEYWORD_ARGS, False) if cols else (None, False)
+
+    def view(
+        self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
+    ) -> dict[str, tuple[frozenset[bytes], bool]] | None:
+        """The lexicons at a configuration (None: the grammar's own)."""
+        if "COLUMN_NAME" not in oracle.lexicon or "COLUMN_NAME" not in oracle.allowed(stack):
+            return None
+        names, qualified = self.restriction(forest)
+        if names is None:
+            return None
+        words, fold = oracle.lexicon["COLUMN_NAME"]
+        keep = frozenset(w for w in words if _norm(w) in names)
+        if not keep:
+            return None
+        view = dict(oracle.lexicon)
+        view["COLUMN_NAME"] = (keep, fold)
+        if qualified:
+            for t in _IDENT_TERMINALS:
+                if t in oracle.rx:
+                    view[t] = (frozenset(), False)
+        return view
