@@ -229,6 +229,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_db_args(pe)
     pe.set_defaults(func=_policy)
     sub.add_parser("models", help="fetch / list / verify the offline models", add_help=False)
+    sub.add_parser(
+        "serve", help="OpenAI-compatible test server, local model (serve --help)", add_help=False
+    )
     return ap
 
 
@@ -243,6 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .decode.models import main as models_main
 
         return models_main(args[1:])
+    if args and args[0] == "serve":
+        from .serve.server import main as serve_main
+
+        return serve_main(args[1:])
     ap = _parser()
     try:
         a = ap.parse_args(args)
