@@ -275,3 +275,13 @@ def test_processor_args_travel_as_a_json_string(chinook: SchemaSnapshot) -> None
     xargs, fp = processor_args(chinook, pol, "f" * 64)
     assert set(xargs) == {"grid_sql"} and isinstance(xargs["grid_sql"], str)
     assert GuideSpec.from_json(xargs["grid_sql"]).fingerprint == fp
+
+
+def test_cli_serve_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    from grid_sql.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--help"])
+    assert info.value.code == 0
+    assert "grid-sql serve" in capsys.readouterr().out
+    assert main(["serve", "--model", "/nonexistent/model.gguf"]) == 2
