@@ -34,6 +34,7 @@ keeping the grammar state in the scheduler; it is the price of the processor int
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -76,11 +77,13 @@ def shared_registry() -> GuideRegistry:
         return _REGISTRY
 
 
+@functools.lru_cache(maxsize=4)
 def load_vocabulary(
     source: str | os.PathLike[str], *, trust_remote_code: bool = False
 ) -> Vocabulary:
     """The served model's vocabulary: a GGUF file, a tokenizer.json, a directory holding one,
-    or a Hugging Face tokenizer name (through transformers). Not padded to the logits
+    or a Hugging Face tokenizer name (through transformers); cached per source, since
+    every engine in the process (and every test) would otherwise reload it. Not padded to the logits
     width: ids past the tokenizer are blocked when the mask is applied, and the fingerprint
     is the one a client computes from the same tokenizer."""
     p = Path(source)
