@@ -416,8 +416,13 @@ class ReserveTable:
         tokens: list[int] = self._spell(ext) if ext else []
         data = ext
         for t in terms:
-            tokens.extend(self.piece[t])
-            data += self.sep + self.lexeme[t]
+            word = self._scoped_word(cfg, data, t) if rt.sem is not None else None
+            if word is None:
+                tokens.extend(self.piece[t])
+                data += self.sep + self.lexeme[t]
+            else:
+                tokens.extend(self._spell(self.sep + word))
+                data += self.sep + word
         end = rt.advance(cfg, data) if data else cfg
         if end is None or not rt.eos_allowed(end):
             raise MaskError(
@@ -425,6 +430,27 @@ class ReserveTable:
                 f"{cfg.scan.rem!r} (terminals {[self.grammar.terminals[t].name for t in terms]})"
             )
         return Completion(tuple(tokens), data)
+
+
+    def _scoped_word(self, cfg: Configuration, data: bytes, tid: int) -> bytes | None:
+        """Under scope-aware lexicons (grammar/scope.py) the fixed shortest lexeme of a
+        category terminal may be out of scope where it is written: the shortest word the
+        lexicon view in force there admits instead (None: keep the fixed lexeme). The cost
+        stays exact: it counts the tokens of the word actually written."""
+        rt = self.rt
+        if tid not in rt.lexicon:
+            return None
+        at = rt.advance(cfg, data + self.sep) if data or self.sep else cfg
+        if at is None:
+            return None
+        view = rt.lex_at(at.stack)
+        words = view.words.get(tid)
+        if view.fp is None or words is None or words.admits(self.lexeme[tid]):
+            return None
+        for w in sorted(words.words, key=lambda w: (len(w), w)):
+            if rt.advance(at, w + self.sep) is not None:
+                return w
+        return None
 
 
 _TABLES: dict[tuple[str, str], ReserveTable] = {}
