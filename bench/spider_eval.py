@@ -73,8 +73,9 @@ ARMS = ("unconstrained", "constrained", "repair", "scope", "scope+repair")
 DEFAULT_ARMS = ("unconstrained", "constrained", "repair")
 # (first-round arm, final arm, scope-aware masks on): each pair is one generate_sql call
 ARM_PAIRS = (("constrained", "repair", False), ("scope", "scope+repair", True))
-# the Asker keyword that turns the scope-aware identifier masks on or off (issue #8 §2)
-SCOPE_OPTION = "scope_masks"
+# Asker keywords that may turn the scope-aware identifier masks on or off (issue #8 §2); the
+# first one the Asker accepts is used, else the bench sets the role grammar's scopes itself
+SCOPE_OPTIONS = ("scope_masks", "scopes", "scope_aware", "scoped")
 EXCLUDED_DBS = frozenset({"wta_1"})
 FLOAT_DIGITS = 7
 EXEC_TIMEOUT_S = 20.0
@@ -398,21 +399,67 @@ def git_commit(repo: Path | None = None) -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def scope_options(on: bool) -> dict[str, Any]:
-    """Asker keyword arguments that turn the scope-aware identifier masks on or off.
+def scope_option_name() -> str | None:
+    """The Asker keyword for the scope-aware masks, if this grid_sql's Asker has one."""
+    from grid_sql.front.ask import Asker
 
-    Raises ``SystemExit`` when this grid_sql's Asker has no such option: a ``scope`` arm
-    run without it would silently measure the plain constrained arm.
+    params = inspect.signature(Asker.__init__).parameters
+    return next((o for o in SCOPE_OPTIONS if o in params), None)
+
+
+def make_asker(db: Path, backend: Backend, max_tokens: int, *, scopes: bool) -> Asker:
+    """The arm's Asker: audit off, repair available, scope-aware masks ``scopes``.
+
+    Through the Asker's own option when it has one; otherwise the role grammar is swapped for
+    ``grammar.with_scopes(role_scopes(snapshot))`` (or ``with_scopes(None)``), the public
+    switch the scope rule ships with (``grid_sql/policy/scopes.py``), so the ``constrained``
+    arm is scope-free and the ``scope`` arm scoped whatever the Asker's default is.
     """
     from grid_sql.front.ask import Asker
 
-    if SCOPE_OPTION in inspect.signature(Asker.__init__).parameters:
-        return {SCOPE_OPTION: on}
-    if on:
-        raise SystemExit(
-            f"the scope arms need Asker({SCOPE_OPTION}=...), which this grid_sql lacks"
-        )
-    return {}
+    opt = scope_option_name()
+    if opt is not None:
+        kw: dict[str, Any] = {opt: scopes}
+        return Asker(db, model=backend, audit=False, max_tokens=max_tokens, **kw)
+    try:
+        from grid_sql.policy.scopes import role_scopes
+    except ImportError:
+        if scopes:
+            raise SystemExit("the scope arms need grid_sql.policy.scopes") from None
+        return Asker(db, model=backend, audit=False, max_tokens=max_tokens)
+    cls = _arm_asker_class()
+    make = role_scopes if scopes else None
+    asker: Asker = cls(db, model=backend, audit=False, max_tokens=max_tokens, bench_scopes=make)
+    return asker
+
+
+def _arm_asker_class() -> Any:
+    import dataclasses
+
+    from grid_sql.front.ask import Asker
+
+    class ArmAsker(Asker):
+        """An Asker whose generation grammar has the scope table the arm asks for."""
+
+        def __init__(self, *a: Any, bench_scopes: Any = None, **kw: Any) -> None:
+            self._bench_scopes = bench_scopes
+            super().__init__(*a, **kw)
+
+        def _mode(self, writes: bool) -> Any:
+            with self._lock:
+                mode = super()._mode(writes)
+                make = self._bench_scopes
+                want = None if make is None else make(self.snapshot)
+                have = mode.grammar.scopes
+                same = (have is None and want is None) or (
+                    have is not None and want is not None and have.fingerprint == want.fingerprint
+                )
+                if not same:
+                    mode = dataclasses.replace(mode, grammar=mode.grammar.with_scopes(want))
+                    self._modes[writes] = mode
+                return mode
+
+    return ArmAsker
 
 
 def evaluate(
@@ -431,16 +478,19 @@ def evaluate(
     ``model`` is what :func:`load_backend` resolves (registry name or GGUF path); ``label``
     names it in the records (default ``model``).
     """
-    from grid_sql.front.ask import Asker, load_backend
+    from grid_sql.front.ask import load_backend
 
     name = label or model
     have = done_keys(read_jsonl(out), name)
     todo = [q for q in questions if any((q.qid, a) not in have for a in arms)]
     if not todo:
         return 0
-    pair_opts = {  # resolved before the model loads, so a missing option fails fast
-        first: scope_options(on) for first, final, on in ARM_PAIRS if first in arms or final in arms
-    }
+    if any(a.startswith("scope") for a in arms) and scope_option_name() is None:
+        try:  # fail before the model loads
+            from grid_sql.policy.scopes import role_scopes  # noqa: F401
+        except ImportError:
+            raise SystemExit("the scope arms need grid_sql.policy.scopes") from None
+    scoped = {first: on for first, _final, on in ARM_PAIRS}
     commit = git_commit()
     backend = load_backend(model)
     askers: dict[tuple[str, str], Asker] = {}
@@ -452,10 +502,7 @@ def evaluate(
             key = (str(db), first)
             a = askers.get(key)
             if a is None:
-                opts = pair_opts.get(first, {})
-                a = askers[key] = Asker(
-                    db, model=backend, audit=False, max_tokens=max_tokens, **opts
-                )
+                a = askers[key] = make_asker(db, backend, max_tokens, scopes=scoped[first])
             return a
 
         gold_rows = run_sqlite(db, q.gold)

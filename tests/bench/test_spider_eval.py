@@ -183,18 +183,17 @@ def test_paired_difference_matches_mcnemar_exact() -> None:
     assert se.paired_difference(0, 10, 10)[3] == pytest.approx(2 / 1024)
 
 
-def test_scope_option_is_required_for_the_scope_arms() -> None:
-    import inspect
+def test_arm_askers_have_the_scopes_the_arm_asks_for() -> None:
+    """``constrained`` is scope-free and ``scope`` scoped, whatever the Asker's default."""
+    from grid_sql.data import chinook_path
 
-    from grid_sql.front.ask import Asker
-
-    if se.SCOPE_OPTION in inspect.signature(Asker.__init__).parameters:
-        assert se.scope_options(True) == {se.SCOPE_OPTION: True}
-        assert se.scope_options(False) == {se.SCOPE_OPTION: False}
-    else:  # a scope arm must not silently measure the plain constrained arm
-        with pytest.raises(SystemExit, match=se.SCOPE_OPTION):
-            se.scope_options(True)
-        assert se.scope_options(False) == {}
+    on = se.make_asker(chinook_path(), None, 64, scopes=True)  # type: ignore[arg-type]
+    off = se.make_asker(chinook_path(), None, 64, scopes=False)  # type: ignore[arg-type]
+    assert on.grammar.scopes is not None and off.grammar.scopes is None
+    assert on.grammar.fingerprint != off.grammar.fingerprint
+    assert {"track", "album", "invoiceline"} <= {t.lower() for t in on.grammar.scopes.columns}
+    # the same messages (prompt) for both arms: only the mask differs
+    assert on.messages("How many tracks?") == off.messages("How many tracks?")
 
 
 # ------------------------------------------------------------------ Chinook question set
