@@ -74,6 +74,11 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             for n, c in lex.categories.items()
         },
     }
+    if grammar.scopes is not None:  # scope-aware column lexicons (grammar/scope.py)
+        body["scopes"] = {
+            "tables": {t: sorted(c) for t, c in grammar.scopes.columns.items()},
+            "schemas": sorted(grammar.scopes.schemas),
+        }
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -120,6 +125,11 @@ def rebuild_grammar(art: Artifact) -> Grammar:
             lexicon=lexicon,
             name=body["name"],
         )
+        sc = body.get("scopes")
+        if sc is not None:
+            from ..grammar.scope import ScopeTable
+
+            g = g.with_scopes(ScopeTable(sc["tables"], sc["schemas"]))
     except AuditError:
         raise
     except (GridSQLError, ValueError, KeyError, TypeError, IndexError, zlib.error) as e:
