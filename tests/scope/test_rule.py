@@ -143,3 +143,13 @@ def test_off_by_default_and_fingerprinted() -> None:
     assert ParserRuntime.for_grammar(g).sem is None
     with pytest.raises(LexiconError):
         Grammar.dialect("sqlite").with_scopes(ScopeTable({"t": ["a"]}))
+
+
+def test_audit_artifact_rebuilds_the_scoped_grammar() -> None:
+    from grid_sql.audit.artifacts import grammar_artifact, rebuild_grammar
+
+    g = scoped(DB)
+    back = rebuild_grammar(grammar_artifact(g))
+    assert back.fingerprint == g.fingerprint
+    assert back.scopes is not None and back.scopes.columns == g.scopes.columns  # type: ignore[union-attr]
+    assert rebuild_grammar(grammar_artifact(role(DB))).scopes is None
