@@ -179,8 +179,26 @@ class Grammar:
 
         Raises :class:`GrammarError` for malformed grammars and
         :class:`~grid_sql.errors.GrammarConflictError` if the grammar is not LALR(1).
+
+        The loaded grammar is kept in the on-disk grammar store (``grammar/cache.py``),
+        keyed by every file the loader reads, so a later process skips lark's loader.
         """
         from lark.load_grammar import load_grammar
+
+        from . import cache as store
+
+        key = store.source_key(
+            text,
+            start,
+            import_paths=import_paths,
+            source_path=source_path,
+            categories=categories,
+            name=name,
+        )
+        hit = store.load(key)
+        if hit is not None and cls is Grammar:
+            hit.validate()
+            return hit
 
         try:
             lgrammar, used_files = load_grammar(
@@ -236,6 +254,7 @@ class Grammar:
                 )
         g = cls(terminals, lrules, start, name=name)
         g.validate()
+        store.save(g, key)
         return g
 
     @classmethod

@@ -1,0 +1,145 @@
+"""The on-disk grammar store (``grid_sql/grammar/cache.py``): a warm start skips lark's
+loader, and an entry is trusted only when it rebuilds to its recorded fingerprint — corrupt,
+truncated, tampered or stale entries are rebuilt and rewritten, never used."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grid_sql.errors import GrammarError
+from grid_sql.grammar import Grammar
+from grid_sql.grammar import cache as store
+from grid_sql.grammar.dialects import dialects_dir
+
+from .toy_grammars import CRUD
+
+
+@pytest.fixture
+def gstore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(store.ENV, str(tmp_path))
+    root = store.store_dir()
+    assert root is not None and root.is_relative_to(tmp_path)
+    return root
+
+
+def stats() -> dict[str, int]:
+    return dict(store.STATS.__dict__)
+
+
+def delta(before: dict[str, int]) -> dict[str, int]:
+    now = stats()
+    return {k: now[k] - before[k] for k in now if now[k] != before[k]}
+
+
+def no_lark_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: object, **k: object) -> None:
+        raise AssertionError("lark's grammar loader ran on a store hit")
+
+    monkeypatch.setattr("lark.load_grammar.load_grammar", boom)
+
+
+def only_entry(root: Path) -> Path:
+    entries = list(root.glob("*/*.json"))
+    assert len(entries) == 1
+    return entries[0]
+
+
+def test_dialect_round_trip_skips_the_loader(gstore: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = dialects_dir()
+    path = d / "sqlite.lark"
+
+    def load() -> Grammar:
+        return Grammar.from_lark(
+            path.read_text(), "start", import_paths=[d], source_path=path, name="sqlite"
+        )
+
+    s0 = stats()
+    cold = load()
+    assert delta(s0) == {"misses": 1, "writes": 1}
+    no_lark_loader(monkeypatch)
+    s1 = stats()
+    warm = load()
+    assert delta(s1) == {"hits": 1}
+    assert warm.fingerprint == cold.fingerprint == Grammar.dialect("sqlite").fingerprint
+    assert warm.l1_fingerprint == cold.l1_fingerprint
+    assert warm.terminals == cold.terminals and warm.rules == cold.rules
+    assert np.array_equal(warm.tables.action, cold.tables.action)
+    assert warm.tables.fingerprint == cold.tables.fingerprint
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["garbage", "truncated", "empty", "tampered_rule", "tampered_terminal", "format", "key"],
+)
+def test_damaged_entry_is_rebuilt_not_trusted(gstore: Path, damage: str) -> None:
+    ref = Grammar.from_lark(CRUD, "start")
+    entry = only_entry(gstore)
+    raw = entry.read_text()
+    doc = json.loads(raw)
+    if damage == "garbage":
+        entry.write_bytes(b"\x00\xffnot json")
+    elif damage == "truncated":
+        entry.write_text(raw[: len(raw) // 2])
+    elif damage == "empty":
+        entry.write_text("")
+    else:
+        if damage == "tampered_rule":  # drop one production, keep the recorded fingerprint
+            doc["rules"] = doc["rules"][1:]
+        elif damage == "tampered_terminal":  # widen a regex
+            doc["terminals"][0][1] = ".*"
+        elif damage == "format":
+            doc["format"] = store.STORE_FORMAT + 1
+        else:
+            doc["key"] = "0" * 64
+        entry.write_text(json.dumps(doc))
+    s0 = stats()
+    again = Grammar.from_lark(CRUD, "start")
+    assert delta(s0) == {"rejected": 1, "writes": 1}
+    assert again.fingerprint == ref.fingerprint and again.rules == ref.rules
+    # the rewritten entry is good again
+    s1 = stats()
+    assert Grammar.from_lark(CRUD, "start").fingerprint == ref.fingerprint
+    assert delta(s1) == {"hits": 1}
+
+
+def test_changed_source_or_import_is_a_different_entry(gstore: Path, tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "words.lark").write_text("NAME: /[a-z]+/\n")
+    text = "%import words.NAME\nstart: NAME\n"
+    g1 = Grammar.from_lark(text, "start", import_paths=[lib])
+    (lib / "words.lark").write_text("NAME: /[a-z0-9]+/\n")
+    s0 = stats()
+    g2 = Grammar.from_lark(text, "start", import_paths=[lib])
+    assert delta(s0) == {"misses": 1, "writes": 1}
+    assert g1.terminals[0].pattern != g2.terminals[0].pattern
+    s1 = stats()
+    g3 = Grammar.from_lark(text + "\n", "start", import_paths=[lib])
+    assert delta(s1) == {"misses": 1, "writes": 1}
+    assert g3.fingerprint == g2.fingerprint
+
+
+def test_failed_load_is_not_stored(gstore: Path) -> None:
+    with pytest.raises(GrammarError):
+        Grammar.from_lark("start: UNDEFINED_THING\n", "start")
+    assert not list(gstore.glob("*/*.json"))
+
+
+def test_disabled_and_unwritable_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(store.ENV, "off")
+    assert store.store_dir() is None
+    s0 = stats()
+    Grammar.from_lark(CRUD, "start")
+    assert delta(s0) == {}
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv(store.ENV, str(blocker))
+    s1 = stats()
+    g = Grammar.from_lark(CRUD, "start")  # cannot write: still a correct grammar
+    d1 = delta(s1)
+    assert d1.get("writes", 0) == 0 and d1.get("hits", 0) == 0
+    assert g.fingerprint == Grammar.from_lark(CRUD, "start").fingerprint
