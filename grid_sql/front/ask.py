@@ -47,6 +47,7 @@ from ..policy.config import AppPolicy, narrow
 from ..policy.grammar import role_grammar
 from ..policy.grants import read_grants, sqlite_baseline
 from ..policy.model import Policy
+from ..policy.scopes import role_scopes
 from ..policy.session import as_app_policy, open_sqlite
 from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
@@ -70,7 +71,7 @@ OnStep = Callable[[StepRecord], None]
 MAX_QUESTION_CHARS = 4000
 _GUIDES: dict[tuple[str, str], Guide] = {}
 _GUIDES_LOCK = threading.Lock()
-_ROLE_GRAMMARS: dict[tuple[str, str, str], Grammar] = {}
+_ROLE_GRAMMARS: dict[tuple[str, str, str, bool], Grammar] = {}
 
 DB = str | Path | sa.URL | Engine | Connection
 
@@ -114,18 +115,24 @@ def guide_for(grammar: Grammar, backend: Backend) -> Guide:
         return guide
 
 
-def role_grammar_for(snapshot: SchemaSnapshot, policy: Policy) -> Grammar:
+def role_grammar_for(
+    snapshot: SchemaSnapshot, policy: Policy, *, scopes: bool = False
+) -> Grammar:
     """The role grammar of (schema, policy), compiled once per process and shared.
 
     Why: projection and LALR table construction take seconds, and every Asker (one per
     DB-API connection, notebook, request...) on the same role and schema needs the same one.
+    ``scopes``: with scope-aware column lexicons (``docs/scope.md``) when the role has a
+    column lexicon.
     """
-    key = (snapshot.dialect, snapshot.fingerprint, policy.fingerprint)
+    key = (snapshot.dialect, snapshot.fingerprint, policy.fingerprint, scopes)
     with _GUIDES_LOCK:
         hit = _ROLE_GRAMMARS.get(key)
     if hit is not None:
         return hit
     grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy)
+    if scopes and grammar.lexicon is not None and "COLUMN_NAME" in grammar.lexicon:
+        grammar = grammar.with_scopes(role_scopes(snapshot))
     with _GUIDES_LOCK:
         return _ROLE_GRAMMARS.setdefault(key, grammar)
 
@@ -159,6 +166,7 @@ class Asker:
         max_tokens: int = 256,
         repair: bool = True,
         examples: Sequence[Example] = (),
+        scopes: bool = True,
     ) -> None:
         if row_limit < 0:
             raise OptionError("row_limit must be >= 0")
@@ -171,6 +179,7 @@ class Asker:
         self.timeout_s = timeout_s
         self.max_tokens = max_tokens
         self.repair = repair
+        self.scopes = scopes  # scope-aware column lexicons (docs/scope.md)
         self.examples = tuple(examples)
         self._model_arg = model
         self._backend: Backend | None = None
@@ -266,7 +275,7 @@ class Asker:
             if not writes and not pol.read_only:
                 pol = narrow(pol, _SELECT_ONLY, self.snapshot)
             try:
-                grammar = role_grammar_for(self.snapshot, pol)
+                grammar = role_grammar_for(self.snapshot, pol, scopes=self.scopes)
             except EmptyLanguageError as exc:
                 what = "" if writes else " without allow_writes"
                 raise PolicyViolation(
