@@ -117,3 +117,38 @@ def test_bitmask_argument_checked(reg) -> None:
         bm.fill([0, 1], np.zeros((1, bm.n_words), dtype=np.int32))
     with pytest.raises(ValueError, match="draft"):
         bm.fill([0], drafts=[[1], [2]])
+
+
+def test_guides_shared_across_threads_state_per_masker(reg, refs) -> None:
+    """Two engine threads, one registry: each masker's slots advance independently while the
+    compiled guides (and their caches) are shared; every mask stays exact."""
+    import threading
+
+    work = {
+        "demo": G.tokens(G.SQL["demo"][1]),
+        "artists": G.tokens(G.SQL["artists"][0]),
+    }
+    expect = {r: G.reference_masks(refs[r], t) for r, t in work.items()}
+    failures: list[str] = []
+
+    def engine(first: str) -> None:
+        bm = BatchMasker(G.vocab(), reg)
+        order = [first, "artists" if first == "demo" else "demo"]
+        for slot, role in enumerate(order):
+            bm.add(slot, G.spec(role).fingerprint)
+        n = max(len(t) for t in work.values())
+        for k in range(n + 1):
+            live = [s for s, r in enumerate(order) if k <= len(work[r])]
+            f = bm.fill(live)
+            for i, s in enumerate(live):
+                if not np.array_equal(f.bitmask[i], expect[order[s]][k]):
+                    failures.append(f"{first}: slot {s} step {k}")
+                if k < len(work[order[s]]):
+                    bm.accept(s, work[order[s]][k])
+
+    ts = [threading.Thread(target=engine, args=(r,)) for r in ("demo", "artists")]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not failures
