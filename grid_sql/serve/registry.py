@@ -25,6 +25,7 @@ future with the GIL released.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -230,11 +231,21 @@ def parse_grid_args(extra_args: Mapping[str, Any] | None) -> GuideRef | None:
     v = extra_args[GRID_ARG]
     if is_fingerprint(v):
         return str(v)
-    if isinstance(v, (str, bytes, Mapping)):
+    if isinstance(v, str):
+        return _spec_from_text(v)
+    if isinstance(v, (bytes, Mapping)):
         return GuideSpec.from_json(v)
     raise GuideSpecError(
         f"extra_args[{GRID_ARG!r}] must be a guide spec or a fingerprint, not {type(v).__name__}"
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _spec_from_text(text: str) -> GuideSpec:
+    """Validated specs by their JSON text: a server sees the same spec text on every request
+    of a client session, and validating it (policy and schema round trips) costs
+    milliseconds on the engine thread (a GuideSpecError is not cached)."""
+    return GuideSpec.from_json(text)
 
 
 def grid_args(spec: GuideSpec, *, by_fingerprint: bool = False) -> dict[str, str]:
