@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..decode.records import StepRecord
 from ..errors import (
     GridSQLError,
     GuideUnavailable,
@@ -42,16 +43,18 @@ from ..errors import (
     OptionError,
     ServingError,
     StatementError,
+    TokenRejected,
 )
 from ..front.ask import Asker, _Gen, _Mode
 from ..front.result import AskResult, GeneratedSQL
 from ..grammar import Grammar
+from ..mask.guide import Guide
+from ..mask.vocab import Vocabulary
 from ..parser.incremental import accepts
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..decode.backend import Backend
     from ..front.prompt import Message
-    from ..mask.vocab import Vocabulary
     from ..policy.model import Policy
     from ..schema.model import SchemaSnapshot
 
@@ -62,6 +65,7 @@ __all__ = [
     "ServerClient",
     "grammar_request",
     "processor_args",
+    "replay_records",
 ]
 
 Mode = Literal["grid-processor", "server-grammar"]
@@ -289,8 +293,16 @@ class RemoteAsker(Asker):
 
     ``server`` is a base URL (``http://host:8000/v1``) or a :class:`ServerClient`.
     ``grammar_backend`` names the server's structured-output backend for the
-    ``server-grammar`` mode. Audit seals need the per-token records of a local decode, which
-    a remote server does not return, so auditing is off (``audit`` must stay False).
+    ``server-grammar`` mode.
+
+    Audit: a server returns token ids, not grid-sql's per-token records. With ``audit`` on
+    (it is off by default here) and ``vocabulary`` given as the served model's
+    :class:`~grid_sql.mask.vocab.Vocabulary`, every generation's token ids are replayed under
+    the role's guide on the client — each step's exact mask recomputed, the token checked
+    against it — and sealed as a processor-mode record flagged ``remote-replay`` (and the
+    mode). A token outside the exact mask (possible in ``server-grammar`` mode) raises
+    :class:`TokenRejected` and nothing runs. The replay costs the client the mask fills the
+    server already did.
     """
 
     def __init__(
@@ -311,15 +323,19 @@ class RemoteAsker(Asker):
             raise OptionError(
                 f"grammar_backend must be xgrammar or guidance, not {grammar_backend!r}"
             )
-        if kw.get("audit", False) is not False:
+        from ..mask.vocab import Vocabulary
+
+        kw.setdefault("audit", False)
+        if kw["audit"] is not False and not isinstance(vocabulary, Vocabulary):
             raise OptionError(
-                "a RemoteAsker cannot seal audit records: the server returns no per-token "
-                "records (pass audit=False or leave it out)"
+                "a RemoteAsker seals audit records by replaying the server's tokens, which "
+                "needs vocabulary= the served model's Vocabulary (or pass audit=False)"
             )
         if kw.get("model") is not None:
             raise OptionError("a RemoteAsker's model is the server's (pass server=..., not model=)")
-        kw["audit"] = False
         super().__init__(db, **kw)
+        self._vocab_obj = vocabulary if isinstance(vocabulary, Vocabulary) else None
+        self._replay_guides: dict[str, Guide] = {}
         self.client = server if isinstance(server, ServerClient) else ServerClient(server)
         self.mode: Mode = mode
         self.grammar_backend = grammar_backend
@@ -386,6 +402,8 @@ class RemoteAsker(Asker):
             "stop": [";"],
             "include_stop_str_in_output": True,
         }
+        if self.audit is not None:
+            params["return_token_ids"] = True  # vLLM: choices[0].token_ids
         if self.seed is not None:
             params["seed"] = self.seed
         t0 = time.perf_counter()
@@ -438,19 +456,57 @@ class RemoteAsker(Asker):
         self, msgs: list[Message], max_tokens: int, mode: _Mode, on_step: Any = None
     ) -> _Gen:
         gen = self.generate_remote(msgs, max_tokens, mode)
+        records: list[StepRecord] = []
+        stop = gen.stop_reason
+        guide: Guide | None = None
+        mask_s = 0.0
+        if self.audit is not None and self._vocab_obj is not None:
+            guide = self._replay_guide(mode.grammar, self._vocab_obj)
+            t0 = time.perf_counter()
+            records, stop = replay_records(guide, _token_ids(gen.raw))
+            mask_s = time.perf_counter() - t0
         return _Gen(
             sql=gen.sql,
-            stop_reason=gen.stop_reason,
-            records=[],
+            stop_reason=stop,
+            records=records,
             seconds=gen.seconds,
-            mask_seconds=0.0,
+            mask_seconds=mask_s,
             n_tokens=gen.completion_tokens,
-            guide=None,  # type: ignore[arg-type]  # no local guide; _seal is off
+            guide=guide,  # type: ignore[arg-type]  # None only when nothing is sealed
             model_id=self.client.model,
         )
 
+    def _replay_guide(self, grammar: Grammar, vocab: Vocabulary) -> Guide:
+        g = self._replay_guides.get(grammar.fingerprint)
+        if g is None:
+            g = self._replay_guides[grammar.fingerprint] = Guide(grammar, vocab)
+        return g
+
     def _seal(self, gen: _Gen, question: str, mode: _Mode) -> str | None:
-        return None
+        store = self.audit
+        if store is None or gen.guide is None:
+            return None
+        from ..audit.log import ArtifactRefs, AuditLog
+
+        log = AuditLog()
+        log.extend(gen.records)
+        record = log.seal(
+            stop_reason=gen.stop_reason,
+            artifacts=ArtifactRefs(
+                grammar=gen.guide.grammar.fingerprint,
+                tokenizer=gen.guide.vocab.fingerprint,
+                policy=mode.policy.fingerprint,
+                schema=self.snapshot.fingerprint,
+                model_id=gen.model_id or None,
+            ),
+            final_sql=gen.sql,
+            question=question,
+            user=self.user,
+            mode="processor",  # masks on the server: EOS-only-at-ACCEPT termination
+            flags=("remote-replay", f"remote:{self.mode}"),
+            dialect=self.dialect,
+        )
+        return store.append(record, grammar=gen.guide.grammar, vocab=gen.guide.vocab)
 
     # -- results carry the mode ---------------------------------------------------------------
     def generate_sql(self, question: str, **options: Any) -> RemoteGeneratedSQL:
@@ -460,6 +516,54 @@ class RemoteAsker(Asker):
     def ask(self, question: str, **options: Any) -> RemoteAskResult:
         res = super().ask(question, **options)
         return RemoteAskResult(**_fields(res), mode=self.mode)
+
+
+def _token_ids(answer: Mapping[str, Any]) -> list[int]:
+    """The generated token ids of an answer: vLLM's ``choices[0].token_ids``
+    (``return_token_ids``), else the test server's ``grid_sql.token_ids``."""
+    ids = answer["choices"][0].get("token_ids")
+    if ids is None:
+        ids = (answer.get("grid_sql") or {}).get("token_ids")
+    if not isinstance(ids, list) or not all(isinstance(t, int) for t in ids):
+        raise ServingError("the server returned no token ids to replay for the audit record")
+    return [int(t) for t in ids]
+
+
+def replay_records(guide: Guide, token_ids: Sequence[int]) -> tuple[list[StepRecord], str]:
+    """Per-token records of ``token_ids`` under ``guide``, each step's exact mask recomputed,
+    and the stop reason (``eos``, ``stop_at_accept`` at a complete statement without EOS, or
+    ``truncated``). Raises :class:`TokenRejected` for a token outside its step's mask."""
+    from ..decode.records import StepKind, StopReason, mask_digest
+
+    m = guide.matcher()
+    buf = m.allocate_bitmask()
+    records: list[StepRecord] = []
+    size = guide.vocab.size
+    for tok in token_ids:
+        if m.is_terminated():
+            break
+        cfg = m.config
+        n, entry_ids = guide.fill_bitmask(cfg, buf)
+        if not (int(buf[tok >> 5]) >> (tok & 31)) & 1:
+            raise TokenRejected(f"remote token {tok} at step {len(records)} is outside the mask")
+        m.accept_token(tok)
+        records.append(
+            StepRecord(
+                step=len(records),
+                config_hash=cfg.config_hash,
+                entry_ids=tuple(entry_ids),
+                mask_digest=mask_digest(buf),
+                token=tok,
+                allowed=n,
+                blocked=size - n,
+                kind=StepKind.EOS if tok == guide.eos_id else StepKind.SAMPLED,
+            )
+        )
+    if records and records[-1].kind == StepKind.EOS:
+        return records, StopReason.EOS.value
+    if m.is_accepting():
+        return records, StopReason.STOP_AT_ACCEPT.value
+    return records, StopReason.TRUNCATED.value
 
 
 def _fields(obj: Any) -> dict[str, Any]:
