@@ -70,6 +70,7 @@ class _Request:
     seed: int | None
     stop: tuple[str, ...]
     include_stop: bool
+    return_ids: bool
     grid: Mapping[str, Any] | None  # the per-request grid-sql arguments (None: unmasked)
     stream: queue.SimpleQueue[tuple[str, Any]] | None = None
     # engine state
@@ -629,6 +630,7 @@ class GridServer:
             seed=seed,
             stop=tuple(stop),
             include_stop=bool(body.get("include_stop_str_in_output", False)),
+            return_ids=bool(body.get("return_token_ids", False)),
             grid=self._grid_args(body),
         )
 
@@ -681,6 +683,8 @@ class GridServer:
             choice["message"] = {"role": "assistant", "content": r.text}
         else:
             choice["text"] = r.text
+        if r.return_ids:  # vLLM's return_token_ids
+            choice["token_ids"] = list(r.tokens)
         return {
             "id": ("chatcmpl-" if chat else "cmpl-") + r.rid,
             "object": "chat.completion" if chat else "text_completion",

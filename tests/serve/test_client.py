@@ -81,7 +81,9 @@ def test_remote_generation_is_replayed_into_a_verifiable_audit_record(
     rec = store.get(gen.audit_id)
     assert rec.seal["mode"] == "processor"
     assert rec.seal["flags"] == ["remote-replay", "remote:grid-processor"]
-    assert [s.token for s in rec.steps] == asker.last.raw["grid_sql"]["token_ids"]
+    assert asker.last is not None
+    ids = asker.last.raw["choices"][0]["token_ids"]  # vLLM's return_token_ids field
+    assert [s.token for s in rec.steps] == ids == asker.last.raw["grid_sql"]["token_ids"]
     assert rec.seal["final_sql"] == gen.sql
     report = verify(store, gen.audit_id)
     assert report.ok, report.describe()
