@@ -122,7 +122,7 @@ def qwen():
     return load_backend("qwen2.5-coder-0.5b", backend="llama.cpp")
 
 
-@pytest.mark.slow  # Qwen2.5-Coder-0.5B on CPU, two generations over a Spider schema: ~30-90 s
+@pytest.mark.slow  # Qwen2.5-Coder-0.5B on CPU, two generations: ~150 s on a busy 2-core host
 @pytest.mark.skipif(not SPIDER.exists(), reason="shared Spider data not present")
 def test_real_model_repairs_a_wrong_alias(qwen):
     """Spider dev #397: the 0.5B model writes `T2.Hometown` on course_arrange; the repair
