@@ -463,6 +463,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--legs", type=int, default=1)
     ap.add_argument("--cold-batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--max-batched-tokens",
+        type=int,
+        default=64,
+        help="tokens per engine round (chunked prefill; vLLM's max_num_batched_tokens)",
+    )
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "serving-cpu.json")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -471,7 +477,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     host = host_info()
     batch = max(max(a.batches), a.cold_batch + 1)
     n_ctx = batch * (160 + 2 * a.max_tokens) + 512
-    srv = GridServer(a.model, max_batch=batch, n_ctx=n_ctx, n_threads=a.threads)
+    srv = GridServer(
+        a.model,
+        max_batch=batch,
+        n_ctx=n_ctx,
+        n_threads=a.threads,
+        max_batched_tokens=a.max_batched_tokens,
+    )
     vocab = srv.backend.vocab.fingerprint
     guides = chinook_guides(POLICIES, vocab)
     (cold,) = chinook_guides([COLD_POLICY], vocab)
@@ -510,6 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         model=srv.model_name,
         command=" ".join([Path(sys.executable).name, *sys.argv]),
         max_tokens=a.max_tokens,
+        max_batched_tokens=a.max_batched_tokens,
         legs=a.legs,
         seconds=time.perf_counter() - t0,
         guides=[asdict(g) | {"fields": "…"} for g in guides],

@@ -242,6 +242,7 @@ class _Scheduler:
             if engine.lc.llama_vocab_is_eog(lv, int(t)):
                 self.eog.add(int(t))
         self.stats = ServerStats()
+        self.max_batched_tokens = engine.n_batch
         self._waiting: list[_Request] = []
         self._active: dict[int, _Request] = {}
         self._cv = threading.Condition()
@@ -316,10 +317,13 @@ class _Scheduler:
     def _round(self) -> None:
         t0 = time.perf_counter()
         eng = self.engine
-        budget = eng.n_batch
+        budget = self.max_batched_tokens
         feeds: list[tuple[int, int, Sequence[int], bool]] = []
         fed: list[_Request] = []
-        for slot in sorted(self._active):
+        # decoding requests first (one token each), then prompt chunks in what is left: a long
+        # prompt joining the batch never holds its co-tenants' next token back for a round
+        order = sorted(self._active, key=lambda s: (len(self._active[s].pending) > 1, s))
+        for slot in order:
             r = self._active[slot]
             if r.held is not None or not r.pending or budget == 0:
                 continue
@@ -488,6 +492,10 @@ class GridServer:
 
     ``port=0`` picks a free port. ``max_batch`` is the number of sequences decoded together;
     ``n_ctx`` the KV positions they share (a request reserves prompt + ``max_tokens``).
+    ``max_batched_tokens`` caps the tokens of one round (vLLM's ``max_num_batched_tokens``):
+    decoding requests go first, prompts are fed in chunks in what is left (chunked prefill),
+    so a joining request's prompt bounds, not blocks, its co-tenants' step (default
+    ``n_batch``).
     ``registry`` is the :class:`~grid_sql.serve.registry.GuideRegistry` guides are resolved
     through (one is made when omitted). ``processor=False`` behaves like a vLLM server
     without grid-sql's processor: ``vllm_xargs`` are accepted and ignored. The model and batch
@@ -507,6 +515,7 @@ class GridServer:
         registry: Any = None,
         served_model_name: str | None = None,
         processor: bool = True,
+        max_batched_tokens: int | None = None,
     ) -> None:
         if not 1 <= max_batch <= 256:
             raise OptionError(f"max_batch must be in [1, 256], got {max_batch}")
@@ -527,6 +536,10 @@ class GridServer:
         self.masker = BatchMasker(self.backend.vocab, registry)
         self.model_name = served_model_name or self.backend.model_id
         self.scheduler = _Scheduler(self.backend, self.engine, _MaskerSlots(self.masker))
+        if max_batched_tokens is not None:
+            if not 1 <= max_batched_tokens <= n_batch:
+                raise OptionError(f"max_batched_tokens must be in [1, n_batch={n_batch}]")
+            self.scheduler.max_batched_tokens = max_batched_tokens
         self._http = ThreadingHTTPServer((host, port), _handler_for(self))
         self._http.daemon_threads = True
         self._http_thread = threading.Thread(

@@ -57,7 +57,7 @@ def chinook() -> Iterator[SchemaSnapshot]:
 def server() -> Iterator[GridServer]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SmolLM2's vocabulary is not byte-complete
-        srv = GridServer(MODEL, max_batch=4, n_ctx=2048, n_batch=512)
+        srv = GridServer(MODEL, max_batch=4, n_ctx=2048, n_batch=512, max_batched_tokens=32)
     with srv:
         yield srv
 
