@@ -383,7 +383,7 @@ class _Conformance:
                     key,
                     schema=found[0],
                     info=found[1],
-                    end=_item_end(src),
+                    end=_item_end(src, self.sql),
                     span=(pos, pos + len(snip)) if pos is not None and snip else None,
                 )
             else:
@@ -823,16 +823,29 @@ def _shared_by_join(select: exp.Expr, key: str, view: SchemaView) -> bool:
     return False
 
 
-def _item_end(table: exp.Table) -> int | None:
-    """Offset just after a FROM item as written (``t``, ``t AS x``, ``t x``)."""
-    ends = []
-    for node in (table.this, table.args.get("alias")):
-        if isinstance(node, exp.TableAlias):
-            node = node.this
-        meta = getattr(node, "meta", None) or {}
-        if "end" in meta:
+def _item_end(table: exp.Table, sql: str) -> int | None:
+    """Offset just after a FROM item as written (``t``, ``t AS x``, ``t x``), or after its
+    whole JOIN clause (``JOIN t AS x ON ...``): a join inserted there may refer to it."""
+    root: exp.Expr = table.parent if isinstance(table.parent, exp.Join) else table
+    starts: list[int] = []
+    ends: list[int] = []
+    for node in root.walk():
+        meta = node.meta if isinstance(node, exp.Expr) else {}
+        if "start" in meta and "end" in meta:
+            starts.append(int(meta["start"]))
             ends.append(int(meta["end"]) + 1)  # meta spans the quotes of a quoted name
-    return max(ends) if ends else None
+    if not ends:
+        return None
+    end = max(ends)
+    depth = sql[min(starts) : end].count("(") - sql[min(starts) : end].count(")")
+    while depth > 0:  # `ON (a = b)`: step over the closing parentheses
+        rest = sql[end:]
+        stripped = rest.lstrip()
+        if not stripped.startswith(")"):
+            break
+        end += len(rest) - len(stripped) + 1
+        depth -= 1
+    return end
 
 
 def _span(node: exp.Expr | None, sql: str) -> tuple[int | None, str | None]:

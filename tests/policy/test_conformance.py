@@ -285,3 +285,15 @@ def test_wrong_table_is_swapped_not_joined():
     # a table that provides some of the columns is kept, and the missing one joined
     sql = "SELECT Name, Year FROM singer_in_concert JOIN concert USING (concert_ID)"
     assert all("replace table" not in (v.fix or "") for v in checker.check(sql))
+
+
+def test_join_is_inserted_after_the_join_clause_it_extends(chinook):
+    from grid_sql.policy.checker import proposed_fix
+
+    sql = "SELECT g.Name, t.Title FROM Genre AS g JOIN Track AS t ON (t.GenreId = g.GenreId)"
+    fixed = proposed_fix(sql, chinook.check(sql))
+    assert fixed == (
+        "SELECT g.Name, Album.Title FROM Genre AS g JOIN Track AS t ON (t.GenreId = g.GenreId) "
+        "JOIN Album ON Album.AlbumId = t.AlbumId"
+    )
+    assert chinook.check(fixed) == []
