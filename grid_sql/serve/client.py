@@ -358,8 +358,8 @@ class RemoteAsker(Asker):
     def vocabulary(self) -> str:
         """The server model's tokenizer fingerprint (a guide spec is compiled for it).
 
-        Given by the caller, else read from the server's model list (grid-sql's test server
-        and a vLLM host with the processor's model-card extension advertise it).
+        Given by the caller, else read from the server's model list: grid-sql's test server
+        advertises it there, vLLM does not (pass ``vocabulary=`` for a vLLM server).
         """
         if self._vocabulary is None:
             out = self.client._json("GET", "/models")
