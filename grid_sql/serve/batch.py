@@ -123,6 +123,15 @@ class BatchMasker:
         if swap and b is not None:
             self._slots[src] = b
 
+    def fail(self, slot: int, error: GridSQLError) -> None:
+        """Mark a guided slot broken (e.g. the engine committed a token outside its mask, as
+        a forcing stage after the processor may): its rows allow EOS only from now on and
+        :meth:`fill` reports ``error`` for it. No-op for pass-through slots."""
+        st = self._slots.get(slot)
+        if st is not None:
+            st.matcher = None
+            st.error = error
+
     def is_masked(self, slot: int) -> bool:
         return slot in self._slots
 

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor
 
-from ..errors import GuideSpecError
+from ..errors import GuideSpecError, TokenRejected
 from ..mask.logits import apply_token_bitmask_inplace
 from ..mask.vocab import Vocabulary
 from .batch import BatchMasker
@@ -174,11 +174,16 @@ class GridLogitsProcessor(LogitsProcessor):
         vals = got.cpu().numpy().tolist()
         for s, off, n, full in spans:
             new = vals[off : off + n]
-            if full:
-                self.masker.sync(s, new)
-            else:
-                for t in new:
-                    self.masker.accept(s, t)
+            try:
+                if full:
+                    self.masker.sync(s, new)
+                else:
+                    for t in new:
+                        self.masker.accept(s, t)
+            except TokenRejected as e:
+                # a stage after this processor (thinking-budget forcing) may commit a token
+                # outside the mask; the request can no longer be masked exactly
+                self.masker.fail(s, e)
 
     def apply(self, logits: torch.Tensor, ctx: LogitsContext) -> torch.Tensor:
         masker = self.masker

@@ -259,3 +259,21 @@ def test_unavailable_guide_ends_only_its_request(engine: Engine, refs) -> None:
     eos = eng.vocab.eos_token_id
     assert torch.isfinite(after[0]).sum() == 1 and torch.isfinite(after[0][eos])
     check_row(eng, before, after, 1, G.reference_masks(refs["demo"], [])[0])
+
+
+def test_token_forced_outside_the_mask_breaks_only_its_request(engine: Engine, refs) -> None:
+    """A stage after the processor (vLLM's thinking-budget forcing) may commit a token the
+    mask blocked: that request goes EOS-only, the batch goes on."""
+    eng = engine
+    toks = G.tokens(G.SQL["demo"][0])
+    ref = G.reference_masks(refs["demo"], toks)
+    eng.add("f", [1], extra=grid_args(G.spec("demo")))
+    eng.add("h", [2], extra=grid_args(G.spec("demo")))
+    before, after, _ = eng.step(["f", "h"])
+    blocked = int(torch.nonzero(~torch.isfinite(after[0][: eng.vocab.size]))[0])
+    eng.commit("f", blocked)
+    eng.commit("h", toks[0])
+    before, after, _ = eng.step(["f", "h"])
+    eos = eng.vocab.eos_token_id
+    assert torch.isfinite(after[0]).sum() == 1 and torch.isfinite(after[0][eos])
+    check_row(eng, before, after, 1, ref[1])
