@@ -697,6 +697,29 @@ class _Conformance:
                         edits = [(src.end, src.end, f" JOIN {t} ON {on}"), (*here, target)]
                     fix = f"add `JOIN {t} ON {on}` and replace `{written}` with `{target}`"
                     return fix, edits
+        # Two hops through a link table (many-to-many: teacher - course_arrange - course).
+        joined = {id(s.info) for s in in_scope if s.info is not None}
+        for _, owner in elsewhere:
+            for src in in_scope:
+                if src.info is None:
+                    continue
+                for _, bridge in self.view.visible_tables():
+                    if id(bridge) in joined or bridge is owner:
+                        continue
+                    first = _fk_condition(src, bridge, self.q)
+                    via = _Source(bridge.name, self.view.key(bridge.name), info=bridge)
+                    second = _fk_condition(via, owner, self.q) if first else None
+                    if first is None or second is None:
+                        continue
+                    cname = next(c.name for c in owner.columns if self.view.key(c.name) == key)
+                    b, t = self.q(bridge.name), self.q(owner.name)
+                    target = f"{t}.{self.q(cname)}"
+                    clause = f" JOIN {b} ON {first} JOIN {t} ON {second}"
+                    edits = []
+                    if here and src.end is not None:
+                        edits = [(src.end, src.end, clause), (*here, target)]
+                    fix = f"add `{clause.strip()}` and replace `{written}` with `{target}`"
+                    return fix, edits
         owner = elsewhere[0][1]
         cname = next(c.name for c in owner.columns if self.view.key(c.name) == key)
         t = self.q(owner.name)

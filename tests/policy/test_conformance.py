@@ -297,3 +297,12 @@ def test_join_is_inserted_after_the_join_clause_it_extends(chinook):
         "JOIN Album ON Album.AlbumId = t.AlbumId"
     )
     assert chinook.check(fixed) == []
+
+
+def test_join_through_a_link_table(chinook):
+    """No foreign key between the two tables: two hops through the many-to-many link."""
+    (v,) = chinook.check("SELECT Name, Composer FROM Playlist")
+    assert v.fix == (
+        "add `JOIN PlaylistTrack ON PlaylistTrack.PlaylistId = Playlist.PlaylistId JOIN Track "
+        "ON Track.TrackId = PlaylistTrack.TrackId` and replace `Composer` with `Track.Composer`"
+    )
