@@ -10,10 +10,13 @@ core (:class:`grid_sql.serve.batch.BatchMasker`) the vLLM processor wraps.
 
 Engine: one llama.cpp context with ``max_batch`` sequences (continuous batching). A
 scheduler thread runs rounds; each round it admits waiting requests into free sequence
-slots, feeds every active request its pending tokens (prompt chunks or the last sampled
-token) in one ``llama_decode``, asks the masker for the masks of every request that has
+slots, feeds every active request its pending tokens in one ``llama_decode`` (the last
+sampled token of every decoding request, then prompt chunks up to ``max_batched_tokens``),
+asks the masker for the masks of every request that has
 logits in one ``fill`` call, applies them, picks a token per request and retires finished
-requests. Requests join and leave between rounds.
+requests. Requests join and leave between rounds. A cold mask miss (a new guide's first
+walks) runs inside that round's fill (GIL released in the kernels), not on a worker overlapped
+with the forward pass as the paper's prefetcher does.
 
 Endpoints: ``GET /v1/models``, ``POST /v1/completions``, ``POST /v1/chat/completions``
 (``stream`` supported as server-sent events, ``n == 1`` only). Per-request grid-sql
