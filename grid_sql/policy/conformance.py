@@ -611,7 +611,7 @@ class _Conformance:
                     if here:
                         edits.append((*here, target))
                 else:
-                    fix, join_edits = self._join_fix(in_scope, elsewhere, key, written, here)
+                    fix, join_edits = self._join_fix(scope, in_scope, elsewhere, key, written, here)
                     edits.extend(join_edits)
             else:
                 close = self._close_in(src, in_scope, name)
@@ -675,6 +675,7 @@ class _Conformance:
 
     def _join_fix(
         self,
+        scope: Scope,
         in_scope: list[_Source],
         elsewhere: list[tuple[str, TableInfo]],
         key: str,
@@ -695,6 +696,7 @@ class _Conformance:
                     edits: list[tuple[int, int, str]] = []
                     if here and src.end is not None:
                         edits = [(src.end, src.end, f" JOIN {t} ON {on}"), (*here, target)]
+                        edits += self._qualify_shared(scope, src, [owner])
                     fix = f"add `JOIN {t} ON {on}` and replace `{written}` with `{target}`"
                     return fix, edits
         # Two hops through a link table (many-to-many: teacher - course_arrange - course).
@@ -718,12 +720,33 @@ class _Conformance:
                     edits = []
                     if here and src.end is not None:
                         edits = [(src.end, src.end, clause), (*here, target)]
+                        edits += self._qualify_shared(scope, src, [bridge, owner])
                     fix = f"add `{clause.strip()}` and replace `{written}` with `{target}`"
                     return fix, edits
         owner = elsewhere[0][1]
         cname = next(c.name for c in owner.columns if self.view.key(c.name) == key)
         t = self.q(owner.name)
         return f"join table `{t}` and write `{t}.{self.q(cname)}`", []
+
+    def _qualify_shared(
+        self, scope: Scope, src: _Source, added: list[TableInfo]
+    ) -> list[tuple[int, int, str]]:
+        """Edits qualifying the bare names of ``src`` that the added tables also have (a
+        join on a shared key column would otherwise make ``course_id`` ambiguous)."""
+        out: list[tuple[int, int, str]] = []
+        if src.info is None:
+            return out
+        for col in scope.find_all(exp.Column):
+            if col.args.get("table") is not None or not isinstance(col.this, exp.Identifier):
+                continue
+            key = self.view.ident(col.this)
+            if not self.view.has(src.info, key):
+                continue
+            if any(self.view.has(t, key) for t in added):
+                written, pos = _written(col, self.sql)
+                if pos is not None:
+                    out.append((pos, pos + len(written), f"{src.alias}.{written}"))
+        return out
 
     def _close_in(
         self, src: _Source | None, in_scope: list[_Source], name: str
