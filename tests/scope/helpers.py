@@ -63,12 +63,26 @@ def defog_tables(db: str) -> dict[str, tuple[str, ...]]:
 def defog_grammar(db: str, dialect: str, scopes: bool) -> Grammar:
     """The dialect grammar under the database's table and column lexicons (every spelling
     the terminal can scan, bare names folded), optionally with scope-aware columns."""
+    return lexicon_grammar(dialect, tuple(defog_tables(db).items()), scopes)
+
+
+@functools.cache
+def spider_dialect_grammar(db: str, dialect: str, scopes: bool) -> Grammar:
+    """:func:`defog_grammar` for a Spider database in another dialect (its SQLite catalog)."""
+    tables = tuple((t.name, t.column_names) for _, t in snapshot(db).iter_tables())
+    return lexicon_grammar(dialect, tables, scopes)
+
+
+@functools.cache
+def lexicon_grammar(
+    dialect: str, table_columns: tuple[tuple[str, tuple[str, ...]], ...], scopes: bool
+) -> Grammar:
     from grid_sql.grammar.lexicon import SchemaLexicon
     from grid_sql.grammar.scope import ScopeTable
     from grid_sql.policy.grammar import _forms
 
     g = Grammar.dialect(dialect)
-    tables = defog_tables(db)
+    tables = dict(table_columns)
     words = {
         "TABLE_NAME": sorted({w for t in tables for w in _forms(g, "TABLE_NAME", t, dialect)}),
         "COLUMN_NAME": sorted(
