@@ -27,6 +27,9 @@ and overlaps the forward pass). Never an approximate mask. A guide that cannot b
 (unknown fingerprint, another tokenizer, empty language) leaves its request EOS only, logged:
 the request ends at once with an empty completion, which the client's parse gate refuses.
 
+Import-light like vLLM's own interface module: vLLM's frontend process imports this class to
+run ``validate_params``, so torch is imported only inside the runner-side methods.
+
 Reading the committed tokens costs one device-to-host copy of the new tokens per step (and
 the row map), a synchronisation point that vLLM's own structured-output path avoids by
 keeping the grammar state in the scheduler; it is the price of the processor interface.
@@ -42,7 +45,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor
 
 from ..errors import GuideSpecError, TokenRejected
@@ -52,6 +54,7 @@ from .batch import BatchMasker
 from .registry import GuideRegistry, parse_grid_args
 
 if TYPE_CHECKING:
+    import torch
     from vllm.sampling_params import SamplingParams
     from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
 
@@ -113,8 +116,7 @@ def _vocabulary_for(vllm_config: Any) -> Vocabulary:
 
 def _device_tensor(x: Any) -> torch.Tensor:
     """vLLM's staged/UVA buffers expose the device tensor as ``.gpu``; plain tensors pass."""
-    t = getattr(x, "gpu", x)
-    assert isinstance(t, torch.Tensor)
+    t: torch.Tensor = getattr(x, "gpu", x)
     return t
 
 
@@ -150,6 +152,8 @@ class GridLogitsProcessor(LogitsProcessor):
     def _sync_committed(self, slots: list[int]) -> None:
         """Bring each slot's matcher to the committed output (new tokens accepted; a
         shorter history rolled back)."""
+        import torch
+
         rs = self.req_states
         tokens = _device_tensor(rs.all_token_ids)
         idx = torch.as_tensor(slots, dtype=torch.long, device=tokens.device)
@@ -186,6 +190,8 @@ class GridLogitsProcessor(LogitsProcessor):
                 self.masker.fail(s, e)
 
     def apply(self, logits: torch.Tensor, ctx: LogitsContext) -> torch.Tensor:
+        import torch
+
         masker = self.masker
         slots = sorted({int(s) for s in ctx.idx_mapping_np if masker.is_masked(int(s))})
         if not slots:
