@@ -392,12 +392,16 @@ def _ignored_item(t: Terminal) -> str:
     return "(" + regex_to_ebnf(t.pattern) + ")"
 
 
-def to_ebnf(grammar: Grammar, *, root: str = "root") -> GrammarExport:
+def to_ebnf(
+    grammar: Grammar, *, root: str = "root", merge_same_regex: bool = True
+) -> GrammarExport:
     """The grammar as EBNF in the GBNF style ``xgrammar.Grammar.from_ebnf`` and llama.cpp read.
 
     GBNF has no lexer: each terminal becomes a rule that starts with the optional ignored
     material ``sp`` (whitespace, and comments where the grammar ignores them), and the root
-    is ``<start> sp``.
+    is ``<start> sp``. ``merge_same_regex`` writes terminals with one regex (the identifier
+    categories without a lexicon) as one rule: the same language, fewer parallel items for
+    XGrammar's Earley parser.
     """
     g = grammar
     notes = list(_COMMON_NOTES) + [
@@ -415,16 +419,30 @@ def to_ebnf(grammar: Grammar, *, root: str = "root") -> GrammarExport:
     names = {t.name for t in g.terminals}
     ignored = [t for t in terms if t.ignored]
     sp = "sp " if ignored else ""
+    alias: dict[str, str] = {}
+    if merge_same_regex:
+        first: dict[str, str] = {}
+        for t in sorted(terms, key=lambda t: t.name):
+            if not t.ignored and _lexicon_words(g, t) is None:
+                alias[t.name] = first.setdefault(t.pattern, t.name)
+        merged = sorted(k for k, a in alias.items() if k != a)
+        if merged:
+            notes.append(
+                "terminals with identical regexes written as one rule "
+                f"({', '.join(f'{k}->{alias[k]}' for k in merged)}); same language"
+            )
 
     def sym(s: str) -> str:
-        return _ebnf_name(s, "term" if s in names else "rule")
+        if s in names:
+            return _ebnf_name(alias.get(s, s), "term")
+        return _ebnf_name(s, "rule")
 
     lines = [f"{root} ::= {sym(g.start)}" + (" sp" if ignored else "")]
     for lhs, alts in _rule_alternatives(g):
         bodies = [" ".join(sym(s) for s in a) if a else '""' for a in alts]
         lines.append(f"{sym(lhs)} ::= " + " | ".join(bodies))
     for t in terms:
-        if t.ignored:
+        if t.ignored or alias.get(t.name, t.name) != t.name:
             continue
         cat = _lexicon_words(g, t)
         if cat is not None:
