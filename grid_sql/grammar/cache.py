@@ -48,13 +48,36 @@ class StoreStats:
 STATS = StoreStats()
 
 
-def store_dir() -> Path | None:
-    """Root of the grammar store, or None when disabled (``GRID_SQL_CACHE_DIR=off``)."""
+def cache_root() -> Path | None:
+    """``$GRID_SQL_CACHE_DIR`` or ``~/.cache/grid-sql``; None when disabled (``off``)."""
     env = os.environ.get(ENV)
     if env is not None and env.strip().lower() in ("", "0", "off", "none"):
         return None
-    base = Path(env).expanduser() if env else Path.home() / ".cache" / "grid-sql"
-    return base / "grammars" / f"v{STORE_FORMAT}"
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "grid-sql"
+
+
+def store_dir() -> Path | None:
+    """Root of the grammar store, or None when disabled (``GRID_SQL_CACHE_DIR=off``)."""
+    base = cache_root()
+    return None if base is None else base / "grammars" / f"v{STORE_FORMAT}"
+
+
+def write_atomic(p: Path, data: bytes) -> bool:
+    """Write ``data`` to ``p`` via a temporary file and rename; False if the disk refuses."""
+    tmp: str | None = None
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, p)
+        tmp = None
+        return True
+    except OSError:
+        return False
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def _lark_version() -> str:
@@ -190,21 +213,8 @@ def save(grammar: Grammar, key: str) -> None:
     root = store_dir()
     if root is None:
         return
-    p = entry_path(root, key)
-    tmp: str | None = None
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(encode(grammar, key))
-        os.replace(tmp, p)
-        tmp = None
+    if write_atomic(entry_path(root, key), encode(grammar, key).encode()):
         STATS.writes += 1
-    except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def describe() -> dict[str, Any]:

@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grid_sql import _kernels
 from grid_sql.errors import GrammarError
-from grid_sql.grammar import Grammar
+from grid_sql.grammar import Grammar, LexerTables
 from grid_sql.grammar import cache as store
+from grid_sql.grammar import lexer as lexer_mod
 from grid_sql.grammar.dialects import dialects_dir
 
 from .toy_grammars import CRUD
@@ -143,3 +145,71 @@ def test_disabled_and_unwritable_store(tmp_path: Path, monkeypatch: pytest.Monke
     d1 = delta(s1)
     assert d1.get("writes", 0) == 0 and d1.get("hits", 0) == 0
     assert g.fingerprint == Grammar.from_lark(CRUD, "start").fingerprint
+
+
+# ---------------------------------------------------------------- lexer automaton store
+def fresh_lexer(g: Grammar) -> LexerTables:
+    with lexer_mod._CACHE_LOCK:
+        lexer_mod._CACHE.clear()
+    return LexerTables.build(g.terminals)
+
+
+def same_lexer(a: LexerTables, b: LexerTables) -> None:
+    assert a.trans_bytes == b.trans_bytes and a.n_states == b.n_states
+    assert a.accept_masks == b.accept_masks and a.live_masks == b.live_masks
+    assert a.accept_candidates == b.accept_candidates and a.fingerprint == b.fingerprint
+
+
+def lexer_entry(root: Path) -> Path:
+    entries = list((root.parent.parent / "lexers").glob("v*/*/*.bin"))
+    assert len(entries) == 1
+    return entries[0]
+
+
+def test_lexer_round_trip_skips_the_build(gstore: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    g = Grammar.from_lark(CRUD, "start")
+    built = fresh_lexer(g)
+    assert lexer_entry(gstore).is_file()
+
+    def boom(*a: object, **k: object) -> None:
+        raise AssertionError("the union DFA was rebuilt on a store hit")
+
+    monkeypatch.setattr(_kernels, "build_union_dfa", boom)
+    same_lexer(fresh_lexer(g), built)
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "magic", "kernel_version", "key"])
+def test_damaged_lexer_entry_is_rebuilt(gstore: Path, damage: str) -> None:
+    g = Grammar.from_lark(CRUD, "start")
+    built = fresh_lexer(g)
+    entry = lexer_entry(gstore)
+    data = bytearray(entry.read_bytes())
+    if damage == "flip":
+        data[-1] ^= 0x01
+    elif damage == "truncate":
+        data = data[: len(data) - 7]
+    elif damage == "magic":
+        data[0] ^= 0xFF
+    else:
+        n = int.from_bytes(data[14:18], "little")
+        head = json.loads(bytes(data[18 : 18 + n]))
+        if damage == "kernel_version":
+            head["kernels"] = "0.0.0-other"
+        else:
+            head["key"] = "f" * 64
+        new = json.dumps(head, sort_keys=True).encode()
+        data = data[:14] + len(new).to_bytes(4, "little") + new + data[18 + n :]
+    entry.write_bytes(bytes(data))
+    calls = []
+    real = _kernels.build_union_dfa
+
+    def counting(*a: object, **k: object) -> object:
+        calls.append(1)
+        return real(*a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_kernels, "build_union_dfa", counting)
+        same_lexer(fresh_lexer(g), built)
+        assert calls == [1], "a damaged entry was trusted"
+        same_lexer(fresh_lexer(g), built)  # rewritten: a hit again
+        assert calls == [1]
