@@ -1,5 +1,5 @@
 """Per-token mask latency: grid-sql (Rust walk kernel) vs grid-sql (Python walk) vs
-llguidance (vs XGrammar when installable).
+llguidance vs XGrammar, one run, same grammar, same vocabulary, same token ids.
 
 Protocol "unseen": Spider dev gold queries sampled with ``random.Random(2026)``; each engine
 warms its caches on the first half of the sample, then every step (a full-vocabulary mask
@@ -11,12 +11,18 @@ All engines get the SAME token ids: greedy longest-match over the GGUF vocabular
 spellings (specials excluded). ``grid-py`` is grid-sql with ``GRID_SQL_KERNELS=0``
 semantics (the Python reference walk); its masks are compared bit by bit too.
 
-The llguidance grammar is generated from grid-sql's own compiled SQLite grammar (lark's
-resolved BNF rules and terminal regexes after %import/%override/%extend), so the language is
-the same up to the documented adaptations in :func:`grammar_to_llg_lark`.
+Position slope: one ``SELECT a FROM t WHERE a = 1 AND a = 1 ...`` statement of about
+``--slope-tokens`` tokens per engine, every fill timed; least-squares slope of µs against
+position and first-half vs second-half p50. Memory: RSS growth over tokenizer load and
+compile, the compiled size where the engine reports one (XGrammar), grid-sql's trie and
+cache bytes. Compile time proper is bench/compile.py's.
 
-    python bench/masks.py --vocab gpt-2 qwen2 --n-statements 12 6 \
-        --engines grid llguidance llguidance-merged xgrammar
+The llguidance and XGrammar grammars are grid-sql's own compiled SQLite grammar exported by
+:mod:`grid_sql.grammar.export` (Lark for llguidance, EBNF for XGrammar), so the language is
+the same up to the adaptations listed in the report.
+
+    python bench/masks.py --vocab gpt-2 qwen2 --n-statements 8 4 --slope-tokens 16000 \
+        --engines grid grid-py llguidance xgrammar
 """
 
 from __future__ import annotations
@@ -57,102 +63,13 @@ def popcount(buf: np.ndarray) -> int:
     return int(np.unpackbits(buf.reshape(-1).view(np.uint8)).sum())
 
 
-# ----------------------------------------------------------------------------- grammar
-_CTRL = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x0c": "\\f", "\x0b": "\\v"}
-
-
-def _regex_literal(pat: str) -> str:
-    out = []
-    prev_bs = False
-    for ch in pat:
-        if ch in _CTRL:
-            out.append(_CTRL[ch])
-        elif ch == "/" and not prev_bs:
-            out.append("\\/")
-        else:
-            out.append(ch)
-        prev_bs = ch == "\\" and not prev_bs
-    return "".join(out)
-
-
-def grammar_to_llg_lark(g, merge_same_regex: bool = False) -> tuple[str, list[str]]:
-    """Serialise grid-sql's resolved grammar (BNF + terminal regexes) to llguidance lark.
-
-    Returns the text and the list of adaptations made (reported in RESULTS).
-    """
-    notes = [
-        "grammar text generated from grid-sql's compiled SQLite grammar (lark resolves "
-        "%import of common.lark, %override, %extend; [x]/x*/x+ already expanded to BNF)",
-        "terminal priorities (COLUMN_NAME.-1 .. IDENT.-4) dropped: llguidance's lexer keeps "
-        "every lexeme that matches and lets the parser choose, so keyword/identifier "
-        "overlap is resolved by the grammar rather than by priority",
-        "rules with an empty alternative written as `lhs: (alt | ...)?`",
-        "rule names starting with `_` get an `r` prefix (lark would inline them)",
-        '`%llguidance {"allow_initial_skip": true}`: grid-sql accepts leading whitespace '
-        "and comments (%ignore before the first lexeme); llguidance does not by default",
-        "NOT adapted (no equivalent in llguidance's lark): llguidance lexes like lark's "
-        "`lexer='dynamic'` (a lexeme may end wherever the parser allows the next one to "
-        "start, e.g. `selected` = SELECT + identifier `ed`, `SELECT0`), and has no "
-        "keyword-over-identifier priority (`FROM` may also be an alias identifier). grid-sql "
-        "lexes by maximal munch with terminal priorities. The languages therefore differ; "
-        "the mask comparison table quantifies it on the timed steps",
-    ]
-
-    def rname(n: str) -> str:
-        n = str(n)
-        return "r" + n if n.startswith("_") else n
-
-    def tname(n: str) -> str:
-        n = str(n)
-        return "T" + n if n.startswith("_") else n
-
-    term_names = {str(t.name) for t in g.terminals}
-    alias: dict[str, str] = {}
-    if merge_same_regex:
-        # Without priorities, terminals with the same regex are interchangeable for
-        # llguidance: one lexeme instead of several identical ones (same language).
-        first: dict[str, str] = {}
-        for t in sorted(g.terminals, key=lambda t: str(t.name)):
-            if not t.ignored:
-                alias[str(t.name)] = first.setdefault(t.pattern, str(t.name))
-        merged = sorted(k for k, a in alias.items() if k != a)
-        notes.append(
-            "variant `llguidance-merged`: terminals with identical regexes merged into one "
-            f"lexeme ({', '.join(f'{k}->{alias[k]}' for k in merged)}); same llguidance language"
-        )
-    lines = ['%llguidance {"allow_initial_skip": true}', ""]
-    by_lhs: dict[str, list[tuple[str, ...]]] = {}
-    for r in g.rules:
-        by_lhs.setdefault(str(r.lhs), []).append(tuple(str(s) for s in r.rhs))
-    order = [g.start] + sorted(k for k in by_lhs if k != g.start)
-    for lhs in order:
-        alts = by_lhs[lhs]
-        empty = any(not a for a in alts)
-        bodies = [
-            " ".join(tname(alias.get(s, s)) if s in term_names else rname(s) for s in a)
-            for a in alts
-            if a
-        ]
-        body = " | ".join(bodies)
-        if empty:
-            body = f"({body})?"
-        lines.append(f"{rname(lhs)}: {body}")
-    lines.append("")
-    for t in g.terminals:
-        if alias.get(str(t.name), str(t.name)) != str(t.name):
-            continue
-        pat = t.pattern
-        if t.is_string and pat.startswith("(?i:") and pat.endswith(")"):
-            import re
-
-            lit = re.sub(r"\\(.)", r"\1", pat[4:-1])
-            lines.append(f"{tname(t.name)}: {json.dumps(lit)}i")
-        else:
-            lines.append(f"{tname(t.name)}: /{_regex_literal(pat)}/")
-    for t in g.terminals:
-        if t.ignored:
-            lines.append(f"%ignore {tname(t.name)}")
-    return "\n".join(lines) + "\n", notes
+# ----------------------------------------------------------------------------- memory
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc), for compile-time memory deltas."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
 
 
 # ----------------------------------------------------------------------------- engines
@@ -166,6 +83,7 @@ class GridEngine:
         from grid_sql.mask.guide import Guide
         from grid_sql.mask.trie import get_token_trie
 
+        r0 = rss_bytes()
         t0 = time.perf_counter()
         self.v = gs.Vocabulary.from_gguf(str(vocab_path))
         trie = get_token_trie(self.v)
@@ -185,6 +103,7 @@ class GridEngine:
             self.name = "grid-py"
         t2 = time.perf_counter()
         self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
+        self.rss_compile = rss_bytes() - r0
         self.grammar = g
         self.missed = False
 
@@ -232,10 +151,14 @@ class LLGEngine:
                 self._accepts_bytes = True
                 self._gtokenizer = tokenize
 
+        from grid_sql.grammar.export import to_llguidance_lark
+
+        r0 = rss_bytes()
         t0 = time.perf_counter()
         self.tok = llg.LLTokenizer(_Wrapper())
         t1 = time.perf_counter()
-        self.lark, self.notes = grammar_to_llg_lark(grammar, merge_same_regex)
+        export = to_llguidance_lark(grammar, merge_same_regex=merge_same_regex)
+        self.lark, self.notes = export.text, list(export.adaptations)
         if merge_same_regex:
             self.name = "llguidance-merged"
         self.m = llg.LLMatcher(self.tok, self.lark, log_level=1)
@@ -243,6 +166,7 @@ class LLGEngine:
             raise RuntimeError(f"llguidance grammar error: {self.m.get_error()}")
         t2 = time.perf_counter()
         self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
+        self.rss_compile = rss_bytes() - r0
         self.buf = llnp.allocate_token_bitmask(1, self.tok.vocab_size)
 
     def start(self):
@@ -256,10 +180,64 @@ class LLGEngine:
         return bool(self.m.consume_token(tid)) and not self.m.is_error()
 
 
+class XGREngine:
+    """XGrammar on the EBNF export of the same grammar (grid_sql.grammar.export.to_ebnf)."""
+
+    name = "xgrammar"
+
+    def __init__(self, v, grammar, threads: int):
+        import xgrammar as xgr
+
+        from grid_sql.grammar.export import to_ebnf
+
+        special = set(v.special_ids)
+        r0 = rss_bytes()
+        t0 = time.perf_counter()
+        # Token bytes straight from the GGUF vocabulary (RAW: no decoding); specials get
+        # an empty spelling, which XGrammar treats as special (never allowed); EOS is the stop
+        # token and enters only when the grammar can end.
+        encoded = [b"" if i in special else b for i, b in enumerate(v.token_bytes)]
+        info = xgr.TokenizerInfo(
+            encoded,
+            xgr.VocabType.RAW,
+            vocab_size=len(encoded),
+            stop_token_ids=[v.eos_token_id],
+        )
+        self.compiler = xgr.GrammarCompiler(info, max_threads=threads, cache_enabled=False)
+        t1 = time.perf_counter()
+        export = to_ebnf(grammar)
+        self.ebnf, self.notes = export.text, list(export.adaptations)
+        self.compiled = self.compiler.compile_grammar(self.ebnf)
+        t2 = time.perf_counter()
+        self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
+        self.rss_compile = rss_bytes() - r0
+        self.grammar_bytes = int(self.compiled.memory_size_bytes)
+        self.xgr = xgr
+        self.buf = np.zeros((1, (len(encoded) + 31) // 32), dtype=np.int32)
+
+    def start(self):
+        self.m = self.xgr.GrammarMatcher(self.compiled, max_rollback_tokens=0)
+
+    def fill(self):
+        self.m.fill_next_token_bitmask(self.buf, 0)
+        return self.buf
+
+    def accept(self, tid: int) -> bool:
+        return bool(self.m.accept_token(tid))
+
+
 # ----------------------------------------------------------------------------- running
-def run_statement(eng, ids, eos, timed, stats, masks=None, key=0, missed=None):
+# Per engine and phase (warm-up, unseen, warm replay, slope): stop starting fills after this
+# many seconds, so an engine that takes seconds per fill still ends (its step count shows it).
+PHASE_CAP_S = 150.0
+
+
+def run_statement(eng, ids, eos, timed, stats, masks=None, key=0, missed=None, deadline=None):
     eng.start()
     for step, tid in enumerate(ids + [eos]):
+        if deadline is not None and time.perf_counter() > deadline:
+            stats["truncated"] = stats.get("truncated", 0) + 1
+            return False
         t0 = time.perf_counter_ns()
         buf = eng.fill()
         dt = time.perf_counter_ns() - t0
@@ -295,7 +273,50 @@ def summarize(lat: list[float]) -> dict:
     }
 
 
-def bench_vocab(vname: str, n_stmts: int, engines: list[str], log) -> dict:
+def where_chain(n_tokens: int, tokenize) -> tuple[str, list[int]]:
+    """``SELECT a FROM t WHERE a = 1 AND a = 1 AND ...`` of about ``n_tokens`` tokens."""
+    head, rep = "SELECT a FROM t WHERE a = 1", " AND a = 1"
+    per = len(tokenize(rep.encode()))
+    k = max(1, (n_tokens - len(tokenize(head.encode()))) // per)
+    text = head + rep * k
+    return text, tokenize(text.encode())
+
+
+def position_slope(eng, ids: list[int], eos: int) -> dict:
+    """Per-token fill time against position on one long statement: least-squares slope
+    (µs per position) and p50 of the first and second halves."""
+    lat: list[float] = []
+    stats = {"steps": 0, "rejected": 0}
+    ok = run_statement(eng, ids, eos, lat, stats, deadline=time.perf_counter() + PHASE_CAP_S)
+    y = np.array(lat)
+    x = np.arange(len(y), dtype=np.float64)
+    b, a = np.polyfit(x, y, 1) if len(y) > 1 else (0.0, 0.0)
+    h = len(y) // 2
+    # the same fit without the first 1% of steps (warm-up of every engine's caches)
+    w = max(1, len(y) // 100)
+    b_warm = float(np.polyfit(x[w:], y[w:], 1)[0]) if len(y) - w > 1 else 0.0
+    b_second = float(np.polyfit(x[h:], y[h:], 1)[0]) if len(y) - h > 1 else 0.0
+    out = {
+        "n": len(y),
+        "accepted": bool(ok),
+        "truncated": bool(stats.get("truncated")),
+        "slope_us_per_pos": float(b),
+        "slope_warm_us_per_pos": b_warm,
+        "slope_second_half_us_per_pos": b_second,
+        "intercept_us": float(a),
+        "p50_first": float(np.percentile(y[:h], 50)) if h else 0.0,
+        "p50_second": float(np.percentile(y[h:], 50)) if h else 0.0,
+        "p99_second": float(np.percentile(y[h:], 99)) if h else 0.0,
+        "total_s": float(y.sum() / 1e6),
+    }
+    if hasattr(eng, "m") and hasattr(eng.m, "config"):  # grid-sql: per-stream state
+        out["stack_depth_end"] = int(eng.m.config.stack.depth)
+    return out
+
+
+def bench_vocab(
+    vname: str, n_stmts: int, engines: list[str], log, slope_tokens: int = 0, xgr_threads: int = 2
+) -> dict:
     path = TOKENIZERS / f"ggml-vocab-{vname}.gguf"
     stmts = sample_statements(n_stmts)
     half = n_stmts // 2
@@ -321,29 +342,34 @@ def bench_vocab(vname: str, n_stmts: int, engines: list[str], log) -> dict:
             eng = LLGEngine(v, grid.grammar, tokenize, name == "llguidance-merged")
             res["llg_notes"] = eng.notes
             res["llg_warnings"] = eng.m.get_grammar_warnings()
+        elif name == "xgrammar":
+            eng = XGREngine(v, grid.grammar, xgr_threads)
+            res["xgr_notes"] = eng.notes
         else:
             log(f"[{vname}] engine {name}: not available, skipped")
             continue
         stats = {"steps": 0, "rejected": 0}
         tw = time.perf_counter()
+        dl = tw + PHASE_CAP_S
         for s in warm:
-            run_statement(eng, tokenize(s.encode()), v.eos_token_id, None, stats)
+            run_statement(eng, tokenize(s.encode()), v.eos_token_id, None, stats, deadline=dl)
         warm_s = time.perf_counter() - tw
         lat: list[float] = []
         missed: list[bool] = []
         tstats = {"steps": 0, "rejected": 0}
         masks: dict = {}
         all_masks[eng.name] = masks
+        dl2 = time.perf_counter() + PHASE_CAP_S
         for k, s in enumerate(test):
             ids = tokenize(s.encode())
-            ok = run_statement(eng, ids, v.eos_token_id, lat, tstats, masks, k, missed)
-            if not ok:
+            ok = run_statement(eng, ids, v.eos_token_id, lat, tstats, masks, k, missed, dl2)
+            if not ok and not tstats.get("truncated"):
                 log(f"[{vname}] {eng.name} REJECTED in: {s}")
         hot: list[float] = []
+        dl3 = time.perf_counter() + PHASE_CAP_S
+        hstats = {"steps": 0, "rejected": 0}
         for s in test:  # replay: the warm (hit) pass
-            run_statement(
-                eng, tokenize(s.encode()), v.eos_token_id, hot, {"steps": 0, "rejected": 0}
-            )
+            run_statement(eng, tokenize(s.encode()), v.eos_token_id, hot, hstats, deadline=dl3)
         summ = summarize(lat)
         wsum = summarize(hot)
         summ.update(warm_p50=wsum["p50"], warm_p99=wsum["p99"], warm_mean=wsum["mean"])
@@ -361,11 +387,22 @@ def bench_vocab(vname: str, n_stmts: int, engines: list[str], log) -> dict:
         summ.update(
             tok_load_s=eng.tok_load_s,
             compile_s=eng.compile_s,
+            rss_compile=getattr(eng, "rss_compile", 0),
+            grammar_bytes=getattr(eng, "grammar_bytes", None),
             warm_s=warm_s,
             warm_rejected=stats["rejected"],
             rejected=tstats["rejected"],
+            truncated=[bool(x.get("truncated")) for x in (stats, tstats, hstats)],
             steps=tstats["steps"],
         )
+        if slope_tokens:
+            text, ids = where_chain(slope_tokens, tokenize)
+            summ["slope"] = position_slope(eng, ids, v.eos_token_id)
+            if name.startswith("grid"):  # the cache after the chain as well
+                summ["slope"].update(
+                    cache_bytes_after=eng.guide.cache.nbytes,
+                    cache_entries_after=len(eng.guide.cache),
+                )
         res["engines"][eng.name] = summ
         log(f"[{vname}] {eng.name}: {json.dumps(summ)}")
     res["mask_diff"] = compare_masks(all_masks, res["n_vocab"])
@@ -439,6 +476,11 @@ def host_info() -> dict:
     }
 
 
+def _cut(s: dict) -> str:
+    names = [n for n, c in zip(("warm-up", "unseen", "replay"), s["truncated"], strict=True) if c]
+    return ", ".join(names) or "none"
+
+
 def _ratio(s: dict, base: dict | None, k: str) -> str:
     return f"{s[k] / base[k]:.3g}" if base and base.get(k) else "-"
 
@@ -446,7 +488,7 @@ def _ratio(s: dict, base: dict | None, k: str) -> str:
 def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[str]) -> str:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
-        "# Mask latency: grid-sql (kernels) vs grid-sql (Python walk) vs llguidance",
+        "# Mask latency: grid-sql (kernels) vs grid-sql (Python walk) vs llguidance vs XGrammar",
         "",
         f"- command: `{cmd}`",
         f"- date: {now}; grid-sql commit {host['commit']}",
@@ -469,8 +511,8 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
             "",
             "| engine | steps | p50 µs | p90 µs | p99 µs | max µs | mean µs | steps >1 ms "
             "| rejected (timed/warm) | tokenizer load s | grammar compile s | warm-up s "
-            "| p50 / grid | mean / grid |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| p50 / grid | mean / grid | phases cut at the cap |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         base = eng.get("grid-sql")
         for name, s in eng.items():
@@ -480,7 +522,8 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
                 f"| {name} | {s['n']} | {s['p50']:.1f} | {s['p90']:.1f} | {s['p99']:.1f} "
                 f"| {s['max']:.1f} | {s['mean']:.1f} | {s['gt1ms']} "
                 f"| {s['rejected']}/{s['warm_rejected']} | {s['tok_load_s']:.3f} "
-                f"| {s['compile_s']:.3f} | {s['warm_s']:.2f} | {r50} | {rmean} |"
+                f"| {s['compile_s']:.3f} | {s['warm_s']:.2f} | {r50} | {rmean} "
+                f"| {_cut(s)} |"
             )
         out += [
             "",
@@ -522,6 +565,51 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
                     f"| {d['tokens_only_other']} | {d['mean_allowed_grid']:.0f} "
                     f"| {d['mean_allowed_other']:.0f} |"
                 )
+        slopes = {n: e["slope"] for n, e in eng.items() if "slope" in e}
+        if slopes:
+            any_s = next(iter(slopes.values()))
+            out += [
+                "",
+                f"Position slope: one WHERE chain (`SELECT a FROM t WHERE a = 1 AND a = 1 ...`) "
+                f"of about {any_s['n']} steps per engine (fewer where the phase cap cut it), every "
+                "fill timed; least-squares slope of µs against position over all steps, without "
+                "the first 1% (cold start), and over the second half:",
+                "",
+                "| engine | steps | accepted | slope µs/pos | slope w/o first 1% "
+                "| slope second half "
+                "| p50 first half µs | p50 second half µs | p99 second half µs | total s "
+                "| stack depth at end | cache entries / bytes after |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            ]
+            for name, sl in slopes.items():
+                cache = (
+                    f"{sl['cache_entries_after']} / {sl['cache_bytes_after']}"
+                    if "cache_entries_after" in sl
+                    else "-"
+                )
+                acc = "cut at the cap" if sl["truncated"] else str(sl["accepted"])
+                out.append(
+                    f"| {name} | {sl['n']} | {acc} | {sl['slope_us_per_pos']:.2e} "
+                    f"| {sl['slope_warm_us_per_pos']:.2e} "
+                    f"| {sl['slope_second_half_us_per_pos']:.2e} | {sl['p50_first']:.1f} "
+                    f"| {sl['p50_second']:.1f} | {sl['p99_second']:.1f} | {sl['total_s']:.1f} "
+                    f"| {sl.get('stack_depth_end', '-')} | {cache} |"
+                )
+        out += [
+            "",
+            "Memory: RSS growth of the process over tokenizer load + grammar compile (noisy: "
+            "allocator reuse; the grid engine is built first), and sizes the engines report:",
+            "",
+            "| engine | RSS growth at compile MB | compiled grammar bytes (engine's figure) "
+            "| trie bytes | cache bytes after the corpus |",
+            "|---|---|---|---|---|",
+        ]
+        for name, s_ in eng.items():
+            gb = s_.get("grammar_bytes")
+            out.append(
+                f"| {name} | {s_['rss_compile'] / 2**20:.1f} | {gb if gb is not None else '-'} "
+                f"| {s_.get('trie_bytes', '-')} | {s_.get('cache_bytes', '-')} |"
+            )
         warn = r.get("llg_warnings")
         if warn:
             out += ["", "llguidance grammar warnings:", ""] + [f"- {w}" for w in warn]
@@ -532,6 +620,7 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
 
 
 def main(argv: list[str] | None = None) -> int:
+    global PHASE_CAP_S
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vocab", nargs="+", default=["gpt-2", "qwen2"])
     ap.add_argument(
@@ -542,6 +631,23 @@ def main(argv: list[str] | None = None) -> int:
         help="sample size per vocabulary (half warm-up, half timed); one value or one per vocab",
     )
     ap.add_argument("--engines", nargs="+", default=["grid", "grid-py", "llguidance", "xgrammar"])
+    ap.add_argument(
+        "--slope-tokens",
+        nargs="+",
+        type=int,
+        default=[16000],
+        help="length of the WHERE-chain statement for the position slope (0: skip); one "
+        "value or one per vocabulary",
+    )
+    ap.add_argument(
+        "--xgr-threads", type=int, default=2, help="XGrammar compiler threads (host cores)"
+    )
+    ap.add_argument(
+        "--phase-cap-s",
+        type=float,
+        default=PHASE_CAP_S,
+        help="per engine and phase: stop starting fills after this many seconds",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-masks.md"))
     ap.add_argument("--notes", default="", help="extra markdown appended to the report")
     args = ap.parse_args(argv)
@@ -550,28 +656,34 @@ def main(argv: list[str] | None = None) -> int:
         ns = ns * len(args.vocab)
     skipped = []
     engines = list(args.engines)
-    if "xgrammar" in engines:
-        try:
-            import xgrammar  # noqa: F401
-        except ImportError:
-            skipped.append("xgrammar: not importable in this venv (see reading below)")
-            engines.remove("xgrammar")
-        else:
-            skipped.append("xgrammar: installed, but no EBNF conversion of the grammar yet")
-            engines.remove("xgrammar")
+    for lib in ("llguidance", "xgrammar"):
+        if any(e.startswith(lib) for e in engines):
+            try:
+                __import__(lib)
+            except ImportError:
+                skipped.append(f"{lib}: not importable in this venv (pip install -e '.[bench]')")
+                engines = [e for e in engines if not e.startswith(lib)]
+    PHASE_CAP_S = args.phase_cap_s
+    st = args.slope_tokens
+    if len(st) == 1:
+        st = st * len(args.vocab)
 
     def log(msg: str) -> None:
         print(msg, flush=True)
 
     load_before = tuple(round(x, 2) for x in os.getloadavg())
-    results = [bench_vocab(v, n, engines, log) for v, n in zip(args.vocab, ns, strict=True)]
+    results = [
+        bench_vocab(v, n, engines, log, slope_tokens=t, xgr_threads=args.xgr_threads)
+        for v, n, t in zip(args.vocab, ns, st, strict=True)
+    ]
     load_after = tuple(round(x, 2) for x in os.getloadavg())
     cmd = "python bench/masks.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = render(results, host_info(), cmd, {"before": load_before, "after": load_after}, skipped)
-    notes = [n for r in results for n in r.get("llg_notes", [])]
-    if notes:
-        text += "## llguidance grammar adaptations\n\n"
-        text += "\n".join(f"- {n}" for n in dict.fromkeys(notes)) + "\n"
+    for key, title in (("llg_notes", "llguidance (Lark)"), ("xgr_notes", "XGrammar (EBNF)")):
+        notes = [n for r in results for n in r.get(key, [])]
+        if notes:
+            text += f"\n## {title} grammar adaptations (grid_sql/grammar/export.py)\n\n"
+            text += "\n".join(f"- {n}" for n in dict.fromkeys(notes)) + "\n"
     if args.notes:
         text += "\n" + Path(args.notes).read_text()
     Path(args.out).write_text(text)
