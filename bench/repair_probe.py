@@ -148,6 +148,7 @@ def probe_repair_only(
     (``Asker.repair_messages`` is exactly what ``generate_sql`` sends).
     """
     from grid_sql.decode.loop import generate
+    from grid_sql.errors import GridSQLError
     from grid_sql.front.ask import Asker, load_backend
 
     questions = {q.qid: q for q in load_questions(spider_dir)}
@@ -164,10 +165,16 @@ def probe_repair_only(
         viol0 = [{"message": v.message, "fix": v.fix} for v in asker.checker.check(sql0)]
         msgs = asker.repair_messages(q.question, sql0)
         t0 = time.perf_counter()
-        gen = generate(backend, asker.guide, backend.chat_prompt(msgs), max_tokens=max_tokens)
+        engine_error = None
+        try:
+            gen = generate(backend, asker.guide, backend.chat_prompt(msgs), max_tokens=max_tokens)
+            repair_sql, n_tokens = gen.sql, gen.n_tokens
+        except (GridSQLError, RecursionError) as exc:  # the engine failed, not the repair
+            engine_error = f"{type(exc).__name__}: {exc}"[:300]
+            repair_sql, n_tokens = None, 0
         seconds = time.perf_counter() - t0
-        accepted = not asker.checker.check(gen.sql)
-        sql = gen.sql if accepted else None
+        accepted = repair_sql is not None and not asker.checker.check(repair_sql)
+        sql = repair_sql if accepted else None
         executes = ex = False
         err = None
         if sql is not None:
@@ -189,13 +196,14 @@ def probe_repair_only(
             "round0_violations": viol0,
             "offered_fixed_statement": "With those fixes the statement reads"
             in msgs[-1]["content"],
-            "repair_sql": gen.sql,
+            "repair_sql": repair_sql,
             "final_sql": sql,
             "repaired": accepted,
             "executes": executes,
             "ex": ex,
             "exec_error": err,
-            "tokens": gen.n_tokens,
+            "engine_error": engine_error,
+            "tokens": n_tokens,
             "seconds": round(seconds, 2),
             "gold": q.gold,
         }
@@ -203,7 +211,9 @@ def probe_repair_only(
         with out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(rec) + "\n")
         mark = "EX" if ex else ("exec" if executes else ("refused" if sql is None else "error"))
-        print(f"[{len(rows)}/{len(qids)}] {qid} {mark}: {gen.sql}", flush=True)
+        if engine_error:
+            mark = "engine error"
+        print(f"[{len(rows)}/{len(qids)}] {qid} {mark}: {repair_sql or engine_error}", flush=True)
     return rows
 
 
@@ -214,11 +224,13 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
     exs = sum(r["ex"] for r in rows)
     same = sum(r["round0_same"] for r in rows)
     offered = sum(bool(r.get("offered_fixed_statement")) for r in rows)
+    engine = sum(bool(r.get("engine_error")) for r in rows)
     lines = [
         f"questions refused for an unknown column in round 0: {n}",
         f"round 0 reproduced the recorded statement: {same}/{n}",
         f"repair prompt offered the checker-fixed statement: {offered}/{n}",
         f"repair round accepted by the checker: {fixed}/{n}",
+        f"repair round stopped by an engine error (not a refusal): {engine}/{n}",
         f"repaired statement executes: {execs}/{n}",
         f"repaired statement matches gold (EX): {exs}/{n}",
     ]
