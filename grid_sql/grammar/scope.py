@@ -205,6 +205,8 @@ class ScopeRules:
             if x in ("table_primary", "table_ref", "join_clause", "from_list")
             or x.startswith("__from_list")
         )
+        # rules whose value is only ever read as the qualifier of a following `.`
+        self.qualifier_rules = frozenset(r.id for r in grammar.rules if r.lhs == "any_name")
         # per rule: how its value is synthesized
         self.rule_kind: list[str] = []
         self.rule_rhs: list[tuple[str, ...]] = []

@@ -92,6 +92,20 @@ class Guide:
         self._advanced: dict[tuple[StackNode, int, bytes, bytes | None], list[Any] | None] = {}
         self._shifted: dict[tuple[StackNode, int, bytes | None], StackNode] = {}
         self._n_subs = 0  # sub-walks memoized inside the class records of _advanced
+        self._modes: dict[tuple[StackNode, int], int] = {}  # see _value_read
+        # bytes that may start a `.` or an ignored terminal (a qualifier's dot may follow)
+        self._dotish: frozenset[int] = frozenset()
+        rt = self.runtime
+        if rt.sem is not None:
+            self._dotish = frozenset(
+                b
+                for b in range(256)
+                if b == 0x2E
+                or (
+                    rt.trans[START * 256 + b] != DEAD
+                    and rt.live_masks[rt.trans[START * 256 + b]] & rt.ignored_mask
+                )
+            )
         self._subs_gen = self.cache.generation
 
     def matcher(self, max_tokens: int | None = None) -> Matcher:
@@ -163,6 +177,8 @@ class Guide:
         resolved: list[list[Any] | None] = []
         for term, requeue, *lexeme in keys:
             lx = lexeme[0] if lexeme else None
+            if lx is not None and not self._value_read(stack, term, requeue):
+                lx = None  # the name is never read by the scope rule: one class for all
             ak = (stack, term, requeue, lx)
             rec = advanced.get(ak, _UNSEEN)
             if rec is _UNSEEN:
@@ -233,6 +249,46 @@ class Guide:
         if not ids.size:
             raise MaskError(f"trie node {node} has no token below it")
         return self.token_bytes[int(ids[0])][: int(trie.nodes["depth"][node])]
+
+    def _value_read(self, stack: StackNode, term: int, requeue: bytes) -> bool:
+        """Whether the scope rule can read the lexeme of ``term`` shifted on ``stack``.
+
+        From the LALR state the terminal is shifted into: if that state has no shift and
+        every rule it may reduce drops the value (``grammar/scope.py`` merge rules), the
+        name is never read; if the only keeping rule is ``any_name`` (a qualifier), it is
+        read only when a ``.`` lands directly on it, so only when ``requeue`` starts with
+        ``.`` or an ignored terminal. Sound because a dropped value leaves every lexicon
+        view of the sub-walk unchanged; memoized per (stack, terminal).
+        """
+        mk = (stack, term)
+        mode = self._modes.get(mk)
+        if mode is None:
+            mode = self._value_mode(stack, term)
+            if len(self._modes) >= RESOLVE_MEMO_LIMIT:
+                self._modes.clear()
+            self._modes[mk] = mode
+        if mode == 2:
+            return True
+        return mode == 1 and requeue[0] in self._dotish
+
+    def _value_mode(self, stack: StackNode, term: int) -> int:
+        """0: value dropped, 1: read only as a qualifier, 2: kept (see _value_read)."""
+        rt = self.runtime
+        sem = rt.sem
+        assert sem is not None
+        s = rt.shift(stack, term).state  # interned: cheap, and the CD pass shifts it anyway
+        row = rt.action[s]
+        mode = 0
+        for a in row:
+            if a > 0:
+                return 2
+            if a < 0:
+                r = -a - 1
+                if r in sem.qualifier_rules:
+                    mode = 1
+                elif sem.rule_kind[r] not in ("merge", "reset"):
+                    return 2
+        return mode
 
     def _frame_of(self, rem: bytes) -> ScanFrame:
         """The scan frame of a pending lexeme (scanned from the start state)."""

@@ -61,6 +61,8 @@ def test_masks_exact_against_brute_force_on_samples() -> None:
         b"SELECT * FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.con",
         b"SELECT * FROM singer WHERE ",
         b"SELECT * FROM singer AS T1 WHERE T1",
+        b"SELECT * FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.concert_ID WHERE T",
+        b"SELECT * FROM singer AS T1 WHERE T1.Age > 1 AND Singer_ID IN (SELECT T",
         b"SELECT T1",
     ]
     for p in prefixes:
@@ -120,3 +122,21 @@ def _fill(g: Guide, cfg: object) -> np.ndarray:
     buf = np.zeros(g.n_words, dtype=np.int32)
     g.fill_bitmask(cfg, buf)  # type: ignore[arg-type]
     return buf
+
+
+def test_dropping_unread_names_from_cd_classes_keeps_masks() -> None:
+    """``Guide._value_read``: a CD class keyed without the emitted name (when the scope rule
+    cannot read it) gives the same masks as keying every class by its name."""
+    g = scoped(DB)
+    fast = Guide(g, vocab("gpt-2"), cache=MaskCache())
+    full = Guide(g, vocab("gpt-2"), cache=MaskCache(), trie=fast.trie)
+    full._value_read = lambda stack, term, requeue: True  # type: ignore[method-assign]
+    for q in GOLD[:2] + EXTRA:
+        m = fast.matcher()
+        for t in greedy_tokens("gpt-2", q.encode()):
+            a = np.zeros(fast.n_words, dtype=np.int32)
+            b = np.zeros(full.n_words, dtype=np.int32)
+            fast.fill_bitmask(m.config, a)
+            full.fill_bitmask(m.config, b)
+            np.testing.assert_array_equal(a, b, err_msg=q)
+            m.accept_token(t)
