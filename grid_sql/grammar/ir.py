@@ -130,7 +130,10 @@ class Grammar:
         lexicon: SchemaLexicon | None = None,
         name: str = "",
         scopes: ScopeTable | None = None,
+        _sorted_rhs: Sequence[tuple[str, tuple[str, ...]]] | None = None,
     ) -> None:
+        # _sorted_rhs (internal, from _derive): lark_rules are already in canonical order and
+        # these are their (lhs, rhs names), so a re-specialization skips re-sorting them.
         self.terminals: tuple[Terminal, ...] = tuple(terminals)
         self.terminal_ids: dict[str, int] = {t.name: t.id for t in self.terminals}
         self.start = start
@@ -138,12 +141,19 @@ class Grammar:
         self.projection = projection
         self.lexicon = lexicon
         self.scopes = scopes  # scope-aware column lexicons (grammar/scope.py); None: off
-        self._lark_rules: tuple[LarkRule, ...] = tuple(
-            sorted(lark_rules, key=lambda r: (r.origin.name, _lark_rule_rhs(r)))
-        )
-        self.rules: tuple[Rule, ...] = tuple(
-            Rule(i, r.origin.name, _lark_rule_rhs(r)) for i, r in enumerate(self._lark_rules)
-        )
+        self._is_reduced = False  # set by _derive: rules are the output of _reduce
+        if _sorted_rhs is not None and len(_sorted_rhs) == len(lark_rules):
+            self._lark_rules: tuple[LarkRule, ...] = tuple(lark_rules)
+            self.rules: tuple[Rule, ...] = tuple(
+                Rule(i, lhs, rhs) for i, (lhs, rhs) in enumerate(_sorted_rhs)
+            )
+        else:
+            self._lark_rules = tuple(
+                sorted(lark_rules, key=lambda r: (r.origin.name, _lark_rule_rhs(r)))
+            )
+            self.rules = tuple(
+                Rule(i, r.origin.name, _lark_rule_rhs(r)) for i, r in enumerate(self._lark_rules)
+            )
         self.nonterminals: tuple[str, ...] = tuple(sorted({r.lhs for r in self.rules}))
         body = {
             "start": start,
@@ -151,7 +161,7 @@ class Grammar:
                 [t.name, t.pattern, t.priority, t.is_string, t.ignored, t.category]
                 for t in self.terminals
             ],
-            "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
+            "rules": [[r.lhs, r.rhs] for r in self.rules],  # tuples encode as JSON lists
         }
         self.l1_fingerprint = l1_fingerprint or _json_fingerprint("grammar-l1", body)
         fp_body: dict[str, Any] = {
@@ -271,6 +281,19 @@ class Grammar:
         lexicon: SchemaLexicon | None,
         terminals: Sequence[Terminal] | None = None,
     ) -> Grammar:
+        # lark_rules is a subsequence of self._lark_rules (projection and reduction only
+        # filter), so it is already in canonical order and its (lhs, rhs) are known. Order and
+        # identity are checked, so anything else (or a stale id table) takes the sort.
+        pos, mine, rules = self._rule_positions, self._lark_rules, self.rules
+        known: list[tuple[str, tuple[str, ...]]] = []
+        last = -1
+        for r in lark_rules:
+            p = pos.get(id(r), -1)
+            if p <= last or mine[p] is not r:  # not a subsequence of self's rules: sort
+                break
+            last = p
+            known.append((rules[p].lhs, rules[p].rhs))
+        rhs = known if len(known) == len(lark_rules) else None
         g = Grammar(
             self.terminals if terminals is None else terminals,
             lark_rules,
@@ -280,7 +303,9 @@ class Grammar:
             lexicon=lexicon,
             name=self.name,
             scopes=self.scopes,
+            _sorted_rhs=rhs,
         )
+        g._is_reduced = True  # both callers pass the output of _reduce
         g.validate()
         return g
 
@@ -344,7 +369,12 @@ class Grammar:
                     f"terminal {name!r} is not an identifier category of this grammar"
                 )
             self._validate_words(term, cat.words, cat.fold_bare_case)
-        return self._derive(self._reduce(list(self._lark_rules), lexicon), self.projection, lexicon)
+        rules = list(self._lark_rules)
+        unusable = {n for n, c in lexicon.categories.items() if not c.words}
+        # A reduced grammar stays reduced unless the lexicon empties a terminal it uses.
+        if not (self._is_reduced and not (unusable & self.used_terminals)):
+            rules = self._reduce(rules, lexicon)
+        return self._derive(rules, self.projection, lexicon)
 
     def with_scopes(self, scopes: ScopeTable | None) -> Grammar:
         """The same language restricted by scope-aware column lexicons (``grammar/scope.py``,
@@ -454,6 +484,11 @@ class Grammar:
         from .lexer import LexerTables
 
         return LexerTables.build(self.terminals)
+
+    @cached_property
+    def _rule_positions(self) -> dict[int, int]:
+        """Position of each of this grammar's lark rules (by identity) in canonical order."""
+        return {id(r): i for i, r in enumerate(self._lark_rules)}
 
     @property
     def lark_rules(self) -> tuple[LarkRule, ...]:

@@ -284,3 +284,17 @@ def test_reduce_matches_the_fixpoint_reference(unusable: tuple[str, ...]) -> Non
         assert l1._reduce(sample, lex) == ref
         nonempty += 1
     assert nonempty
+
+
+def test_lexicon_over_a_reduced_grammar_keeps_its_rules() -> None:
+    # fast path: the lexicon empties only terminals the projection no longer uses
+    g = Grammar.dialect("sqlite").project(RoleProjection.select_only())
+    assert "INSERT_TABLE_NAME" not in g.used_terminals
+    lex = SchemaLexicon({"INSERT_TABLE_NAME": [], "TABLE_NAME": [b"album"]})
+    fast = g.with_lexicon(lex)
+    assert fast.rules == g.rules
+    assert list(fast.lark_rules) == g._reduce(list(g.lark_rules), lex)
+    # a derived grammar built from a non-subsequence falls back to sorting, same result
+    shuffled = list(reversed(g.lark_rules))
+    again = g._derive(shuffled, g.projection, lex)
+    assert again.rules == fast.rules and again.fingerprint == fast.fingerprint
