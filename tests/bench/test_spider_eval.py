@@ -243,7 +243,7 @@ def test_jsonl_tolerates_a_torn_last_line(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ end to end, real model
-@pytest.mark.slow  # ~27 s of CPU; over a minute of wall time on the loaded 2-core host
+@pytest.mark.slow  # 156 s wall under load ~12 (five arms, two role grammars); ~40 s CPU
 def test_harness_runs_resumes_and_reports(spider: Path, tmp_path: Path) -> None:
     from grid_sql.mask.vocab import VocabularyIncompleteWarning
 
@@ -266,9 +266,20 @@ def test_harness_runs_resumes_and_reports(spider: Path, tmp_path: Path) -> None:
         n2 = se.evaluate(qs, model="smollm2-135m", out=out, max_tokens=32, spider_dir=spider)
         assert n2 == 2
         assert se.evaluate(qs, model="smollm2-135m", out=out, max_tokens=32, spider_dir=spider) == 0
+        # the scope arms on one question: a scoped guide, records of their own
+        n4 = se.evaluate(
+            qs[:1],
+            model="smollm2-135m",
+            out=out,
+            max_tokens=32,
+            arms=["scope", "scope+repair"],
+            spider_dir=spider,
+        )
+        assert n4 == 2
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted((r["qid"], r["arm"]) for r in recs) == sorted(
-        (q.qid, a) for q in qs for a in se.DEFAULT_ARMS
+        [(q.qid, a) for q in qs for a in se.DEFAULT_ARMS]
+        + [(qs[0].qid, "scope"), (qs[0].qid, "scope+repair")]
     )
     for r in recs:
         assert isinstance(r["executes"], bool) and isinstance(r["ex"], bool)
@@ -280,8 +291,9 @@ def test_harness_runs_resumes_and_reports(spider: Path, tmp_path: Path) -> None:
             assert rep["tokens"] >= r["tokens"]
             if not r["refused"] and not r["error"]:
                 assert rep["sql"] == r["sql"] and rep["tokens"] == r["tokens"]
-    text = se.report(recs, "smollm2-135m")
+    text = se.report(recs, "smollm2-135m", se.DEFAULT_ARMS)
     assert "Paired over 2 questions" in text
+    assert "Paired over 1 questions" in se.report(recs, "smollm2-135m")
     for arm in se.DEFAULT_ARMS:
         assert f"| {arm} |" in text
     assert all(r["commit"] and r["commit"] != "unknown" for r in recs)
