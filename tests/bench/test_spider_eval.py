@@ -243,7 +243,7 @@ def test_jsonl_tolerates_a_torn_last_line(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ end to end, real model
-@pytest.mark.slow  # 156 s wall under load ~12 (five arms, two role grammars); ~40 s CPU
+@pytest.mark.slow  # 156 s wall under load ~12 (five arms, two role grammars)
 def test_harness_runs_resumes_and_reports(spider: Path, tmp_path: Path) -> None:
     from grid_sql.mask.vocab import VocabularyIncompleteWarning
 
