@@ -296,6 +296,11 @@ def position_slope(eng, ids: list[int], eos: int) -> dict:
     w = max(1, len(y) // 100)
     b_warm = float(np.polyfit(x[w:], y[w:], 1)[0]) if len(y) - w > 1 else 0.0
     b_second = float(np.polyfit(x[h:], y[h:], 1)[0]) if len(y) - h > 1 else 0.0
+    # standard error of the all-steps slope: is b distinguishable from 0 at this noise?
+    se = 0.0
+    if len(y) > 2:
+        resid = y - (a + b * x)
+        se = float(np.sqrt((resid @ resid) / (len(y) - 2) / ((x - x.mean()) @ (x - x.mean()))))
     out = {
         "n": len(y),
         "accepted": bool(ok),
@@ -303,6 +308,7 @@ def position_slope(eng, ids: list[int], eos: int) -> dict:
         "slope_us_per_pos": float(b),
         "slope_warm_us_per_pos": b_warm,
         "slope_second_half_us_per_pos": b_second,
+        "slope_stderr": se,
         "intercept_us": float(a),
         "p50_first": float(np.percentile(y[:h], 50)) if h else 0.0,
         "p50_second": float(np.percentile(y[h:], 50)) if h else 0.0,
@@ -575,7 +581,7 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
                 "fill timed; least-squares slope of µs against position over all steps, without "
                 "the first 1% (cold start), and over the second half:",
                 "",
-                "| engine | steps | accepted | slope µs/pos | slope w/o first 1% "
+                "| engine | steps | accepted | slope µs/pos (± std. error) | slope w/o first 1% "
                 "| slope second half "
                 "| p50 first half µs | p50 second half µs | p99 second half µs | total s "
                 "| stack depth at end | cache entries / bytes after |",
@@ -590,6 +596,7 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
                 acc = "cut at the cap" if sl["truncated"] else str(sl["accepted"])
                 out.append(
                     f"| {name} | {sl['n']} | {acc} | {sl['slope_us_per_pos']:.2e} "
+                    f"± {sl.get('slope_stderr', 0.0):.1e} "
                     f"| {sl['slope_warm_us_per_pos']:.2e} "
                     f"| {sl['slope_second_half_us_per_pos']:.2e} | {sl['p50_first']:.1f} "
                     f"| {sl['p50_second']:.1f} | {sl['p99_second']:.1f} | {sl['total_s']:.1f} "
