@@ -39,8 +39,11 @@ _CACHE: dict[str, LexerTables] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _bits_to_int(words: np.ndarray) -> int:
-    return int.from_bytes(words.astype("<u8").tobytes(), "little")
+def _row_ints(words_le: bytes, n_rows: int, n_words: int) -> tuple[int, ...]:
+    """Each row of ``n_words`` little-endian u64 words as one Python int (bit i = terminal i)."""
+    step = n_words * 8
+    fb = int.from_bytes
+    return tuple(fb(words_le[i : i + step], "little") for i in range(0, n_rows * step, step))
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,12 +93,20 @@ class LexerTables:
             raw = (bytes(trans), bytes(acc), bytes(live), int(n_states), int(n_words))
             _store(key, raw)
         trans, acc, live, n_states, n_words = raw
-        acc_w = np.frombuffer(acc, dtype="<u8").reshape(n_states, n_words)
-        live_w = np.frombuffer(live, dtype="<u8").reshape(n_states, n_words)
-        accept_masks = tuple(_bits_to_int(acc_w[s]) for s in range(n_states))
-        live_masks = tuple(_bits_to_int(live_w[s]) for s in range(n_states))
+        accept_masks = _row_ints(acc, n_states, n_words)
+        live_masks = _row_ints(live, n_states, n_words)
         order = sorted(range(len(terminals)), key=lambda i: terminals[i].resolution_key)
-        cands = tuple(tuple(i for i in order if (m >> i) & 1) if m else () for m in accept_masks)
+        # accepting terminals per state in resolution order: one bit matrix, columns in order
+        bits = np.unpackbits(
+            np.frombuffer(acc, dtype=np.uint8).reshape(n_states, n_words * 8),
+            axis=1,
+            bitorder="little",
+        )[:, order].astype(bool)
+        oarr = np.asarray(order, dtype=np.int64)
+        cands = tuple(
+            tuple(oarr[row].tolist()) if m else ()
+            for row, m in zip(bits, accept_masks, strict=True)
+        )
         tables = cls(trans, n_states, accept_masks, live_masks, cands, key)
         with _CACHE_LOCK:
             _CACHE.setdefault(key, tables)

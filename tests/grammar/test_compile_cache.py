@@ -213,3 +213,21 @@ def test_damaged_lexer_entry_is_rebuilt(gstore: Path, damage: str) -> None:
         assert calls == [1], "a damaged entry was trusted"
         same_lexer(fresh_lexer(g), built)  # rewritten: a hit again
         assert calls == [1]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "mysql"])
+def test_lexer_tables_match_the_per_state_reference(dialect: str) -> None:
+    # the vectorised decoding of the kernel's bitsets == the per-state, per-terminal rule
+    terms = Grammar.dialect(dialect).terminals
+    lx = LexerTables.build(terms)
+    trans, acc, live, n_states, n_words = _kernels.build_union_dfa([t.pattern for t in terms])
+    assert lx.trans_bytes == bytes(trans) and lx.n_states == n_states
+
+    def ints(buf: bytes) -> tuple[int, ...]:
+        w = np.frombuffer(buf, dtype="<u8").reshape(n_states, n_words)
+        return tuple(int.from_bytes(w[s].tobytes(), "little") for s in range(n_states))
+
+    assert lx.accept_masks == ints(acc) and lx.live_masks == ints(live)
+    order = sorted(range(len(terms)), key=lambda i: terms[i].resolution_key)
+    ref = tuple(tuple(i for i in order if (m >> i) & 1) for m in lx.accept_masks)
+    assert lx.accept_candidates == ref
