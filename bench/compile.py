@@ -335,9 +335,9 @@ def breakdown(vnames: list[str], n: int) -> list[tuple[str, str, float]]:
             (
                 vn,
                 "Walker(runtime, trie): Python lists of the trie (mask/walk.py)",
-                best_cpu_ms(lambda: Walker(rt, trie), n),
+                best_cpu_ms(lambda trie=trie: Walker(rt, trie), n),
             )
-        )  # noqa: B023
+        )
         w = Walker(rt, trie)
         rows.append(
             (
