@@ -304,6 +304,7 @@ def cold_injection(
         "fresh_deferred_rounds": fresh.extension.get("deferred_rounds"),
         "fresh_error": fresh.error,
         "errors": sum(1 for s in samples if s.error),
+        "error_examples": sorted({s.error for s in samples if s.error})[:3],
     }
 
 
@@ -316,6 +317,7 @@ def protocol(
     max_tokens: int,
     legs: int,
     cold_batch: int,
+    cold_only: bool = False,
     log: Callable[[str], None] = print,
     step_probe: Callable[[], Any] | None = None,
 ) -> dict[str, Any]:
@@ -324,7 +326,7 @@ def protocol(
     t0 = time.perf_counter()
     warm = run_batch(client, guides, max(batches), max_tokens)
     log(f"warm-up: {summarize(warm)} in {time.perf_counter() - t0:.1f}s")
-    for b in batches:
+    for b in batches if not cold_only else ():
         got: dict[str, list[Sample]] = {"unconstrained": [], "grid": []}
         engine: dict[str, list[Any]] = {"unconstrained": [], "grid": []}
         for _ in range(legs):  # arms alternate leg by leg: load drifts hit both alike
@@ -385,11 +387,15 @@ def host_info() -> dict[str, Any]:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    lines = [
-        "| batch | arm | TPOT p50 ms | TPOT p90 ms | TTFT p50 ms | tok/s | chunks/req "
-        "| deferred | errors |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    lines = (
+        []
+        if not doc["batches"]
+        else [
+            "| batch | arm | TPOT p50 ms | TPOT p90 ms | TTFT p50 ms | tok/s | chunks/req "
+            "| deferred | errors |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+    )
 
     def f(x: Any, nd: int = 1) -> str:
         return "—" if x is None else f"{x:.{nd}f}"
@@ -463,6 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--legs", type=int, default=1)
     ap.add_argument("--cold-batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cold-only", action="store_true", help="warm-up and the cold arm only")
     ap.add_argument(
         "--max-batched-tokens",
         type=int,
@@ -514,6 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_tokens=a.max_tokens,
             legs=a.legs,
             cold_batch=a.cold_batch,
+            cold_only=a.cold_only,
             step_probe=probe,
         )
     host["loadavg_end"] = os.getloadavg()

@@ -543,7 +543,7 @@ class GridServer:
             if not 1 <= max_batched_tokens <= n_batch:
                 raise OptionError(f"max_batched_tokens must be in [1, n_batch={n_batch}]")
             self.scheduler.max_batched_tokens = max_batched_tokens
-        self._http = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._http = _HTTPServer((host, port), _handler_for(self))
         self._http.daemon_threads = True
         self._http_thread = threading.Thread(
             target=self._http.serve_forever, name="grid-sql-http", daemon=True
@@ -760,6 +760,12 @@ class GridServer:
             else:
                 yield self._chunk(r, chat, "", r.finish_reason)
                 return
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 refuses connections when a batch of clients
+    # connects at once (the benchmark starts 32 together)
+    request_queue_size = 256
 
 
 def _error_body(status: int, message: str, kind: str) -> bytes:
