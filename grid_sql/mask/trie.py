@@ -37,10 +37,13 @@ advance the output, so admitting it could stall generation forever.
 from __future__ import annotations
 
 import hashlib
+import json
 import operator
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -361,7 +364,12 @@ def get_token_trie(vocabulary: Vocabulary) -> TokenTrie:
     """The token trie for ``vocabulary``, built once per vocabulary fingerprint.
 
     A small LRU (8 vocabularies) because serving processes typically hold one or two
-    tokenizers and a 262k-token trie is ~10 MB.
+    tokenizers and a 262k-token trie is ~10 MB. Built tries are also kept on disk beside
+    the grammar store (``<cache>/tries/v1/<fp[:2]>/<fp>.bin``, ``GRID_SQL_CACHE_DIR``;
+    ``off`` disables): a later process reads the arrays instead of sorting the vocabulary
+    again (~0.1 s CPU for GPT-2, ~0.45 s for Qwen2). An entry is used only if its
+    vocabulary fingerprint, layout and array lengths match and its BLAKE2b digest checks;
+    otherwise it is rebuilt and rewritten.
     """
     key = vocabulary.fingerprint
     with _cache_lock:
@@ -369,10 +377,101 @@ def get_token_trie(vocabulary: Vocabulary) -> TokenTrie:
         if trie is not None:
             _cache.move_to_end(key)
             return trie
-    trie = TokenTrie.build(vocabulary)
+    trie = _load_stored(vocabulary)
+    if trie is None:
+        trie = TokenTrie.build(vocabulary)
+        _store(trie)
     with _cache_lock:
         _cache[key] = trie
         _cache.move_to_end(key)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return trie
+
+
+# -- on-disk store ------------------------------------------------------------------------
+
+_MAGIC = b"GRIDSQL-TRIE\x00"
+_STORE_FORMAT = 1
+
+
+def _entry_path(vocab_fp: str) -> Path | None:
+    from grid_sql.grammar.cache import cache_root
+
+    root = cache_root()
+    if root is None:
+        return None
+    return root / "tries" / f"v{_STORE_FORMAT}" / vocab_fp[:2] / f"{vocab_fp}.bin"
+
+
+def _digest(parts: tuple[bytes, ...]) -> str:
+    h = hashlib.blake2b(digest_size=32, person=b"grid-sql-trie")
+    for part in parts:
+        h.update(struct.pack("<Q", len(part)))
+        h.update(part)
+    return h.hexdigest()
+
+
+def _store(trie: TokenTrie) -> None:
+    from grid_sql.grammar.cache import write_atomic
+
+    p = _entry_path(trie.vocab_fingerprint)
+    if p is None:
+        return
+    parts = (trie.nodes.tobytes(), trie.alias_offsets.tobytes(), trie.alias_ids.tobytes())
+    head = json.dumps(
+        {
+            "format": _STORE_FORMAT,
+            "vocab": trie.vocab_fingerprint,
+            "layout": repr(NODE_DTYPE.descr),
+            "lengths": [len(x) for x in parts],
+            "digest": _digest(parts),
+        },
+        sort_keys=True,
+    ).encode()
+    write_atomic(p, _MAGIC + struct.pack("<I", len(head)) + head + b"".join(parts))
+
+
+def _load_stored(vocabulary: Vocabulary) -> TokenTrie | None:
+    """The stored trie of ``vocabulary``, or None (absent, disabled, damaged, foreign)."""
+    p = _entry_path(vocabulary.fingerprint)
+    if p is None:
+        return None
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return None
+    try:
+        if not data.startswith(_MAGIC):
+            return None
+        off = len(_MAGIC)
+        (n_head,) = struct.unpack_from("<I", data, off)
+        off += 4
+        head = json.loads(data[off : off + n_head])
+        off += n_head
+        n_nodes_b, n_off_b, n_ids_b = (int(x) for x in head["lengths"])
+        if (
+            head["format"] != _STORE_FORMAT
+            or head["vocab"] != vocabulary.fingerprint
+            or head["layout"] != repr(NODE_DTYPE.descr)
+            or len(data) != off + n_nodes_b + n_off_b + n_ids_b
+            or n_nodes_b % NODE_DTYPE.itemsize
+            or n_off_b != (n_nodes_b // NODE_DTYPE.itemsize + 1) * 4
+            or n_ids_b % 4
+        ):
+            return None
+        parts = (
+            data[off : off + n_nodes_b],
+            data[off + n_nodes_b : off + n_nodes_b + n_off_b],
+            data[off + n_nodes_b + n_off_b :],
+        )
+        if _digest(parts) != head["digest"]:
+            return None
+        nodes = np.frombuffer(parts[0], dtype=NODE_DTYPE)
+        alias_offsets = np.frombuffer(parts[1], dtype="<u4").astype(np.uint32, copy=False)
+        alias_ids = np.frombuffer(parts[2], dtype="<i4").astype(np.int32, copy=False)
+        if int(alias_offsets[-1]) != len(alias_ids) or int(nodes["size"][0]) != len(nodes):
+            return None
+    except (ValueError, KeyError, TypeError, struct.error):
+        return None
+    return TokenTrie(vocabulary, nodes, alias_offsets, alias_ids)

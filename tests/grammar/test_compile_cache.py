@@ -16,6 +16,9 @@ from grid_sql.grammar import Grammar, LexerTables
 from grid_sql.grammar import cache as store
 from grid_sql.grammar import lexer as lexer_mod
 from grid_sql.grammar.dialects import dialects_dir
+from grid_sql.mask import trie as trie_mod
+from grid_sql.mask.trie import TokenTrie
+from grid_sql.mask.vocab import Vocabulary
 
 from .toy_grammars import CRUD
 
@@ -231,3 +234,83 @@ def test_lexer_tables_match_the_per_state_reference(dialect: str) -> None:
     order = sorted(range(len(terms)), key=lambda i: terms[i].resolution_key)
     ref = tuple(tuple(i for i in order if (m >> i) & 1) for m in lx.accept_masks)
     assert lx.accept_candidates == ref
+
+
+# ---------------------------------------------------------------- token trie store
+GPT2 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tokenizers"
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> Vocabulary:
+    path = GPT2 / "ggml-vocab-gpt-2.gguf"
+    if not path.is_file():
+        pytest.skip(f"{path} missing (shared data)")
+    return Vocabulary.from_gguf(path)
+
+
+def same_trie(a: TokenTrie, b: TokenTrie) -> None:
+    assert a.nodes.tobytes() == b.nodes.tobytes()
+    assert np.array_equal(a.alias_offsets, b.alias_offsets)
+    assert np.array_equal(a.alias_ids, b.alias_ids)
+    assert a.alias_ids.dtype == b.alias_ids.dtype and a.fingerprint == b.fingerprint
+
+
+def fresh_trie(v: Vocabulary) -> TokenTrie:
+    with trie_mod._cache_lock:
+        trie_mod._cache.clear()
+    return trie_mod.get_token_trie(v)
+
+
+def trie_entry(root: Path) -> Path:
+    entries = list((root.parent.parent / "tries").glob("v*/*/*.bin"))
+    assert len(entries) == 1
+    return entries[0]
+
+
+def test_trie_round_trip_skips_the_build(
+    gstore: Path, gpt2: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = fresh_trie(gpt2)
+    same_trie(built, TokenTrie.build(gpt2))
+    assert trie_entry(gstore).is_file()
+
+    def boom(*a: object, **k: object) -> None:
+        raise AssertionError("the trie was rebuilt on a store hit")
+
+    monkeypatch.setattr(TokenTrie, "build", boom)
+    loaded = fresh_trie(gpt2)
+    same_trie(loaded, built)
+    assert loaded.lookup(b" the") == built.lookup(b" the")
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "magic", "vocab"])
+def test_damaged_trie_entry_is_rebuilt(gstore: Path, gpt2: Vocabulary, damage: str) -> None:
+    built = fresh_trie(gpt2)
+    entry = trie_entry(gstore)
+    data = bytearray(entry.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0x10
+    elif damage == "truncate":
+        data = data[:-4]
+    elif damage == "magic":
+        data[0] ^= 0xFF
+    else:
+        n = int.from_bytes(data[13:17], "little")
+        head = json.loads(bytes(data[17 : 17 + n]))
+        head["vocab"] = "0" * 64
+        new = json.dumps(head, sort_keys=True).encode()
+        data = data[:13] + len(new).to_bytes(4, "little") + new + data[17 + n :]
+    entry.write_bytes(bytes(data))
+    calls = []
+    real = TokenTrie.build
+
+    def counting(v: Vocabulary) -> TokenTrie:
+        calls.append(1)
+        return real(v)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TokenTrie, "build", counting)
+        same_trie(fresh_trie(gpt2), built)
+        assert calls == [1], "a damaged entry was trusted"
+        same_trie(fresh_trie(gpt2), built)  # rewritten: a hit again
+        assert calls == [1]
