@@ -129,9 +129,11 @@ def to_llguidance_lark(grammar: Grammar, *, merge_same_regex: bool = False) -> G
         "lexing: llguidance's lexer admits every lexeme the parser allows and may end a "
         "lexeme where the next one can start (`selected` = SELECT + identifier `ed`), where "
         "grid-sql lexes by maximal munch; this only adds sentences",
-        "known refusal: llguidance does not give up an ignored lexeme once its prefix "
-        "matched, so MySQL `SELECT 2--1` (`--` before a digit is minus, minus; no comment) "
-        "is refused; a model writing `2 - -1` is unaffected",
+        "known refusals (grid-sql admits, llguidance refuses): llguidance does not give up "
+        "a lexeme whose longer reading is still viable when the next lexeme starts without "
+        "a separator: MySQL `SELECT 2--1` (`--` before a digit is minus, minus; no comment), "
+        "`... > 1except SELECT ...` (`1e` could still become a number); with a space "
+        "(`2 - -1`, `1 EXCEPT`) both are admitted",
     ]
     terms = _exported_terminals(g)
     names = {t.name for t in g.terminals}
