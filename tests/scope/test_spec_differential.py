@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
+
 from ..differential.harness import Differential, mutations
 from .helpers import scoped, snapshot, spider_dev
 
@@ -35,6 +37,7 @@ def _column_swaps(q: str, cols: list[str], rng: random.Random, n: int) -> list[b
     return out
 
 
+@pytest.mark.slow
 def test_fast_equals_spec_with_scopes() -> None:
     rng = random.Random(2026)
     checked = 0
