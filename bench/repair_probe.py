@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spider_eval import (  # noqa: E402  (bench/ is not a package)
     SPIDER_DIR,
     ExecError,
+    git_commit,
     gold_is_ordered,
     load_questions,
     results_match,
@@ -123,6 +124,7 @@ def probe(
             "tokens": tokens,
             "seconds": round(seconds, 2),
             "gold": q.gold,
+            "commit": git_commit(),
         }
         rows.append(rec)
         with out.open("a", encoding="utf-8") as fh:
@@ -206,6 +208,7 @@ def probe_repair_only(
             "tokens": n_tokens,
             "seconds": round(seconds, 2),
             "gold": q.gold,
+            "commit": git_commit(),
         }
         rows.append(rec)
         with out.open("a", encoding="utf-8") as fh:
@@ -227,7 +230,11 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
     engine = sum(bool(r.get("engine_error")) for r in rows)
     lines = [
         f"questions refused for an unknown column in round 0: {n}",
-        f"round 0 reproduced the recorded statement: {same}/{n}",
+        (
+            f"round 0 reproduced the recorded statement: {same}/{n}"
+            if any(r.get("mode") != "repair-only" for r in rows)
+            else "round 0: the recorded statement (repair-only mode)"
+        ),
         f"repair prompt offered the checker-fixed statement: {offered}/{n}",
         f"repair round accepted by the checker: {fixed}/{n}",
         f"repair round stopped by an engine error (not a refusal): {engine}/{n}",
