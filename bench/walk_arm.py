@@ -200,16 +200,33 @@ class Arm:
 
     def check(self, text: bytes) -> tuple[bool, bool | None]:
         """(lark parses it, grid-sql's spec accepts it — only asked when lark refuses)."""
-        import lark
-
-        try:
-            # grid-sql's languages are over bytes; lark reads str, so bytes that are not
-            # UTF-8 (a split multi-byte character inside a comment or string) are carried
-            # as lone surrogates, which [^\n]-style classes match like any other character
-            self.lark.parse(text.decode("utf-8", "surrogateescape"))
+        if lark_parses(self.dialect, text):
             return True, None
-        except lark.exceptions.LarkError:
-            return False, bool(spec_oracle(self.arm).accepts(text))
+        return False, bool(spec_oracle(self.arm).accepts(text))
+
+
+def lark_parses(dialect: str, text: bytes) -> bool:
+    import lark
+
+    try:
+        # grid-sql's languages are over bytes; lark reads str, so bytes that are not UTF-8
+        # (a split multi-byte character inside a comment or string) are carried as lone
+        # surrogates, which [^\n]-style classes match like any other character
+        lark_parser(dialect).parse(text.decode("utf-8", "surrogateescape"))
+        return True
+    except lark.exceptions.LarkError:
+        return False
+
+
+def recheck(arm: str, k: int) -> tuple[bytes, bool, bool]:
+    """(text, lark parses, spec accepts) of recorded walk ``k`` of ``arm``."""
+    for line in out_path(arm).read_text().splitlines():
+        r = json.loads(line)
+        if r["walk"] == k:
+            text = bytes.fromhex(r["text_hex"]) if "text_hex" in r else r["text"].encode()
+            ok = lark_parses(arm.partition("+")[0], text)
+            return text, ok, bool(spec_oracle(arm).accepts(text))
+    raise SystemExit(f"walk {k} of {arm} is not recorded")
 
 
 def _is_utf8(b: bytes) -> bool:
@@ -340,7 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cmd", action="append", default=[], help="command line(s) for the report")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-walk-arm.md"))
     ap.add_argument("--notes", default="", help="markdown file appended to the report")
+    ap.add_argument(
+        "--recheck", nargs=2, metavar=("ARM", "WALK"), help="lark and spec verdicts of a walk"
+    )
     args = ap.parse_args(argv)
+    if args.recheck:
+        text, ok, spec = recheck(args.recheck[0], int(args.recheck[1]))
+        print(f"{text!r}\nlark parses: {ok}; spec accepts: {spec}")
+        return 0
     if args.report:
         text = report(Path(args.out), args.cmd)
         if args.notes:
