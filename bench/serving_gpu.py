@@ -11,7 +11,7 @@ On the GPU host::
     pip install 'grid-sql[vllm]'          # vLLM pinned by the extra; the processor is an
                                           # entry point in the vllm.logits_processors group
     vllm serve Qwen/Qwen2.5-7B-Instruct --max-num-seqs 64 \\
-        --logits-processors grid_sql.serve.vllm:GridSQLLogitsProcessor &
+        --logits-processors grid_sql.serve.vllm:GridLogitsProcessor &
     python bench/serving_gpu.py --url http://127.0.0.1:8000/v1 \\
         --tokenizer Qwen/Qwen2.5-7B-Instruct --batches 1 8 32 --cold-batch 31 --legs 3 \\
         --max-tokens 64 --out bench/results/serving-gpu.json
