@@ -671,6 +671,79 @@ def outcome(r: dict[str, Any]) -> str:
     return "engine error"
 
 
+def _checker_for(q_db: Path) -> Any:
+    """The post-parse checker of the role the harness uses (baseline, SELECT only)."""
+    import sqlalchemy as sa
+
+    from grid_sql.policy.checker import Checker
+    from grid_sql.policy.grants import sqlite_baseline
+    from grid_sql.schema.introspect import introspect
+
+    eng = sa.create_engine(f"sqlite:///file:{q_db.resolve()}?mode=ro&uri=true")
+    try:
+        with eng.connect() as c:
+            snap = introspect(c)
+    finally:
+        eng.dispose()
+    return Checker(snap, sqlite_baseline(snap))
+
+
+_SELECT_KW = re.compile(r"\bSELECT\b", re.IGNORECASE)
+_FROM_KW = re.compile(r"\bFROM\b", re.IGNORECASE)
+
+
+def column_place(sql: str, pos: int) -> str:
+    """``select-list`` when offset ``pos`` lies between a SELECT and that query's first FROM
+    (Proposition 11: no left-to-right mask can know the tables there), else ``after-from``.
+
+    A textual heuristic: the nearest SELECT before ``pos`` decides.
+    """
+    for m in reversed([m for m in _SELECT_KW.finditer(sql) if m.start() < pos]):
+        f = _FROM_KW.search(sql, m.start())
+        return "select-list" if f is None or f.start() > pos else "after-from"
+    return "after-from"
+
+
+def refusal_places(
+    records: Sequence[dict[str, Any]], arm: str, spider_dir: Path = SPIDER_DIR
+) -> Counter[str]:
+    """Per refused question of ``arm``: where its unknown/ambiguous columns sit.
+
+    The refused SQL is re-checked (positions are not stored); classes: ``only select-list``,
+    ``only after-from``, ``both``, ``other kinds only``.
+    """
+    from grid_sql.data import chinook_path
+
+    checkers: dict[str, Any] = {}
+    out: Counter[str] = Counter()
+    for r in records:
+        if r["arm"] != arm or not r.get("refused") or not r.get("generated_sql"):
+            continue
+        db = (
+            chinook_path()
+            if r["db_id"] == "chinook"
+            else Question(r["qid"], r["db_id"], "", "").db_path(spider_dir)
+        )
+        if r["db_id"] not in checkers:
+            checkers[r["db_id"]] = _checker_for(db)
+        sql = r["generated_sql"]
+        vs = [
+            v
+            for v in checkers[r["db_id"]].check(sql)
+            if v.kind in ("unknown_column", "ambiguous_column") and v.position is not None
+        ]
+        places = {column_place(sql, v.position) for v in vs}
+        if not places:
+            out["other kinds only"] += 1
+        elif places == {"select-list"}:
+            out["only select-list"] += 1
+        elif places == {"after-from"}:
+            out["only after-from"] += 1
+        else:
+            out["both"] += 1
+    return out
+
+
 # --------------------------------------------------------------------------- CLI
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -685,12 +758,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--spider-dir", type=Path, default=SPIDER_DIR)
     ap.add_argument("--report", action="store_true", help="render the table from --out")
+    ap.add_argument(
+        "--refusal-places",
+        action="store_true",
+        help="with --report: where the refused unknown columns sit (SELECT list / after FROM)",
+    )
     args = ap.parse_args(argv)
     name = args.label or args.model
     out = args.out or Path(f"bench/results/{args.suite}-{name}.jsonl")
     report_arms = args.arms if "--arms" in (argv if argv is not None else sys.argv) else None
     if args.report:
-        sys.stdout.write(report(read_jsonl(out), name, report_arms))
+        recs = [r for r in read_jsonl(out) if r.get("model") == name]
+        sys.stdout.write(report(recs, name, report_arms))
+        if args.refusal_places:
+            common = None if report_arms is None else set(report_arms)
+            for arm in (a for a in ARMS if common is None or a in common):
+                places = refusal_places(recs, arm, args.spider_dir)
+                if places:
+                    sys.stdout.write(f"\nRefusals of {arm} by column place: {dict(places)}\n")
         return 0
     n = None if args.n == 0 else args.n
     if args.suite == "chinook":

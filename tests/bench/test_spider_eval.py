@@ -175,6 +175,28 @@ def test_outcome_classes_from_kinds_then_messages() -> None:
     assert set(se.OUTCOMES) >= {o(refused=True, violations=["?"])}
 
 
+def test_column_place_reads_proposition_11() -> None:
+    sql = "SELECT T2.name FROM singer AS T1 WHERE T1.x IN (SELECT y FROM t) ORDER BY z"
+    assert se.column_place(sql, sql.index("T2.name")) == "select-list"
+    assert se.column_place(sql, sql.index("T1.x")) == "after-from"
+    assert se.column_place(sql, sql.index("y FROM")) == "select-list"  # the subquery's list
+    assert se.column_place(sql, sql.index("z")) == "after-from"
+
+
+def test_refusal_places_rechecks_the_refused_sql() -> None:
+    recs = [
+        _rec(0, "constrained", False, False, refused=True, db_id="chinook",
+             generated_sql="SELECT Title FROM Artist WHERE ArtistId = 1"),
+        _rec(1, "constrained", False, False, refused=True, db_id="chinook",
+             generated_sql="SELECT Name FROM Artist WHERE Title = 'x'"),
+        _rec(2, "constrained", True, True, db_id="chinook", generated_sql="SELECT 1"),
+    ]  # fmt: skip
+    assert se.refusal_places(recs, "constrained") == {
+        "only select-list": 1,
+        "only after-from": 1,
+    }
+
+
 def test_paired_difference_matches_mcnemar_exact() -> None:
     d, lo, hi, p = se.paired_difference(3, 1, 72)
     assert d == pytest.approx(-2 / 72) and lo < d < hi
