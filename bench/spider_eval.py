@@ -596,9 +596,9 @@ def report(
         lines.append(
             f"| {a} | {_pct(run, n)} | {_pct(ex, n)} | {tok:.1f} | {sec:.1f} | {tr} | {rf} | {er} |"
         )
-    lines += ["", "Paired EX (row arm right / column arm right):", ""]
     pairs = [(x, y) for i, x in enumerate(present) for y in present[i + 1 :]]
     if pairs:
+        lines += ["", "Paired EX (row arm right / column arm right):", ""]
         lines += [
             "| pair | both | only first | only second | neither | EX second - first [95%] "
             "| McNemar p |",
