@@ -412,6 +412,7 @@ class Matcher:
         self.tokens: list[int] = []
         self.terminated = False
         self.max_tokens = max_tokens
+        self._scratch: np.ndarray | None = None  # forced_tokens' row, allocated on first use
 
     # -- masks --------------------------------------------------------------------------
     def fill_next_token_bitmask(self, buf: np.ndarray) -> int:
@@ -478,13 +479,24 @@ class Matcher:
     def forced_tokens(self, limit: int = MAX_FORCED) -> list[int]:
         """The jump-forward span: tokens forced one after another (singleton masks)."""
         out: list[int] = []
+        if self.terminated:
+            return out
         cfg = self.config
         g = self.guide
+        # Through fill_bitmask, not allowed_ids: the fill memo makes the common no-span case
+        # (and the decoder's fill that follows it) a lookup instead of a fresh CD resolution.
+        buf = self._scratch
+        if buf is None:
+            buf = self._scratch = self.allocate_bitmask()
+        words = buf.view(np.uint32)
         while len(out) < limit:
-            ids, eos, _ = g.allowed_ids(cfg)
-            if eos or ids.size != 1:
+            n, _ = g.fill_bitmask(cfg, buf)
+            if n != 1:
                 break
-            t = int(ids[0])
+            w = int(np.flatnonzero(words)[0])
+            t = w * 32 + int(words[w]).bit_length() - 1
+            if t == g.eos_id:
+                break
             nxt = g.runtime.advance(cfg, g.token_bytes[t])
             if nxt is None:  # cannot happen for an exact mask
                 raise MaskError(f"forced token {t} rejected by the parser")

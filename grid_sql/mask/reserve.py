@@ -41,6 +41,7 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from lark.common import ParserConf
 from lark.parsers.lalr_analysis import LALR_Analyzer
@@ -259,40 +260,84 @@ class ReserveTable:
         busy: set[tuple[int, int]] = set()
         goto = self.rt.goto
 
-        def solve(state: int, below: StackNode | None) -> float:
-            key = (state, id(below))
-            hit = memo.get(key)
-            if hit is not None:
-                return hit[0]
-            if state == self.end_state:
-                memo[key] = (0.0, (), None)
-                return 0.0
-            if key in busy:
-                return math.inf
-            busy.add(key)
-            if below is not None:
-                keep[id(below)] = below
-            best: tuple[float, tuple[int, ...], tuple[int, int] | None] = (math.inf, (), None)
-            for it in self.items[state]:
-                if it.cost >= best[0]:
-                    break
-                if it.lhs < 0:  # augmented root item: complete the start symbol
-                    best = (float(it.cost), it.beta, None)
+        def solve(state0: int, below0: StackNode | None) -> float:
+            """Memoized cheapest cost to ACCEPT from (state over ``below``).
+
+            Iterative (an explicit frame stack): the recursion went one Python frame per
+            unit-rule goto and hit the interpreter's limit on deep stacks (120 nested
+            parentheses, or a degenerate model output in a repair round)."""
+            frames: list[list[Any]] = []
+
+            def enter(state: int, below: StackNode | None) -> float | None:
+                """A value now (memo, ACCEPT, cycle), or None after pushing a frame."""
+                key = (state, id(below))
+                hit = memo.get(key)
+                if hit is not None:
+                    return hit[0]
+                if state == self.end_state:
+                    memo[key] = (0.0, (), None)
+                    return 0.0
+                if key in busy:
+                    return math.inf
+                busy.add(key)
+                if below is not None:
+                    keep[id(below)] = below
+                # [key, state, below, next item index, best, pending (item, goto, base)]
+                frames.append([key, state, below, 0, (math.inf, (), None), None])
+                return None
+
+            first = enter(state0, below0)
+            if first is not None:
+                return first
+            ret = math.inf
+            while frames:
+                f = frames[-1]
+                key, state, below, idx, best, pending = f
+                if pending is not None:  # a child frame just finished with ``ret``
+                    it, g2, base = pending
+                    c = it.cost + ret
+                    if c < best[0]:
+                        keep[id(base)] = base
+                        best = (c, it.beta, (g2, id(base)))
+                    idx += 1
+                    pending = None
+                items = self.items[state]
+                pushed = False
+                while idx < len(items):
+                    it = items[idx]
+                    if it.cost >= best[0]:
+                        idx = len(items)
+                        break
+                    if it.lhs < 0:  # augmented root item: complete the start symbol
+                        best = (float(it.cost), it.beta, None)
+                        idx += 1
+                        continue
+                    if below is None or it.k - 1 > below.depth:
+                        idx += 1
+                        continue
+                    base = below if it.k == 1 else below.ancestor(it.k - 1)
+                    g2 = goto[base.state][it.lhs]
+                    if g2 < 0:
+                        idx += 1
+                        continue
+                    f[3], f[4], f[5] = idx, best, (it, g2, base)
+                    rest = enter(g2, base)
+                    if rest is None:
+                        pushed = True
+                        break
+                    f[5] = None
+                    c = it.cost + rest
+                    if c < best[0]:
+                        keep[id(base)] = base
+                        best = (c, it.beta, (g2, id(base)))
+                    idx += 1
+                if pushed:
                     continue
-                if below is None or it.k - 1 > below.depth:
-                    continue
-                base = below if it.k == 1 else below.ancestor(it.k - 1)
-                g2 = goto[base.state][it.lhs]
-                if g2 < 0:
-                    continue
-                rest = solve(g2, base)
-                c = it.cost + rest
-                if c < best[0]:
-                    keep[id(base)] = base
-                    best = (c, it.beta, (g2, id(base)))
-            busy.discard(key)
-            memo[key] = best
-            return best[0]
+                busy.discard(key)
+                memo[key] = best
+                ret = best[0]
+                frames.pop()
+            return ret
 
         total = solve(node.state, node.parent)
         if math.isinf(total):
@@ -430,7 +475,6 @@ class ReserveTable:
                 f"{cfg.scan.rem!r} (terminals {[self.grammar.terminals[t].name for t in terms]})"
             )
         return Completion(tuple(tokens), data)
-
 
     def _scoped_word(self, cfg: Configuration, data: bytes, tid: int) -> bytes | None:
         """Under scope-aware lexicons (grammar/scope.py) the fixed shortest lexeme of a

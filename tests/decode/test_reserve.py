@@ -116,6 +116,21 @@ def test_reserve_long_case_folded_identifiers(smollm2_vocab: Vocabulary) -> None
     _every_byte_prefix(g, stmt, smollm2_vocab)
 
 
+def test_reserve_deeply_nested_prefix(chinook_guide: Guide) -> None:
+    """120 open parentheses: the completion search must not hit Python's recursion limit.
+
+    Regression: the cheapest-completion solver recursed once per unit-rule goto and raised
+    RecursionError (seen in a repair round on Spider flight_2 / student_transcripts_tracking).
+    """
+    table = reserve_table(chinook_guide.grammar, chinook_guide.vocab)
+    prefix = b"SELECT " + b"(" * 120 + b"1"
+    cfg = table.rt.advance(table.rt.initial, prefix)
+    assert cfg is not None
+    comp = table.completion(cfg)
+    assert comp.data.count(b")") == 120
+    assert accepts(chinook_guide.grammar, prefix + comp.data)
+
+
 def test_reserve_of_a_complete_statement_is_empty(chinook_guide: Guide) -> None:
     table = reserve_table(chinook_guide.grammar, chinook_guide.vocab)
     m = chinook_guide.matcher()
