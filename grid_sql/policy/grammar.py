@@ -77,9 +77,7 @@ def _forms(grammar: Grammar, terminal: str, name: str, dialect: str) -> list[byt
 
 def role_grammar(grammar: Grammar, snapshot: SchemaSnapshot, policy: Policy) -> Grammar:
     """The role's projected, lexicon-restricted grammar (raises EmptyLanguageError if none)."""
-    statements = {
-        r.rhs[0] for r in grammar.rules if r.lhs == "statement" and len(r.rhs) == 1
-    }
+    statements = {r.rhs[0] for r in grammar.rules if r.lhs == "statement" and len(r.rhs) == 1}
     keep = {
         rule
         for verb in policy.statement_verbs
