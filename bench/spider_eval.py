@@ -313,7 +313,8 @@ def run_constrained(
     r0_refused = (bool(repairs) and repairs[0].round == 0) or (
         bool(done) and error is not None and not checker_refused
     )
-    r0_sql = repairs[0].sql if r0_refused else sql
+    # an engine error after round 0 finished carries no repair history: its SQL is lost
+    r0_sql = repairs[0].sql if r0_refused and repairs else (sql if not r0_refused else None)
     kinds: list[str] = []
     if r0_refused and r0_sql:
         try:  # the round-0 verdict's rule kinds (Repair keeps only the messages)
