@@ -91,11 +91,7 @@ class Walker:
     def __init__(self, runtime: ParserRuntime, trie: TokenTrie) -> None:
         self.rt = runtime
         self.trie = trie
-        nodes = trie.nodes
-        self.edge: list[int] = nodes["byte"].tolist()
-        self.depth: list[int] = nodes["depth"].tolist()
-        self.size: list[int] = nodes["size"].tolist()
-        self.alias_off: list[int] = trie.alias_offsets.tolist()
+        self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
         self.alias_ids = trie.alias_ids
         self.use_kernel = kernels_enabled()
         self.n_words = max(1, (len(runtime.grammar.terminals) + 63) // 64)
@@ -103,6 +99,24 @@ class Walker:
         self._kernel_lock = threading.Lock()
         # scoped lexicon views (parser/incremental.py LexiconView.fp) -> their Rust walker
         self._scoped_kernels: OrderedDict[str, Any] = OrderedDict()
+
+    def _trie_lists(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The trie arrays as Python lists (edge byte, depth, subtree size, alias offsets).
+
+        Built on first use by the Python walk only: the kernel path never reads them, and
+        converting a 151k-token trie cost ~27 ms of every guide's construction.
+        """
+        lists = self._lists
+        if lists is None:
+            nodes = self.trie.nodes
+            lists = (
+                nodes["byte"].tolist(),
+                nodes["depth"].tolist(),
+                nodes["size"].tolist(),
+                self.trie.alias_offsets.tolist(),
+            )
+            self._lists = lists
+        return lists
 
     # ------------------------------------------------------------------ the Rust kernel
     def kernel(self, lex: LexiconView | None = None) -> Any:
@@ -235,13 +249,10 @@ class Walker:
         """The pending lexeme can still become an allowed or ignored terminal."""
         return self.rt.pending_live(frame.dfa, frame.rem, allowed, lex)
 
-    def may_recover(
-        self, frame: ScanFrame, allowed: int, lex: LexiconView | None = None
-    ) -> bool:
+    def may_recover(self, frame: ScanFrame, allowed: int, lex: LexiconView | None = None) -> bool:
         """A later forced emission at the last accept could still succeed."""
         return frame.la_len > 0 and (
-            self.rt.resolve(frame.la_state, frame.rem[: frame.la_len], allowed, lex)
-            is not None
+            self.rt.resolve(frame.la_state, frame.rem[: frame.la_len], allowed, lex) is not None
         )
 
     def cd_lexeme(
@@ -291,7 +302,7 @@ class Walker:
         self, node0: int, frame0: ScanFrame, allowed: int, lex: LexiconView | None = None
     ) -> WalkResult:
         """The reference walk in Python (see the module docstring)."""
-        edge, depth, size, off = self.edge, self.depth, self.size, self.alias_off
+        edge, depth, size, off = self._trie_lists()
         step, live, recover = self.step, self.live, self.may_recover
         frames: dict[int, ScanFrame] = {depth[node0]: frame0}
         ranges: list[tuple[int, int]] = []

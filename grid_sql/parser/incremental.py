@@ -15,6 +15,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import ParseError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
@@ -91,8 +93,11 @@ class ParserRuntime:
         self.rule_lhs: list[int] = tables.rule_lhs.tolist()
         self.rule_len: list[int] = tables.rule_len.tolist()
         self.end_state = tables.end_state
+        # terminals with a non-error action per state (the $END column excluded)
+        states, terms = (tables.action[:, : self.n_terminals] != 0).nonzero()
+        cuts = np.searchsorted(states, np.arange(1, len(self.action))).tolist()
         self.row_terms: list[tuple[int, ...]] = [
-            tuple(t for t in range(self.n_terminals) if row[t] != 0) for row in self.action
+            tuple(part.tolist()) for part in np.split(terms, cuts)
         ]
         self.trans = lexer.trans
         self.accept_masks = lexer.accept_masks
@@ -402,17 +407,13 @@ class ParserRuntime:
         """The pending lexeme can still become an allowed or ignored terminal."""
         if not scan.rem:
             return True
-        return self.pending_live(
-            scan.dfa, scan.rem, self.allowed_mask(node), self.lex_at(node)
-        )
+        return self.pending_live(scan.dfa, scan.rem, self.allowed_mask(node), self.lex_at(node))
 
     def pending_live(
         self, dfa: int, rem: bytes, allowed: int, lex: LexiconView | None = None
     ) -> bool:
         """Liveness of a non-empty pending lexeme under the allowed set ``allowed``."""
-        lexicon, lmask = (
-            (self.lexicon, self.lexicon_mask) if lex is None else (lex.words, lex.mask)
-        )
+        lexicon, lmask = (self.lexicon, self.lexicon_mask) if lex is None else (lex.words, lex.mask)
         m = self.live_masks[dfa] & (allowed | self.ignored_mask)
         if m & ~lmask:
             return True
@@ -473,8 +474,7 @@ class IncrementalParser:
         nxt = self.runtime.advance(self.config, data)
         if nxt is None:
             raise ParseError(
-                f"{data!r} at byte {self._n_bytes} leaves the viable prefixes of "
-                f"{self.grammar!r}"
+                f"{data!r} at byte {self._n_bytes} leaves the viable prefixes of {self.grammar!r}"
             )
         self._history.append(self.config)
         self.config = nxt
