@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import struct
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -78,6 +79,59 @@ def write_atomic(p: Path, data: bytes) -> bool:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def parts_digest(parts: Sequence[bytes], person: bytes) -> str:
+    """BLAKE2b-256 over length-prefixed ``parts`` (``person`` separates the entry kinds)."""
+    h = hashlib.blake2b(digest_size=32, person=person)
+    for part in parts:
+        h.update(struct.pack("<Q", len(part)))
+        h.update(part)
+    return h.hexdigest()
+
+
+def write_framed(
+    p: Path, magic: bytes, head: dict[str, Any], parts: Sequence[bytes], person: bytes
+) -> bool:
+    """Write a binary store entry: ``magic``, a JSON head (with the parts' lengths and
+    digest added), then the parts; atomically (see :func:`write_atomic`)."""
+    full = dict(head, lengths=[len(x) for x in parts], digest=parts_digest(parts, person))
+    blob = json.dumps(full, sort_keys=True).encode()
+    return write_atomic(p, magic + struct.pack("<I", len(blob)) + blob + b"".join(parts))
+
+
+def read_framed(
+    p: Path, magic: bytes, n_parts: int, person: bytes
+) -> tuple[dict[str, Any], list[bytes]] | None:
+    """The (head, parts) of an entry written by :func:`write_framed`, or None when it is
+    absent, unreadable, truncated, of another kind or fails its digest. The caller still
+    checks the head's own fields (format, key, layout) and the parts' shapes."""
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return None
+    try:
+        if not data.startswith(magic):
+            return None
+        off = len(magic)
+        (n_head,) = struct.unpack_from("<I", data, off)
+        off += 4
+        head = json.loads(data[off : off + n_head])
+        off += n_head
+        lengths = [int(x) for x in head["lengths"]]
+        if len(lengths) != n_parts or min(lengths, default=0) < 0:
+            return None
+        if len(data) != off + sum(lengths):
+            return None
+        parts: list[bytes] = []
+        for n in lengths:
+            parts.append(data[off : off + n])
+            off += n
+        if parts_digest(parts, person) != head["digest"]:
+            return None
+        return head, parts
+    except (ValueError, KeyError, TypeError, struct.error):
+        return None
 
 
 def _lark_version() -> str:

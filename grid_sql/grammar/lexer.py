@@ -15,9 +15,6 @@ or foreign entry is rebuilt and rewritten, never used.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,70 +131,48 @@ def _kernel_version() -> str:
     return str(getattr(_kernels, "__version__", "?"))
 
 
-def _digest(trans: bytes, acc: bytes, live: bytes) -> str:
-    h = hashlib.blake2b(digest_size=32, person=b"grid-sql-lexdfa")
-    for part in (trans, acc, live):
-        h.update(struct.pack("<Q", len(part)))
-        h.update(part)
-    return h.hexdigest()
+_PERSON = b"grid-sql-lexdfa"
 
 
 def _store(key: str, raw: _Raw) -> None:
-    from .cache import write_atomic
+    from .cache import write_framed
 
     p = _entry_path(key)
     if p is None:
         return
     trans, acc, live, n_states, n_words = raw
-    head = json.dumps(
-        {
-            "format": _STORE_FORMAT,
-            "key": key,
-            "kernels": _kernel_version(),
-            "n_states": n_states,
-            "n_words": n_words,
-            "lengths": [len(trans), len(acc), len(live)],
-            "digest": _digest(trans, acc, live),
-        },
-        sort_keys=True,
-    ).encode()
-    write_atomic(p, _MAGIC + struct.pack("<I", len(head)) + head + trans + acc + live)
+    head = {
+        "format": _STORE_FORMAT,
+        "key": key,
+        "kernels": _kernel_version(),
+        "n_states": n_states,
+        "n_words": n_words,
+    }
+    write_framed(p, _MAGIC, head, (trans, acc, live), _PERSON)
 
 
 def _load_stored(key: str) -> _Raw | None:
     """The stored automaton for ``key``, or None (absent, disabled, damaged, foreign)."""
+    from .cache import read_framed
+
     p = _entry_path(key)
     if p is None:
         return None
-    try:
-        data = p.read_bytes()
-    except OSError:
+    entry = read_framed(p, _MAGIC, 3, _PERSON)
+    if entry is None:
         return None
+    head, (trans, acc, live) = entry
     try:
-        if not data.startswith(_MAGIC):
-            return None
-        off = len(_MAGIC)
-        (n_head,) = struct.unpack_from("<I", data, off)
-        off += 4
-        head = json.loads(data[off : off + n_head])
-        off += n_head
-        n_t, n_a, n_l = (int(x) for x in head["lengths"])
         n_states, n_words = int(head["n_states"]), int(head["n_words"])
         if (
             head["format"] != _STORE_FORMAT
             or head["key"] != key
             or head["kernels"] != _kernel_version()
-            or len(data) != off + n_t + n_a + n_l
-            or n_t != n_states * 256 * 4
-            or n_a != n_l
-            or n_a != n_states * n_words * 8
+            or len(trans) != n_states * 256 * 4
+            or len(acc) != len(live)
+            or len(acc) != n_states * n_words * 8
         ):
             return None
-        trans = data[off : off + n_t]
-        acc = data[off + n_t : off + n_t + n_a]
-        live = data[off + n_t + n_a :]
-        if _digest(trans, acc, live) != head["digest"]:
-            return None
-        return trans, acc, live, n_states, n_words
-    except (ValueError, KeyError, TypeError, struct.error):
+    except (ValueError, KeyError, TypeError):
         return None
+    return trans, acc, live, n_states, n_words

@@ -37,9 +37,7 @@ advance the output, so admitting it could stall generation forever.
 from __future__ import annotations
 
 import hashlib
-import json
 import operator
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -404,74 +402,50 @@ def _entry_path(vocab_fp: str) -> Path | None:
     return root / "tries" / f"v{_STORE_FORMAT}" / vocab_fp[:2] / f"{vocab_fp}.bin"
 
 
-def _digest(parts: tuple[bytes, ...]) -> str:
-    h = hashlib.blake2b(digest_size=32, person=b"grid-sql-trie")
-    for part in parts:
-        h.update(struct.pack("<Q", len(part)))
-        h.update(part)
-    return h.hexdigest()
+_PERSON = b"grid-sql-trie"
 
 
 def _store(trie: TokenTrie) -> None:
-    from grid_sql.grammar.cache import write_atomic
+    from grid_sql.grammar.cache import write_framed
 
     p = _entry_path(trie.vocab_fingerprint)
     if p is None:
         return
     parts = (trie.nodes.tobytes(), trie.alias_offsets.tobytes(), trie.alias_ids.tobytes())
-    head = json.dumps(
-        {
-            "format": _STORE_FORMAT,
-            "vocab": trie.vocab_fingerprint,
-            "layout": repr(NODE_DTYPE.descr),
-            "lengths": [len(x) for x in parts],
-            "digest": _digest(parts),
-        },
-        sort_keys=True,
-    ).encode()
-    write_atomic(p, _MAGIC + struct.pack("<I", len(head)) + head + b"".join(parts))
+    head = {
+        "format": _STORE_FORMAT,
+        "vocab": trie.vocab_fingerprint,
+        "layout": repr(NODE_DTYPE.descr),
+    }
+    write_framed(p, _MAGIC, head, parts, _PERSON)
 
 
 def _load_stored(vocabulary: Vocabulary) -> TokenTrie | None:
     """The stored trie of ``vocabulary``, or None (absent, disabled, damaged, foreign)."""
+    from grid_sql.grammar.cache import read_framed
+
     p = _entry_path(vocabulary.fingerprint)
     if p is None:
         return None
-    try:
-        data = p.read_bytes()
-    except OSError:
+    entry = read_framed(p, _MAGIC, 3, _PERSON)
+    if entry is None:
         return None
+    head, (nodes_b, off_b, ids_b) = entry
     try:
-        if not data.startswith(_MAGIC):
-            return None
-        off = len(_MAGIC)
-        (n_head,) = struct.unpack_from("<I", data, off)
-        off += 4
-        head = json.loads(data[off : off + n_head])
-        off += n_head
-        n_nodes_b, n_off_b, n_ids_b = (int(x) for x in head["lengths"])
         if (
             head["format"] != _STORE_FORMAT
             or head["vocab"] != vocabulary.fingerprint
             or head["layout"] != repr(NODE_DTYPE.descr)
-            or len(data) != off + n_nodes_b + n_off_b + n_ids_b
-            or n_nodes_b % NODE_DTYPE.itemsize
-            or n_off_b != (n_nodes_b // NODE_DTYPE.itemsize + 1) * 4
-            or n_ids_b % 4
+            or len(nodes_b) % NODE_DTYPE.itemsize
+            or len(off_b) != (len(nodes_b) // NODE_DTYPE.itemsize + 1) * 4
+            or len(ids_b) % 4
         ):
             return None
-        parts = (
-            data[off : off + n_nodes_b],
-            data[off + n_nodes_b : off + n_nodes_b + n_off_b],
-            data[off + n_nodes_b + n_off_b :],
-        )
-        if _digest(parts) != head["digest"]:
-            return None
-        nodes = np.frombuffer(parts[0], dtype=NODE_DTYPE)
-        alias_offsets = np.frombuffer(parts[1], dtype="<u4").astype(np.uint32, copy=False)
-        alias_ids = np.frombuffer(parts[2], dtype="<i4").astype(np.int32, copy=False)
+        nodes = np.frombuffer(nodes_b, dtype=NODE_DTYPE)
+        alias_offsets = np.frombuffer(off_b, dtype="<u4").astype(np.uint32, copy=False)
+        alias_ids = np.frombuffer(ids_b, dtype="<i4").astype(np.int32, copy=False)
         if int(alias_offsets[-1]) != len(alias_ids) or int(nodes["size"][0]) != len(nodes):
             return None
-    except (ValueError, KeyError, TypeError, struct.error):
+    except (ValueError, KeyError, TypeError, IndexError):
         return None
     return TokenTrie(vocabulary, nodes, alias_offsets, alias_ids)
