@@ -492,15 +492,26 @@ class _Conformance:
         if len(owners) == 1:
             self._swap[id(scope)] = (src, owners[0])
 
-    def _chain(self, scope: Scope) -> Iterable[tuple[Scope, dict[str, _Source]]]:
+    def _chain(
+        self, scope: Scope, node: exp.Expr | None = None
+    ) -> Iterable[tuple[Scope, dict[str, _Source]]]:
+        """The scopes a name written at ``node`` (in ``scope``) may resolve in, innermost
+        first. SQLite resolves the GROUP BY and ORDER BY of a SELECT against that SELECT
+        alone (resolve.c: "The ORDER BY and GROUP BY clauses may not refer to terms in
+        outer queries"), which also hides the outer levels from subqueries nested there."""
         s: Scope | None = scope
+        at: exp.Expr | None = node
+        cut = node is not None and self.view.dialect == "sqlite"
         while s is not None:
             yield s, self.sources(s)
+            if cut and at is not None and _in_group_or_order(at, s):
+                return
+            at = s.expression
             s = s.parent
 
     def _qualified(self, scope: Scope, col: exp.Column) -> None:
         qual = self.view.ident(col.args["table"])
-        src = next((srcs[qual] for _, srcs in self._chain(scope) if qual in srcs), None)
+        src = next((srcs[qual] for _, srcs in self._chain(scope, col) if qual in srcs), None)
         written, pos = _written(col, self.sql)
         if src is None:
             if isinstance(col.this, exp.Star):
@@ -520,7 +531,7 @@ class _Conformance:
         key = self.view.ident(col.this)
         written, pos = _written(col, self.sql)
         first = True
-        for s, srcs in self._chain(scope):
+        for s, srcs in self._chain(scope, col):
             verdicts = [(src, src.provides(self.view, key)) for src in srcs.values()]
             if any(v is None for _, v in verdicts):
                 return  # a source with unknown columns might provide it
@@ -537,11 +548,19 @@ class _Conformance:
         self._missing(scope, col, None, key, written, pos)
 
     # ---------------------------------------------------------------- messages
-    def _in_scope(self, scope: Scope) -> list[_Source]:
+    def _in_scope(self, scope: Scope, node: exp.Expr | None = None) -> list[_Source]:
         out: list[_Source] = []
-        for _, srcs in self._chain(scope):
+        for _, srcs in self._chain(scope, node):
             out.extend(srcs.values())
         return out
+
+    def _hidden_outer(self, scope: Scope, col: exp.Column, key: str) -> list[_Source]:
+        """Sources of enclosing queries that have ``key`` but that SQLite hides from ``col``
+        (a subquery's GROUP BY/ORDER BY), for the message."""
+        seen = {id(s) for s in self._in_scope(scope, col)}
+        return [
+            s for s in self._in_scope(scope) if id(s) not in seen and s.provides(self.view, key)
+        ]
 
     def _missing(
         self,
@@ -553,7 +572,7 @@ class _Conformance:
         pos: int | None,
     ) -> None:
         name = col.name
-        in_scope = self._in_scope(scope)
+        in_scope = self._in_scope(scope, col)
         owners = [s for s in in_scope if s is not src and s.provides(self.view, key)]
         owners = [s for s in owners if s.info is None or self._readable(s, key)]
         parts: list[str] = []
@@ -573,7 +592,15 @@ class _Conformance:
                 parts.append(f"it has {_listed(cols)}")
         else:
             labels = ", ".join(s.label() for s in self.sources(scope).values())
-            parts.append(f"`{written}`: no table in this query ({labels}) has a column `{name}`")
+            labels = f" ({labels})" if labels else ""
+            parts.append(f"`{written}`: no table in this query{labels} has a column `{name}`")
+        hidden = self._hidden_outer(scope, col, key)
+        if hidden:
+            labels = ", ".join(s.label() for s in hidden)
+            parts.append(
+                f"{labels} of the enclosing query has `{name}`, but SQLite resolves a "
+                "subquery's GROUP BY and ORDER BY against the subquery's own FROM only"
+            )
         swap = self._swap.get(id(scope))
         if swap is not None and (src is None or src is swap[0]) and swap[0].span is not None:
             wrong, right = swap
@@ -764,7 +791,7 @@ class _Conformance:
 
     def _unknown_alias(self, scope: Scope, col: exp.Column, written: str, pos: int | None) -> None:
         qual = col.table
-        in_scope = self._in_scope(scope)
+        in_scope = self._in_scope(scope, col)
         labels = ", ".join(
             f"`{s.info.name}` AS {s.alias}" if s.info is not None else f"`{s.alias}`"
             for s in in_scope
@@ -773,6 +800,11 @@ class _Conformance:
         msg = f"`{written}`: there is no table or alias `{qual}` in this query"
         if labels:
             msg += f" (in scope: {labels})"
+        if any(self.view.ident(col.args["table"]) in srcs for _, srcs in self._chain(scope)):
+            msg += (
+                f"; `{qual}` belongs to the enclosing query, but SQLite resolves a subquery's "
+                "GROUP BY and ORDER BY against the subquery's own FROM only"
+            )
         owners = [s for s in in_scope if s.provides(self.view, key)]
         fix = None
         if len(owners) == 1:
@@ -814,6 +846,23 @@ class _Conformance:
                 snippet=written if pos is not None else None,
             )
         )
+
+
+def _in_group_or_order(node: exp.Expr, scope: Scope) -> bool:
+    """Is ``node`` inside the GROUP BY or ORDER BY of ``scope``'s own SELECT (not of a
+    window, whose ORDER BY sees outer columns)?"""
+    sel = scope.expression
+    if not isinstance(sel, exp.Select):
+        return False
+    targets = [sel.args.get("group"), sel.args.get("order")]
+    n: exp.Expr | None = node
+    while n is not None and n is not sel:
+        if isinstance(n, exp.Window):
+            return False
+        if any(n is t for t in targets if t is not None):
+            return True
+        n = n.parent
+    return False
 
 
 def _col_name(src: _Source, key: str, written: str) -> str:

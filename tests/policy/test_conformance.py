@@ -306,3 +306,41 @@ def test_join_through_a_link_table(chinook):
         "add `JOIN PlaylistTrack ON PlaylistTrack.PlaylistId = Playlist.PlaylistId JOIN Track "
         "ON Track.TrackId = PlaylistTrack.TrackId` and replace `Composer` with `Track.Composer`"
     )
+
+
+def test_sqlite_subquery_group_and_order_by_do_not_see_outer_columns(chinook):
+    """Chinook question 14 (repair arm): SQLite resolves a subquery's GROUP BY/ORDER BY
+    against its own FROM only ("no such column: ReportsTo"); WHERE, the select list and
+    window clauses do see the enclosing query. Each verdict is checked against SQLite."""
+    con = sqlite3.connect(f"file:{chinook_path()}?mode=ro", uri=True)
+    outer = "SELECT FirstName FROM Employee e WHERE EmployeeId IN "
+    bad = [
+        "SELECT FirstName, LastName FROM Employee WHERE EmployeeId IN (SELECT ReportsTo FROM "
+        "Customer JOIN Invoice ON Invoice.CustomerId = Customer.CustomerId GROUP BY ReportsTo "
+        "ORDER BY SUM(Invoice.Total) DESC LIMIT 1)",
+        outer + "(SELECT 1 FROM Customer ORDER BY ReportsTo)",
+        outer + "(SELECT 1 FROM Customer GROUP BY ReportsTo + 1)",
+        outer + "(SELECT 1 FROM Customer GROUP BY e.ReportsTo)",
+        outer + "(SELECT 1 FROM Customer GROUP BY (SELECT ReportsTo))",
+    ]
+    ok = [
+        outer + "(SELECT ReportsTo FROM Customer)",
+        outer + "(SELECT 1 FROM Customer WHERE ReportsTo = 1)",
+        outer + "(SELECT ReportsTo AS r FROM Customer GROUP BY r)",
+        outer + "(SELECT sum(1) OVER (ORDER BY ReportsTo) FROM Customer)",
+        outer + "(SELECT 1 FROM Customer GROUP BY (SELECT max(Total) FROM Invoice "
+        "WHERE Invoice.CustomerId = Customer.CustomerId))",
+    ]
+    for sql in bad:
+        with pytest.raises(sqlite3.OperationalError, match="no such column"):
+            con.execute(sql).fetchall()
+        found = chinook.check(sql)
+        assert len(found) == 1, (sql, [v.message for v in found])
+        assert "GROUP BY and ORDER BY against the subquery's own FROM only" in found[0].message
+    for sql in ok:
+        con.execute(sql).fetchall()
+        assert chinook.check(sql) == [], sql
+    v = _one(chinook, bad[0])
+    assert v.kind == "unknown_column" and v.snippet == "ReportsTo"
+    assert v.position == bad[0].index("GROUP BY ReportsTo") + len("GROUP BY ")
+    con.close()
