@@ -486,6 +486,19 @@ class Grammar:
         return LexerTables.build(self.terminals)
 
     @cached_property
+    def scan_fingerprint(self) -> str:
+        """What a trie walk reads from the grammar besides its cache key: the lexer tables
+        (patterns and resolution order) and which terminals are skipped as ignored.
+
+        A role projection that drops comments keeps the lexer but stops ignoring them, so
+        the lexer fingerprint alone would let a dialect grammar's mask entries (comments
+        admitted after whitespace) be reused by the role's guide (OBL-KEY1): mask cache
+        namespaces are keyed by this instead.
+        """
+        ignored = sorted(t.id for t in self.terminals if t.ignored)
+        return _json_fingerprint("grammar-scan", [self.lexer.fingerprint, ignored])
+
+    @cached_property
     def _rule_positions(self) -> dict[int, int]:
         """Position of each of this grammar's lark rules (by identity) in canonical order."""
         return {id(r): i for i, r in enumerate(self._lark_rules)}

@@ -74,21 +74,27 @@ class LexerTables:
     @classmethod
     def build(cls, terminals: Sequence[Terminal]) -> LexerTables:
         patterns = [t.pattern for t in terminals]
-        key = fingerprint("lexer", [[t.name, t.pattern] for t in terminals])
+        # The automaton depends on the patterns (in order) only, so the on-disk store is keyed
+        # by them; the tables' candidate lists also depend on the resolution order, so two
+        # terminal sets that differ only in priorities must not share one LexerTables.
+        dfa_key = fingerprint("lexer", [[t.name, t.pattern] for t in terminals])
+        key = fingerprint(
+            "lexer-tables", [dfa_key, [list(t.resolution_key) for t in terminals]]
+        )
         with _CACHE_LOCK:
             hit = _CACHE.get(key)
         if hit is not None:
             return hit
         from .. import _kernels
 
-        raw = _load_stored(key)
+        raw = _load_stored(dfa_key)
         if raw is None:
             try:
                 trans, acc, live, n_states, n_words = _kernels.build_union_dfa(patterns)
             except ValueError as exc:
                 raise GrammarError(f"cannot build the lexer automaton: {exc}") from exc
             raw = (bytes(trans), bytes(acc), bytes(live), int(n_states), int(n_words))
-            _store(key, raw)
+            _store(dfa_key, raw)
         trans, acc, live, n_states, n_words = raw
         accept_masks = _row_ints(acc, n_states, n_words)
         live_masks = _row_ints(live, n_states, n_words)

@@ -73,7 +73,7 @@ class Guide:
         self.runtime = ParserRuntime.for_grammar(grammar)
         self.walker = Walker(self.runtime, self.trie)
         self.cache = cache if cache is not None else DEFAULT_CACHE
-        self.namespace = f"{grammar.lexer.fingerprint[:32]}:{self.trie.fingerprint[:32]}"
+        self.namespace = f"{grammar.scan_fingerprint[:32]}:{self.trie.fingerprint[:32]}"
         self.schema_fp = grammar.lexicon.fingerprint if grammar.lexicon is not None else None
         self.n_words = bitmask_words(vocab.size)
         self.eos_id = vocab.eos_token_id

@@ -207,3 +207,27 @@ def test_matcher_api_rollback_forced_and_rejection() -> None:
     assert tm.forced_tokens() == [2, 3]
     tm.accept_tokens([2, 3])
     assert tm.allowed_token_ids().tolist() == [5] and tm.forced_tokens() == []
+
+
+def test_dropping_comments_keeps_the_lexer_but_not_the_cache_namespace() -> None:
+    """A role projection that drops comments keeps the lexer (same automaton) but stops
+    ignoring them. Mask entries of the dialect grammar (comments admitted after whitespace)
+    must never answer for the role's guide: regression for a CI failure where a shared cache
+    made the role's mask admit ``--``/``/*`` tokens after a space (OBL-KEY1)."""
+    dialect = Grammar.dialect("sqlite")
+    role = dialect.project(RoleProjection(drop=frozenset({"LINE_COMMENT", "BLOCK_COMMENT"})))
+    assert role.lexer.fingerprint == dialect.lexer.fingerprint
+    assert role.scan_fingerprint != dialect.scan_fingerprint
+    v = vocab("gpt-2")
+    prefix = greedy_tokens("gpt-2", b"SELECT a FROM t ")
+    shared = MaskCache()
+    masks = []
+    for g, cache in ((dialect, shared), (role, shared), (role, MaskCache())):
+        guide = Guide(g, v, cache=cache)
+        m = guide.matcher()
+        m.accept_tokens(prefix)
+        masks.append(m.allowed_token_ids())
+    comment = [t for t in range(v.size) if v.token_bytes[t].lstrip(b" ").startswith((b"--", b"/*"))]
+    assert comment and np.isin(comment, masks[0]).any()  # the dialect admits comments here
+    np.testing.assert_array_equal(masks[1], masks[2])  # shared cache == fresh cache
+    assert not np.isin(comment, masks[1]).any()  # the role's language has no comments

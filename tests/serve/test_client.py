@@ -61,15 +61,6 @@ def test_remote_asker_grid_processor_end_to_end(server: GridServer) -> None:
     assert server.registry.stats.builds == builds
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "KNOWN BUG (open, issue #7/#8 note of session 3): passes alone and in most full runs, "
-        "but once in a full xdist run the audit replay's masks diverged from the recorded ones "
-        "at 2 of 14 steps (one CD sub-walk entry each, ~50 tokens) — cached state shared "
-        "across tests in a worker makes one of the two mask computations inexact"
-    ),
-)
 def test_remote_generation_is_replayed_into_a_verifiable_audit_record(
     server: GridServer, tmp_path: Path
 ) -> None:
