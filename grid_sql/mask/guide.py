@@ -221,11 +221,14 @@ class Guide:
         (scope-aware lexicons: the lexeme is a semantic value on the shifted stack, so two
         entries emitting different names are not verdict-equivalent below their node).
         Computed once per entry: the lexemes are a function of the entry's key."""
-        got: tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]] | None = entry._scoped_classes
-        if got is not None:
-            return got
         sem = self.runtime.sem
         assert sem is not None
+        # the entry is shared by every guide of its cache namespace: the memo is valid for
+        # the set of valued terminals it was computed with only
+        memo = entry._scoped_classes
+        if memo is not None and (memo[0] is sem.valued or memo[0] == sem.valued):
+            got: tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]] = memo[1]
+            return got
         key = entry.key
         frame = self._frame_of(key.remainder)
         lex = self.runtime.lex_at(stack)
@@ -239,7 +242,7 @@ class Guide:
                 lexeme = self.walker.cd_lexeme(frame, path, key.allowed, lex)
             of.append(index.setdefault((term, requeue, lexeme), len(index)))
         c = (tuple(index), tuple(of))
-        object.__setattr__(entry, "_scoped_classes", c)  # benign race: equal values
+        object.__setattr__(entry, "_scoped_classes", (sem.valued, c))  # benign race
         return c
 
     def _spelling(self, node: int) -> bytes:
