@@ -57,6 +57,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import traceback
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -291,6 +292,8 @@ def run_constrained(
 
     sql: str | None
     error: str | None = None
+    trace: str | None = None
+    failed_round: int | None = None
     repairs: list[Any] = []
     checker_refused = False
     final_kinds: list[str] = []
@@ -301,6 +304,10 @@ def run_constrained(
         sql, error = None, f"{type(exc).__name__}: {exc}"[:600]
         repairs = list(getattr(exc, "repairs", []))
         checker_refused = isinstance(exc, PolicyViolation | StatementError)
+        if not checker_refused:  # an engine error: where it happened, and the lost history
+            trace = engine_trace(exc)
+            failed_round, history = _failed_round(exc)
+            repairs = repairs or history
         final_kinds = sorted({str(getattr(v, "kind", "")) for v in getattr(exc, "violations", [])})
     total = time.perf_counter() - t0
     done = [r for r in rounds if "seconds" in r]
@@ -308,10 +315,15 @@ def run_constrained(
         first = {"tokens": rounds[0]["tokens"], "seconds": total, "reserve": False}
     else:
         first = done[0]
-    # A round 1 exists only when round 0 was refused (its SQL is lost if round 1 then fails
-    # inside the engine, which raises without the repair history).
+    # A round 1 exists only when round 0 was refused. An engine error raises without the
+    # repair history; _failed_round reads it (and the failing round) from generate_sql's frame,
+    # else tokens generated after round 0's EOS say that round 1 had started. An engine error
+    # with round 0 finished and no round 1 (e.g. the checker crashing on round 0's statement)
+    # is round 0's own error, not a refusal.
+    if failed_round is None:
+        failed_round = 1 if len(done) > 1 or (done and rounds[1]["tokens"] > 0) else 0
     r0_refused = (bool(repairs) and repairs[0].round == 0) or (
-        bool(done) and error is not None and not checker_refused
+        bool(done) and error is not None and not checker_refused and failed_round >= 1
     )
     # an engine error after round 0 finished carries no repair history: its SQL is lost
     r0_sql = repairs[0].sql if r0_refused and repairs else (sql if not r0_refused else None)
@@ -329,8 +341,9 @@ def run_constrained(
         "seconds": first["seconds"],
         "truncated": first["reserve"],
         "refused": r0_refused,
-        "violations": list(repairs[0].violations) if r0_refused else [],
-        "error": error if not done else None,
+        "violations": list(repairs[0].violations) if r0_refused and repairs else [],
+        "error": error if not r0_refused else None,
+        "traceback": trace if not r0_refused else None,
     }
     c = {
         "sql": sql,
@@ -342,8 +355,31 @@ def run_constrained(
         "violation_kinds": final_kinds,
         "repaired": r0_refused,
         "error": error,
+        "traceback": trace,
     }
     return b, c
+
+
+def engine_trace(exc: BaseException) -> str:
+    """The grid_sql frames of an engine error's stack, its innermost frame and the error
+    (the report quotes it; sqlglot's hundreds of recursive frames are left out)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    keep = [f for f in frames if "/grid_sql/" in f.filename]
+    if frames and (not keep or keep[-1] is not frames[-1]):
+        keep.append(frames[-1])
+    body = "".join(traceback.format_list(keep))
+    return (body + "".join(traceback.format_exception_only(exc)))[-4000:]
+
+
+def _failed_round(exc: BaseException) -> tuple[int | None, list[Any]]:
+    """(round, repair history) from the ``generate_sql`` frame an engine error unwound."""
+    tb = exc.__traceback__
+    while tb is not None:
+        f = tb.tb_frame
+        if f.f_code.co_name == "generate_sql" and isinstance(f.f_locals.get("rnd"), int):
+            return int(f.f_locals["rnd"]), list(f.f_locals.get("repairs") or [])
+        tb = tb.tb_next
+    return None, []
 
 
 # --------------------------------------------------------------------------- JSONL
