@@ -37,6 +37,10 @@ SUB_MEMO_LIMIT = 1 << 16  # memoized CD sub-walks before the resolution memo is 
 _UNSEEN: Any = object()
 
 
+class _NeedWalk(Exception):
+    """Raised inside a no-walk fill (:meth:`Guide.try_fill_bitmask`) at a cache miss."""
+
+
 def bitmask_words(vocab_size: int) -> int:
     return (vocab_size + 31) // 32
 
@@ -120,12 +124,15 @@ class Guide:
             return MaskKey(KIND_IDENT, node, cfg.scan.rem, allowed, self.schema_fp, scope)
         return MaskKey(KIND_GENERIC, node, cfg.scan.rem, allowed, None)
 
-    def entry_for(self, cfg: Configuration, node: int = 0) -> MaskEntry:
-        """The cached CI entry of ``cfg`` below trie ``node`` (walk and publish on a miss)."""
+    def entry_for(self, cfg: Configuration, node: int = 0, *, walk: bool = True) -> MaskEntry:
+        """The cached CI entry of ``cfg`` below trie ``node`` (walk and publish on a miss;
+        with ``walk=False`` a miss raises ``_NeedWalk`` instead)."""
         key = self.key_for(cfg, node)
         e = self.cache.get(self.namespace, key)
         if e is not None:
             return e
+        if not walk:
+            raise _NeedWalk
         s = cfg.scan
         frame = ScanFrame(s.dfa, s.rem, s.la_len, s.la_state)
         lex = self.runtime.lex_at(cfg.stack)
@@ -140,12 +147,15 @@ class Guide:
         eos = self.runtime.eos_allowed(cfg)
         return ids.astype(np.int32, copy=False), eos, [e.entry_id for e in entries]
 
-    def collect(self, cfg: Configuration) -> tuple[list[MaskEntry], list[np.ndarray]]:
+    def collect(
+        self, cfg: Configuration, *, walk: bool = True
+    ) -> tuple[list[MaskEntry], list[np.ndarray]]:
         """The entries making up the mask of ``cfg`` (root first, then the CD sub-walks in
-        residue order, depth first) and the alias classes of the CD nodes that passed."""
-        entries: list[MaskEntry] = [self.entry_for(cfg, 0)]
+        residue order, depth first) and the alias classes of the CD nodes that passed.
+        ``walk=False``: raise ``_NeedWalk`` at the first entry not in the cache."""
+        entries: list[MaskEntry] = [self.entry_for(cfg, 0, walk=walk)]
         extra: list[np.ndarray] = []
-        self._resolve_residue(cfg.stack, entries[0], entries, extra)
+        self._resolve_residue(cfg.stack, entries[0], entries, extra, walk)
         return entries, extra
 
     def _resolve_residue(
@@ -154,6 +164,7 @@ class Guide:
         entry: MaskEntry,
         entries: list[MaskEntry],
         extra: list[np.ndarray],
+        walk: bool = True,
     ) -> None:
         """Resolve ``entry``'s CD residue against ``stack`` (paper §4.2), appending the
         sub-walk entries and the passing alias classes in residue order, depth first.
@@ -202,9 +213,9 @@ class Guide:
                     here = ids_at(sub)
                     if here.size:
                         sub_extra.append(here)
-                e2 = self.entry_for(cfg2, sub)
+                e2 = self.entry_for(cfg2, sub, walk=walk)
                 sub_entries.append(e2)
-                self._resolve_residue(cfg2.stack, e2, sub_entries, sub_extra)
+                self._resolve_residue(cfg2.stack, e2, sub_entries, sub_extra, walk)
                 got = (sub_entries, sub_extra)
                 if memo_on:
                     if self._n_subs >= SUB_MEMO_LIMIT:
@@ -360,8 +371,27 @@ class Guide:
         the cache (so the identifier rule and roll-overs keep applying) and must agree with
         its entry id.
         """
+        return self._fill(cfg, buf, True)
+
+    def try_fill_bitmask(self, cfg: Configuration, buf: np.ndarray) -> tuple[int, list[str]] | None:
+        """:meth:`fill_bitmask` if no trie walk is needed, else None with ``buf`` untouched.
+
+        Fills exactly when every entry the mask is made of is already resident (a fill-memo
+        hit, or the root entry and every CD sub-walk entry found in the cache or in the
+        resolution memo); the result is then bit-identical to :meth:`fill_bitmask` (same
+        row, count and entry ids). Never an approximate mask. The CD pass's LALR simulation
+        may still run (cheap, no walk). With the cache disabled every fill walks: None.
+        """
+        try:
+            return self._fill(cfg, buf, False)
+        except _NeedWalk:
+            return None
+
+    def _fill(self, cfg: Configuration, buf: np.ndarray, walk: bool) -> tuple[int, list[str]]:
         if buf.dtype != np.int32 or buf.ndim != 1 or buf.size < self.n_words:
             raise ValueError(f"bitmask buffer must be a 1-d int32 array of >= {self.n_words} words")
+        if not walk and not self.cache.enabled:
+            raise _NeedWalk
         nw = self.n_words
         words = buf.view(np.uint32)
         memo_on = self.cache.enabled
@@ -377,7 +407,7 @@ class Guide:
                     words[:nw] = hit[0]
                     words[nw:] = 0
                     return hit[1], list(hit[2])
-        entries, extra = self.collect(cfg)
+        entries, extra = self.collect(cfg, walk=walk)
         eos = self.runtime.eos_allowed(cfg)
         words[:] = 0
         for e in entries:
