@@ -1,8 +1,10 @@
 """The GRID-owned decode loop (termination mode 1, paper §5 Proposition 9 and §6.1).
 
 Per step, in the paper's normative order: the exact mask of the current configuration is
-filled (``Guide.fill_bitmask``), applied to the model's logits in place (disallowed -> -inf),
-a token is picked (argmax at temperature 0, else seeded sampling from the masked softmax),
+filled (``Guide.fill_bitmask``), applied to the model's logits (disallowed -> -inf: only the
+allowed ids' logits are read, which picks exactly as masking the row in place would, without
+writing it), a token is picked (argmax at temperature 0, else seeded sampling from the
+masked softmax),
 the matcher advances, and a :class:`~grid_sql.decode.records.StepRecord` is emitted. Singleton
 masks are a forced span: their tokens are appended without sampling (one record each) and fed
 to the model as one batch. EOS is only ever in the mask at ACCEPT, so a model-chosen EOS ends
@@ -30,13 +32,12 @@ from ..errors import BudgetError, MaskError, TokenizerError
 from ..mask.guide import Guide, Matcher
 from ..mask.reserve import ReserveTable, reserve_table
 from ..parser.incremental import Configuration
-from .backend import Backend, MaskApplier
+from .backend import Backend
 from .records import StepKind, StepRecord, StopReason, mask_digest
 
 __all__ = ["Generation", "Timings", "generate", "pick_token"]
 
 OnStep = Callable[[StepRecord], None]
-_APPLIERS: dict[int, MaskApplier] = {}
 
 
 @dataclass(slots=True)
@@ -80,25 +81,27 @@ class Generation:
         return len(self.token_ids)
 
 
-def _applier(size: int) -> MaskApplier:
-    a = _APPLIERS.get(size)
-    if a is None:
-        a = _APPLIERS[size] = MaskApplier(size)
-    return a
-
-
 def pick_token(
     logits: np.ndarray, bitmask: np.ndarray, temperature: float, rng: np.random.Generator
 ) -> int:
-    """Argmax (temperature 0, lowest id on ties) or a sample from the masked softmax.
+    """Argmax over the allowed ids (temperature 0, lowest id on ties) or a sample from the
+    softmax over the allowed ids only (a disallowed token has probability exactly 0: hard
+    masking, Proposition 7).
 
-    ``logits`` must already be masked; sampling draws over the allowed ids only, so a
-    disallowed token has probability exactly 0 (hard masking, Proposition 7).
+    Only allowed ids' logits are read, so ``logits`` need not be masked first (a masked row
+    gives the same pick): greedy decoding checks the unmasked argmax against the bitmask
+    and falls back to the allowed ids only when the model's favourite is blocked, so the
+    usual step never touches the whole row twice (issue #6: the guard's share).
     """
+    size = logits.shape[0]
     if temperature <= 0.0:
-        return int(np.argmax(logits))
-    bits = np.unpackbits(bitmask.view(np.uint8), bitorder="little", count=logits.shape[0])
+        top = int(np.argmax(logits))
+        if top < 32 * bitmask.shape[0] and _bit(bitmask, top):
+            return top
+    bits = np.unpackbits(bitmask.view(np.uint8), bitorder="little", count=size)
     ids = np.flatnonzero(bits)
+    if temperature <= 0.0:
+        return int(ids[np.argmax(logits[ids])])  # ids ascend: first maximum = lowest id
     z = logits[ids].astype(np.float64) / temperature
     z -= z.max()
     p = np.exp(z)
@@ -195,7 +198,6 @@ def generate(
     timings.reserve += time.perf_counter() - t0  # the table is built once per (grammar, vocab)
     m = guide.matcher()
     rec = _Recorder(guide, m, on_step, timings)
-    apply = _applier(guide.vocab.size)
     rng = np.random.default_rng(seed)
     eos = guide.eos_id
 
@@ -250,11 +252,10 @@ def generate(
             continue
         rec.fill()
         t0 = time.perf_counter()
-        apply(logits, rec.buf)
         tok = pick_token(logits, rec.buf, temperature, rng)
         timings.mask += time.perf_counter() - t0
-        if not _bit(rec.buf, tok):  # only if every allowed logit is -inf or NaN
-            raise MaskError(f"picked token {tok} outside the mask (degenerate logits)")
+        if not (_bit(rec.buf, tok) and logits[tok] > -np.inf):
+            raise MaskError(f"every allowed token has a -inf or NaN logit (picked {tok})")
         if tok == eos:
             stop = StopReason.EOS
             break

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,7 @@ __all__ = ["Completion", "ReserveTable", "reserve_table"]
 
 _MAX_EXTENSION = 96  # bytes: longer than any identifier or literal the BFS needs to close
 _MAX_BFS_NODES = 50_000
+RESERVE_MEMO_LIMIT = 1 << 14  # completions kept per (grammar, vocabulary)
 # printable ASCII first, so lexemes and extensions are readable whenever they can be
 _ALPHABET = bytes([*range(0x20, 0x7F), *range(0x00, 0x20), *range(0x7F, 0x100)])
 # Search weights: _SCALE per token, +1 for terminals that make a poor filler.
@@ -113,8 +114,10 @@ class ReserveTable:
         self.best_rule: dict[int, tuple[int, ...]] = {}
         self._symbol_costs()
         self.items: list[list[_Item]] = self._kernel_items()
-        self._memo: dict[int, Completion] = {}
-        self._memo_keep: deque[Configuration] = deque()
+        # per configuration *value*: stacks are hash-consed, so a configuration that recurs
+        # (same statement shape, or re-derived after a rollback) is a hit, not a new object
+        self._memo: OrderedDict[Configuration, Completion] = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     def _spell(self, data: bytes) -> list[int]:
         return greedy_token_ids(self.vocab, data, max_len=self._cap)
@@ -432,16 +435,22 @@ class ReserveTable:
         return tuple(out)
 
     def completion(self, cfg: Configuration) -> Completion:
-        """The reserve completion of viable configuration ``cfg`` (memoized per object)."""
-        hit = self._memo.get(id(cfg))
-        if hit is not None:
-            return hit
+        """The reserve completion of viable configuration ``cfg`` (memoized, LRU-bounded).
+
+        Keyed by the configuration itself: its stack compares by identity (interned nodes,
+        so equal stacks are one object and the key pins it) and its scan state by value.
+        """
+        memo = self._memo
+        with self._memo_lock:
+            hit = memo.get(cfg)
+            if hit is not None:
+                memo.move_to_end(cfg)
+                return hit
         comp = self._compute(cfg)
-        self._memo[id(cfg)] = comp
-        self._memo_keep.append(cfg)  # pin the object so its id is not reused
-        if len(self._memo_keep) > 4096:
-            old = self._memo_keep.popleft()
-            self._memo.pop(id(old), None)
+        with self._memo_lock:
+            memo[cfg] = comp
+            if len(memo) > RESERVE_MEMO_LIMIT:
+                memo.popitem(last=False)
         return comp
 
     def cost(self, cfg: Configuration) -> int:
