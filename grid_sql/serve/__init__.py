@@ -2,7 +2,7 @@
 (paper §6.3). ``grid_sql.serve.vllm`` (the vLLM logits processor) is imported only by vLLM or
 on request: importing this package pulls in neither vllm nor torch."""
 
-from grid_sql.serve.batch import BatchFill, BatchMasker
+from grid_sql.serve.batch import BatchFill, BatchMasker, MaskerStats, is_warm
 from grid_sql.serve.registry import (
     GRID_ARG,
     GuideRegistry,
@@ -19,6 +19,8 @@ __all__ = [
     "GuideRegistry",
     "GuideSpec",
     "GuideStore",
+    "MaskerStats",
     "grid_args",
+    "is_warm",
     "parse_grid_args",
 ]

@@ -20,6 +20,16 @@ happens instead is the engine's choice, made per call:
   engine that owns its scheduler (grid-sql's test server) skips the request for the round
   and its co-tenants go on — the paper's "deferred one round".
 
+Cold masks (``block=False`` only). A row whose mask is *warm* — the guide's whole-mask memo
+holds its configuration, or the root cache entry is resident and has no CD residue — is
+filled at once; no worker is touched. A row whose mask would need a trie walk or a CD
+resolution is handed to the masker's worker thread (the Rust walk releases the GIL) and
+reported pending: the engine defers the request (its sequence does not advance) and the
+next round copies the worker's exact row, computed for the very configuration the matcher
+still holds. A request is deferred at most ``max_defer_rounds`` consecutive rounds for a
+cold mask; then :meth:`~BatchMasker.fill` waits for its walk (never starved). Counters in
+:attr:`BatchMasker.stats`. ``block=True`` (vLLM) computes every mask in the call.
+
 Preemption / resumption: :meth:`add` takes the output tokens generated so far and replays
 them into the fresh matcher once the guide is ready (rollback is replay from the initial
 configuration; a matcher's own history covers shorter rollbacks in :meth:`sync`).
@@ -27,17 +37,23 @@ configuration; a matcher's own history covers shorter rollbacks in :meth:`sync`)
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..errors import GridSQLError, GuideUnavailable, TokenRejected
+from ..errors import GridSQLError, GuideUnavailable, OptionError, TokenRejected
 from ..mask.guide import Guide, Matcher, bitmask_words
 from ..mask.vocab import Vocabulary
+from ..parser.incremental import Configuration
 from .registry import GuideRef, GuideRegistry, GuideSpec
+
+#: consecutive rounds a request may be deferred for a cold mask before fill waits for it
+MAX_DEFER_ROUNDS = 4
 
 
 @dataclass
@@ -47,6 +63,10 @@ class _Slot:
     tokens: list[int]  # output so far, replayed once the guide is ready
     matcher: Matcher | None = None
     error: GridSQLError | None = None
+    # a cold mask being filled on the masker's worker: for exactly ``cold_cfg`` (identity)
+    cold: Future[np.ndarray] | None = None
+    cold_cfg: Configuration | None = None
+    deferred: int = 0  # consecutive rounds deferred for a cold mask
 
 
 @dataclass
@@ -65,17 +85,64 @@ class BatchFill:
     masked: np.ndarray
     pending: np.ndarray
     errors: dict[int, GridSQLError] = field(default_factory=dict)
+    #: the pending rows whose guide is ready but whose mask is a cold walk on the worker
+    cold: np.ndarray | None = None
+
+
+@dataclass
+class MaskerStats:
+    """Cold-mask counters of one :class:`BatchMasker` (``block=False`` fills only).
+
+    ``warm``: rows filled at once by the probe's verdict; ``offloaded``: cold walks handed to
+    the worker; ``deferred``: row-rounds reported pending for a cold mask; ``waited``: rows
+    whose walk had used up ``max_defer_rounds`` and was waited for; ``stale``: worker rows
+    dropped because the slot's configuration changed (sync, move, re-add) before use.
+    """
+
+    warm: int = 0
+    offloaded: int = 0
+    deferred: int = 0
+    waited: int = 0
+    stale: int = 0
 
 
 class BatchMasker:
     """Matchers for the guided slots of one engine's batch (see the module docstring)."""
 
-    def __init__(self, vocab: Vocabulary, registry: GuideRegistry) -> None:
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        registry: GuideRegistry,
+        *,
+        max_defer_rounds: int = MAX_DEFER_ROUNDS,
+    ) -> None:
+        """``max_defer_rounds``: consecutive rounds a ``block=False`` fill may defer a slot
+        for a cold mask before it waits for the walk; 0 computes cold masks in the call
+        (as ``block=True`` does)."""
+        if max_defer_rounds < 0:
+            raise OptionError(f"max_defer_rounds must be >= 0, got {max_defer_rounds}")
         self.vocab = vocab
         self.registry = registry
         self.n_words = bitmask_words(vocab.size)
         self.eos_id = vocab.eos_token_id
+        self.max_defer_rounds = max_defer_rounds
+        self.stats = MaskerStats()
         self._slots: dict[int, _Slot] = {}
+        self._pool: ThreadPoolExecutor | None = None  # made on the first cold miss only
+        self._pool_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the cold-mask worker (walks in flight finish; their rows are dropped)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> BatchMasker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- batch membership --------------------------------------------------------------
     def add(
@@ -234,12 +301,15 @@ class BatchMasker:
             raise ValueError(f"{len(drafts)} draft lists for {n} rows")
         masked = np.zeros(n, dtype=bool)
         pending = np.zeros(n, dtype=bool)
+        cold = np.zeros(n, dtype=bool)
         states = [self._slots.get(s) for s in slots]
         waiting = [
             st.future for st in states if st is not None and st.matcher is None and st.error is None
         ]
         if waiting and block:
             wait_futures(waiting)  # Future.wait blocks in a lock: the GIL is released
+        defer_cold = not block and self.max_defer_rounds > 0
+        counted: set[int] = set()  # a slot repeated in one call is deferred once
         rows: list[int] = []
         matchers: list[Matcher] = []
         row_drafts: list[Sequence[int]] = []
@@ -257,12 +327,88 @@ class BatchMasker:
                 self._eos_only(bitmask[i])
                 masked[i] = True
                 continue
+            d = drafts[i] if drafts is not None else ()
+            if defer_cold and not d and not st.matcher.is_terminated():
+                got = self._cold_row(st, bitmask[i], id(st) in counted)
+                counted.add(id(st))
+                if got is not None:
+                    masked[i] = got
+                    pending[i] = cold[i] = not got
+                    continue
             rows.append(i)
             matchers.append(st.matcher)
-            row_drafts.append(drafts[i] if drafts is not None else ())
+            row_drafts.append(d)
         self._fill_rows(matchers, row_drafts, bitmask, rows)
         masked[rows] = True
-        return BatchFill(bitmask, masked, pending, errors)
+        return BatchFill(bitmask, masked, pending, errors, cold)
+
+    def wait(self, slots: Sequence[int], timeout: float | None = None) -> None:
+        """Block until one of ``slots``' guide builds or cold walks finishes (or ``timeout``).
+
+        For an engine whose every request is deferred this round: it has nothing to run,
+        and re-filling at once would only spin (and take the GIL from the walk)."""
+        futs: list[Future[Any]] = []
+        for s in slots:
+            st = self._slots.get(s)
+            if st is None:
+                continue
+            if st.matcher is None and st.error is None and not st.future.done():
+                futs.append(st.future)
+            elif st.cold is not None and not st.cold.done():
+                futs.append(st.cold)
+        if futs:
+            wait_futures(futs, timeout=timeout, return_when=FIRST_COMPLETED)
+
+    # -- cold masks (block=False) ------------------------------------------------------------
+    def _cold_row(self, st: _Slot, row: np.ndarray, again: bool) -> bool | None:
+        """Non-blocking fill of one row. None: warm, fill it in the call. True: ``row`` now
+        holds the worker's exact mask. False: the walk is running, defer the request."""
+        m = st.matcher
+        assert m is not None
+        cfg = m.config
+        fut = st.cold
+        if fut is not None and st.cold_cfg is not cfg:  # the slot was synced or re-added
+            fut.cancel()
+            st.cold = st.cold_cfg = None
+            st.deferred = 0
+            self.stats.stale += 1
+            fut = None
+        if fut is None:
+            if again or is_warm(m.guide, cfg):
+                if not again:
+                    st.deferred = 0
+                    self.stats.warm += 1
+                return None
+            fut = st.cold = self._worker().submit(self._walk, m.guide, cfg)
+            st.cold_cfg = cfg
+            self.stats.offloaded += 1
+        if not fut.done():
+            if again:
+                return False
+            if st.deferred < self.max_defer_rounds:
+                st.deferred += 1
+                self.stats.deferred += 1
+                return False
+            self.stats.waited += 1  # the starvation bound: wait for it (GIL released)
+        got = fut.result()  # a walk's exception surfaces here, as in a blocking fill
+        if not again:
+            st.cold = st.cold_cfg = None
+            st.deferred = 0
+        row[:] = 0
+        row[: self.n_words] = got
+        return True
+
+    def _walk(self, guide: Guide, cfg: Configuration) -> np.ndarray:
+        """On the worker: the exact mask of ``cfg`` (the guide's own fill, memoized there)."""
+        row = np.zeros(self.n_words, dtype=np.int32)
+        guide.fill_bitmask(cfg, row)
+        return row
+
+    def _worker(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="grid-sql-cold-mask")
+            return self._pool
 
     def _fill_rows(
         self,
@@ -295,3 +441,35 @@ class BatchMasker:
     def _eos_only(self, row: np.ndarray) -> None:
         row[:] = 0
         row.view(np.uint32)[self.eos_id >> 5] = np.uint32(1 << (self.eos_id & 31))
+
+
+def is_warm(guide: Guide, cfg: Configuration) -> bool:
+    """Read-only probe: can ``guide`` produce the mask of ``cfg`` without a trie walk or a
+    CD resolution? True when its whole-mask memo holds ``cfg``'s structure and the root
+    cache entry it was built from is still resident (the hit condition of
+    ``Guide.fill_bitmask``), or when the root entry is resident and has no CD residue (the
+    fill is an OR of pre-packed words). Nothing is computed or published; the cache's
+    hit/miss counters do see the root lookup.
+
+    Built from the guide's public pieces (``_memo_key``, ``_memo``, ``key_for``,
+    ``cache.get``) because ``grid_sql/mask/guide.py`` has no probe of its own. If those
+    change shape the probe answers True (fill in the call, the pre-deferral behaviour,
+    still exact); ``tests/serve/test_defer.py`` pins the verdicts so such a change fails
+    there.
+    """
+    cache = guide.cache
+    if not cache.enabled:
+        return False  # no memo, no entries: every fill walks
+    try:
+        mk = guide._memo_key(cfg)
+        with guide._memo_lock:
+            hit = guide._memo.get(mk)
+        memo_id = None if hit is None else hit[2][0]
+    except (AttributeError, TypeError, IndexError):
+        return True
+    root = cache.get(guide.namespace, guide.key_for(cfg, 0))
+    if root is None:
+        return False
+    if memo_id is not None:
+        return bool(root.entry_id == memo_id)
+    return not root.residue

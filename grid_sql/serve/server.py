@@ -14,9 +14,11 @@ slots, feeds every active request its pending tokens in one ``llama_decode`` (th
 sampled token of every decoding request, then prompt chunks up to ``max_batched_tokens``),
 asks the masker for the masks of every request that has
 logits in one ``fill`` call, applies them, picks a token per request and retires finished
-requests. Requests join and leave between rounds. A cold mask miss (a new guide's first
-walks) runs inside that round's fill (GIL released in the kernels), not on a worker overlapped
-with the forward pass as the paper's prefetcher does.
+requests. Requests join and leave between rounds. A request whose mask is not ready — its guide
+still compiling, or its mask a cold walk the masker handed to its worker thread (GIL released
+in the kernels) — is deferred: its logits are held and it skips the round while its co-tenants
+decode; a cold-mask deferral lasts at most ``max_defer_rounds`` consecutive rounds, then the
+round waits for the walk. Warm masks are filled in the round without touching the worker.
 
 Endpoints: ``GET /v1/models``, ``POST /v1/completions``, ``POST /v1/chat/completions``
 (``stream`` supported as server-sent events, ``n == 1`` only). Per-request grid-sql
@@ -85,6 +87,7 @@ class _Request:
     text: str = ""
     finish_reason: str = ""
     deferred_rounds: int = 0
+    cold_deferred_rounds: int = 0  # of which: its mask was a cold walk on the worker
     # timings (time.perf_counter)
     t_arrival: float = 0.0
     t_admitted: float = 0.0
@@ -100,18 +103,27 @@ class _Request:
 
 @dataclass
 class ServerStats:
-    """Engine-side counters; ``steps`` holds (round start, seconds, active, fed) per round."""
+    """Engine-side counters; ``steps`` holds (round start, seconds, active, fed) per round.
+
+    ``deferred``: request-rounds skipped because a mask was not ready (``deferred_cold`` of
+    them for a cold mask walk, the rest for a compiling guide); ``advanced_while_deferred``:
+    tokens co-tenants took in rounds where some request was deferred; ``fill_max_seconds``:
+    the slowest single mask fill of a round (what a cold walk on the critical path shows up
+    as)."""
 
     rounds: int = 0
     deferred: int = 0
+    deferred_cold: int = 0
+    advanced_while_deferred: int = 0
     steps: list[tuple[float, float, int, int]] = field(default_factory=list)
     fill_seconds: float = 0.0
+    fill_max_seconds: float = 0.0
     decode_seconds: float = 0.0
 
     def reset(self) -> None:
-        self.rounds = self.deferred = 0
+        self.rounds = self.deferred = self.deferred_cold = self.advanced_while_deferred = 0
         self.steps.clear()
-        self.fill_seconds = self.decode_seconds = 0.0
+        self.fill_seconds = self.fill_max_seconds = self.decode_seconds = 0.0
 
 
 # ----------------------------------------------------------------------------- engine
@@ -190,15 +202,17 @@ class _MaskerSlots:
 
     A request's guide build starts when its request is parsed (``registry.submit``: single
     flight, on the registry's workers, off the scheduler thread). Each round the masker fills
-    every slot's row in one call with ``block=False``: a slot whose guide is still compiling
-    is reported pending, and the scheduler holds its logits and skips it for the round — its
-    co-tenants keep decoding, and no approximate mask is ever used.
+    every slot's row in one call with ``block=False``: a slot whose guide is still compiling,
+    or whose mask is a cold walk (handed to the masker's worker), is reported pending, and the
+    scheduler holds its logits and skips it for the round — its co-tenants keep decoding, and
+    no approximate mask is ever used. ``cold`` holds the last call's cold-deferred slots.
     """
 
     def __init__(self, masker: BatchMasker) -> None:
         self.masker = masker
         self.n_words = int(masker.n_words)
         self._buf = np.zeros((0, self.n_words), dtype=np.int32)
+        self.cold: set[int] = set()
 
     def add(self, slot: int, grid: Mapping[str, Any] | None, prompt_ids: Sequence[int]) -> None:
         self.masker.add(slot, None if grid is None else grid["fingerprint"])
@@ -210,15 +224,21 @@ class _MaskerSlots:
             self._buf = np.zeros((len(slots), self.n_words), dtype=np.int32)
         got = self.masker.fill(slots, self._buf[: len(slots)], block=False)
         out: list[np.ndarray | BaseException | None] = []
+        self.cold = set()
         for i, s in enumerate(slots):
             err = got.errors.get(int(s))
             if err is not None:
                 out.append(err)
             elif got.pending[i]:
                 out.append(None)
+                if got.cold is not None and got.cold[i]:
+                    self.cold.add(int(s))
             else:
                 out.append(got.bitmask[i])
         return out
+
+    def wait(self, slots: Sequence[int], timeout: float) -> None:
+        self.masker.wait(slots, timeout)
 
     def accept(self, slot: int, token: int) -> None:
         self.masker.accept(slot, token)
@@ -351,10 +371,14 @@ class _Scheduler:
         masked = [s for s in sorted(rows) if self._active[s].grid is not None]
         ready: dict[int, np.ndarray | None] = dict.fromkeys(rows)
         failed: list[_Request] = []
+        deferred: list[int] = []
         if masked:
             tf = time.perf_counter()
             got = self.masker.fill(masked)
-            self.stats.fill_seconds += time.perf_counter() - tf
+            dt = time.perf_counter() - tf
+            self.stats.fill_seconds += dt
+            self.stats.fill_max_seconds = max(self.stats.fill_max_seconds, dt)
+            cold = getattr(self.masker, "cold", ())
             for s, bits in zip(masked, got, strict=True):
                 if isinstance(bits, BaseException):  # its guide build failed
                     self._active[s].error = bits
@@ -366,6 +390,10 @@ class _Scheduler:
                         r.held = rows[s].copy()
                     r.deferred_rounds += 1
                     self.stats.deferred += 1
+                    if s in cold:
+                        r.cold_deferred_rounds += 1
+                        self.stats.deferred_cold += 1
+                    deferred.append(s)
                     del ready[s]
                 else:
                     ready[s] = bits
@@ -402,6 +430,10 @@ class _Scheduler:
             elif len(r.tokens) >= r.max_tokens:
                 r.finish_reason = "length"
                 finished.append(r)
+        if deferred:
+            self.stats.advanced_while_deferred += sum(1 for s in ready if not self._active[s].error)
+            if not feeds and not ready:  # every request waits on a mask: nothing to run
+                self.masker.wait(deferred, 0.05)
         for r in finished:
             self._finish(r, error=r.error)
         self.stats.rounds += 1
@@ -501,7 +533,10 @@ class GridServer:
     ``n_batch``).
     ``registry`` is the :class:`~grid_sql.serve.registry.GuideRegistry` guides are resolved
     through (one is made when omitted). ``processor=False`` behaves like a vLLM server
-    without grid-sql's processor: ``vllm_xargs`` are accepted and ignored. The model and batch
+    without grid-sql's processor: ``vllm_xargs`` are accepted and ignored.
+    ``max_defer_rounds``: consecutive rounds a request may be deferred for a cold mask walk
+    before the round waits for it (default ``batch.MAX_DEFER_ROUNDS``; 0 walks cold masks
+    inside the round's fill, the behaviour before the deferral). The model and batch
     context load in the constructor; :meth:`start` starts the scheduler and the HTTP threads.
     """
 
@@ -519,6 +554,7 @@ class GridServer:
         served_model_name: str | None = None,
         processor: bool = True,
         max_batched_tokens: int | None = None,
+        max_defer_rounds: int | None = None,
     ) -> None:
         if not 1 <= max_batch <= 256:
             raise OptionError(f"max_batch must be in [1, 256], got {max_batch}")
@@ -536,7 +572,11 @@ class GridServer:
 
             registry = GuideRegistry()
         self.registry = registry
-        self.masker = BatchMasker(self.backend.vocab, registry)
+        self.masker = (
+            BatchMasker(self.backend.vocab, registry)
+            if max_defer_rounds is None
+            else BatchMasker(self.backend.vocab, registry, max_defer_rounds=max_defer_rounds)
+        )
         self.model_name = served_model_name or self.backend.model_id
         self.scheduler = _Scheduler(self.backend, self.engine, _MaskerSlots(self.masker))
         if max_batched_tokens is not None:
@@ -574,6 +614,7 @@ class GridServer:
             self.scheduler.close()
             self._started = False
         self._http.server_close()
+        self.masker.close()
 
     def __enter__(self) -> GridServer:
         return self.start()
@@ -688,6 +729,7 @@ class GridServer:
             "fingerprint": r.grid["fingerprint"] if r.grid is not None else None,
             "token_ids": list(r.tokens),
             "deferred_rounds": r.deferred_rounds,
+            "cold_deferred_rounds": r.cold_deferred_rounds,
             "queue_s": r.t_admitted - r.t_arrival if r.t_admitted else None,
             "ttft_s": times[0] - r.t_arrival if times else None,
             "itl_s": [b - a for a, b in zip(times, times[1:], strict=False)],
