@@ -75,6 +75,20 @@ POLICIES: list[dict[str, Any]] = [
     {"verbs": ["select"], "tables": {"allow": ["Invoice", "InvoiceLine", "Customer"]}},
 ]
 COLD_POLICY: dict[str, Any] = {"verbs": ["select"], "tables": {"allow": ["Genre", "MediaType"]}}
+#: never-seen guides for the cold-mask A/B (``--cold-ab``): one per injected leg
+COLD_AB_POLICIES: list[dict[str, Any]] = [
+    {"verbs": ["select"], "tables": {"allow": t}}
+    for t in (
+        ["Genre", "Track"],
+        ["Playlist", "PlaylistTrack"],
+        ["MediaType", "Track"],
+        ["Employee", "Customer"],
+        ["Genre", "MediaType", "Album"],
+        ["Playlist", "Track"],
+        ["Employee", "Invoice"],
+        ["Artist", "Genre"],
+    )
+]
 
 
 # ----------------------------------------------------------------------------- protocol
@@ -243,10 +257,14 @@ def cold_injection(
     n: int,
     max_tokens: int,
     after_chunks: int = 4,
+    fresh_tokens: int = 8,
+    to_fresh_end: bool = False,
 ) -> dict[str, Any]:
     """``n`` warm co-tenants; once each streamed ``after_chunks`` chunks, ``cold`` joins
-    (``None``: the baseline leg, nothing joins). Co-tenant gaps inside the cold window (the
-    baseline's window: from the same point to the end of the leg)."""
+    (``None``: the baseline leg, nothing joins) for ``fresh_tokens`` tokens. Co-tenant gaps
+    inside the cold window: injection to the fresh request's first chunk, or with
+    ``to_fresh_end`` to its last (its masks after the first are cold walks too); the
+    baseline's window: from the same point to the end of the leg."""
     samples = [Sample(guide=warm[i % len(warm)].name, t_start=0.0) for i in range(n)]
     started = threading.Barrier(n + 1)
     lock = threading.Lock()
@@ -285,11 +303,12 @@ def cold_injection(
     t_inject = time.perf_counter()
     fresh = Sample(guide=cold.name if cold else "-", t_start=t_inject)
     if cold is not None:
-        stream_one(client, messages(cold, QUESTIONS[0]), cold.fields, 8, fresh)
+        stream_one(client, messages(cold, QUESTIONS[0]), cold.fields, fresh_tokens, fresh)
     for th in threads:
         th.join()
     if cold is not None:
-        t_end = fresh.chunk_times[0] if fresh.chunk_times else time.perf_counter()
+        at = -1 if to_fresh_end else 0
+        t_end = fresh.chunk_times[at] if fresh.chunk_times else time.perf_counter()
     else:  # the baseline's window: the rest of the leg, as long as any cold window
         t_end = max((s.chunk_times[-1] for s in samples if s.chunk_times), default=t_inject)
     window = [g for s in samples for g in s.gaps(t_inject, t_end)]
@@ -302,6 +321,9 @@ def cold_injection(
         "co_tenant_tpot_ms_median": 1e3 * statistics.median(tp) if tp else None,
         "fresh_ttft_ms": 1e3 * fresh.ttft if fresh.ttft is not None else None,
         "fresh_deferred_rounds": fresh.extension.get("deferred_rounds"),
+        "fresh_cold_deferred_rounds": fresh.extension.get("cold_deferred_rounds"),
+        "fresh_tokens": len(fresh.extension.get("token_ids") or []),
+        "fresh_tpot_ms": 1e3 * fresh.tpot if fresh.tpot is not None else None,
         "fresh_error": fresh.error,
         "errors": sum(1 for s in samples if s.error),
         "error_examples": sorted({s.error for s in samples if s.error})[:3],
@@ -358,6 +380,45 @@ def protocol(
     inj["co_tenant_tpot_degradation_pct"] = 100.0 * (i_tp / b_tp - 1.0) if b_tp and i_tp else None
     out["cold"] = {"baseline": base, "injected": inj}
     return out
+
+
+def cold_ab(
+    client: ServerClient,
+    guides: Sequence[Guide],
+    colds: Sequence[Guide],
+    *,
+    n: int,
+    max_tokens: int,
+    set_defer: Callable[[bool], None],
+    step_probe: Callable[..., Any],
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Cold masks on vs off the critical path, same server, arms alternating leg by leg.
+
+    A baseline leg (nothing joins), then one leg per guide of ``colds`` (each never seen:
+    its first mask comes with the build, every later one is a cold walk): arm ``in-round``
+    (``max_defer_rounds`` 0: the walk runs inside the round's fill, stalling every
+    co-tenant) and arm ``deferred`` (the walk on the masker's worker, the request deferred)
+    alternate. The window runs from the injection to the fresh request's last chunk."""
+    legs: list[dict[str, Any]] = []
+    p0 = step_probe()
+    base = cold_injection(client, guides, None, n, max_tokens)
+    base["engine"] = step_probe(p0)
+    base["arm"] = "baseline"
+    log(f"cold-ab baseline: {base}")
+    legs.append(base)
+    for k, cold in enumerate(colds):
+        arm = ("in-round", "deferred")[k % 2]
+        set_defer(arm == "deferred")
+        p0 = step_probe()
+        r = cold_injection(client, guides, cold, n, max_tokens, fresh_tokens=24, to_fresh_end=True)
+        r["engine"] = step_probe(p0)
+        r["arm"] = arm
+        r["guide"] = cold.name
+        log(f"cold-ab {arm}: {r}")
+        legs.append(r)
+    set_defer(True)
+    return {"legs": legs}
 
 
 def host_info() -> dict[str, Any]:
@@ -430,7 +491,11 @@ def markdown(doc: dict[str, Any]) -> str:
                 f"{f(e['decode_s'], 2)} | {f(e['fill_s'], 3)} | "
                 f"{'—' if share is None else f'{100 * share:.1f} %'} |"
             )
+    if doc.get("cold_ab"):
+        lines += ["", *cold_ab_markdown(doc["cold_ab"], f)]
     c = doc["cold"]
+    if not c:
+        return "\n".join(lines)
     base, inj = c["baseline"], c["injected"]
     lines += [
         "",
@@ -458,6 +523,26 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def cold_ab_markdown(ab: dict[str, Any], f: Callable[..., str]) -> list[str]:
+    out = [
+        "| leg | arm | co-tenant worst gap in window ms | co-tenant TPOT p50 ms "
+        "| engine max step ms | max round fill ms | fill s / decode s | fresh tokens "
+        "| fresh cold-deferred rounds | fresh TTFT ms | fresh TPOT ms | window ms |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for i, leg in enumerate(ab["legs"]):
+        e = leg["engine"]
+        out.append(
+            f"| {i} | {leg['arm']} | {f(leg['co_tenant_worst_gap_ms'])} | "
+            f"{f(leg['co_tenant_tpot_ms_median'])} | {f(e['max_step_ms'])} | "
+            f"{f(e['max_fill_ms'], 2)} | {f(e['fill_s'], 3)} / {f(e['decode_s'], 1)} | "
+            f"{leg.get('fresh_tokens', '—')} | {leg.get('fresh_cold_deferred_rounds', '—')} | "
+            f"{f(leg.get('fresh_ttft_ms'))} | {f(leg.get('fresh_tpot_ms'))} | "
+            f"{f(leg['cold_window_ms'])} |"
+        )
+    return out
+
+
 # ----------------------------------------------------------------------------- CPU main
 
 
@@ -470,6 +555,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cold-batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cold-only", action="store_true", help="warm-up and the cold arm only")
+    ap.add_argument(
+        "--cold-ab",
+        type=int,
+        default=0,
+        metavar="PAIRS",
+        help="only the cold-mask A/B after the warm-up: PAIRS x (in-round, deferred) legs",
+    )
     ap.add_argument(
         "--max-batched-tokens",
         type=int,
@@ -498,12 +590,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def probe(since: Any = None) -> Any:
         st = srv.stats
-        now = (len(st.steps), st.fill_seconds, st.decode_seconds, st.deferred)
+        now = (
+            len(st.steps),
+            st.fill_seconds,
+            st.decode_seconds,
+            st.deferred,
+            len(st.fill_steps),
+            st.deferred_cold,
+        )
         if since is None:
             return now
         steps = st.steps[since[0] :]
+        fills = st.fill_steps[since[4] :]
         return {
             "max_step_ms": 1e3 * max((x[1] for x in steps), default=0.0),
+            "max_fill_ms": 1e3 * max(fills, default=0.0),
+            "deferred_cold": float(now[5] - since[5]),
             "rounds": float(len(steps)),
             "fill_s": now[1] - since[1],
             "decode_s": now[2] - since[2],
@@ -511,19 +613,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
 
     t0 = time.perf_counter()
+    default_defer = srv.masker.max_defer_rounds
+
+    def set_defer(on: bool) -> None:
+        srv.masker.max_defer_rounds = default_defer if on else 0
+
     with srv:
         client = ServerClient(srv.url, timeout_s=3600)
-        doc = protocol(
-            client,
-            guides,
-            cold,
-            batches=a.batches,
-            max_tokens=a.max_tokens,
-            legs=a.legs,
-            cold_batch=a.cold_batch,
-            cold_only=a.cold_only,
-            step_probe=probe,
-        )
+        if a.cold_ab:
+            colds = chinook_guides(COLD_AB_POLICIES[: 2 * a.cold_ab], vocab)
+            for g in colds:
+                g.name = "cold:" + g.name.split(":", 1)[1]
+            w0 = time.perf_counter()
+            warm = run_batch(client, guides, batch, a.max_tokens)
+            print(f"warm-up: {summarize(warm)} in {time.perf_counter() - w0:.1f}s")
+            doc: dict[str, Any] = {"batches": {}, "cold": {}}
+            doc["cold_ab"] = cold_ab(
+                client,
+                guides,
+                colds,
+                n=a.cold_batch,
+                max_tokens=2 * a.max_tokens,
+                set_defer=set_defer,
+                step_probe=probe,
+            )
+            doc["cold_ab"]["max_defer_rounds"] = default_defer
+        else:
+            doc = protocol(
+                client,
+                guides,
+                cold,
+                batches=a.batches,
+                max_tokens=a.max_tokens,
+                legs=a.legs,
+                cold_batch=a.cold_batch,
+                cold_only=a.cold_only,
+                step_probe=probe,
+            )
     host["loadavg_end"] = os.getloadavg()
     doc.update(
         host=host,

@@ -107,15 +107,16 @@ class ServerStats:
 
     ``deferred``: request-rounds skipped because a mask was not ready (``deferred_cold`` of
     them for a cold mask walk, the rest for a compiling guide); ``advanced_while_deferred``:
-    tokens co-tenants took in rounds where some request was deferred; ``fill_max_seconds``:
-    the slowest single mask fill of a round (what a cold walk on the critical path shows up
-    as)."""
+    tokens co-tenants took in rounds where some request was deferred; ``fill_steps``: each
+    round's mask fill seconds (aligned with ``steps``), ``fill_max_seconds`` the slowest (a
+    cold walk on the critical path shows up there)."""
 
     rounds: int = 0
     deferred: int = 0
     deferred_cold: int = 0
     advanced_while_deferred: int = 0
     steps: list[tuple[float, float, int, int]] = field(default_factory=list)
+    fill_steps: list[float] = field(default_factory=list)
     fill_seconds: float = 0.0
     fill_max_seconds: float = 0.0
     decode_seconds: float = 0.0
@@ -123,6 +124,7 @@ class ServerStats:
     def reset(self) -> None:
         self.rounds = self.deferred = self.deferred_cold = self.advanced_while_deferred = 0
         self.steps.clear()
+        self.fill_steps.clear()
         self.fill_seconds = self.fill_max_seconds = self.decode_seconds = 0.0
 
 
@@ -372,6 +374,7 @@ class _Scheduler:
         ready: dict[int, np.ndarray | None] = dict.fromkeys(rows)
         failed: list[_Request] = []
         deferred: list[int] = []
+        dt = 0.0
         if masked:
             tf = time.perf_counter()
             got = self.masker.fill(masked)
@@ -437,6 +440,7 @@ class _Scheduler:
         for r in finished:
             self._finish(r, error=r.error)
         self.stats.rounds += 1
+        self.stats.fill_steps.append(dt)
         self.stats.steps.append(
             (t0, time.perf_counter() - t0, len(self._active) + len(finished), len(fed))
         )
