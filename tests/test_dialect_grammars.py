@@ -33,6 +33,7 @@ CATEGORIES = (
     "UPDATE_TABLE_NAME",
     "DELETE_TABLE_NAME",
     "TRUNCATE_TABLE_NAME",
+    "FUNCTION_NAME",
 )
 
 COMMON_VERBS = (
@@ -153,6 +154,8 @@ def test_identifier_categories(dialect):
     assert len({t.pattern.to_regexp() for t in idents}) == 1
     prio = {t.name: t.priority for t in idents}
     assert prio["COLUMN_NAME"] > prio["TABLE_NAME"] > prio["SCHEMA_NAME"] > prio["IDENT"]
+    # a called name: below COLUMN_NAME (func_name takes both), above the qualifier-only ones
+    assert prio["COLUMN_NAME"] > prio["FUNCTION_NAME"] > prio["TABLE_NAME"]
     # every write-target category outranks SCHEMA_NAME (a qualifier may lex as either)
     for verb in ("INSERT", "UPDATE", "DELETE", "TRUNCATE"):
         if f"{verb}_TABLE_NAME" not in prio:

@@ -8,7 +8,9 @@ identifier. The schema lexicons are verb-scoped: FROM/JOIN and every other read 
 (``TABLE_NAME``) admit only tables the role may SELECT from; the target of INSERT, UPDATE,
 DELETE and TRUNCATE (``INSERT_TABLE_NAME`` ...) admits only the tables holding that privilege.
 Columns admit the names readable or writable in at least one table, and schemas only those of
-the tables kept.
+the tables kept. Called names (``FUNCTION_NAME``) admit the dialect's functions
+(``policy/functions.py``), so a column cannot be spelled as a call of a function that does
+not exist.
 
 Current limit, stated rather than hidden: the column lexicon is one list for every column
 position, the union over the tables; which columns of which table a statement may touch is
@@ -18,11 +20,14 @@ INDEX ... ON) use ``TABLE_NAME`` and so are limited to readable tables.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import regex
 
 from ..grammar.ir import Grammar, RoleProjection
 from ..grammar.lexicon import SchemaLexicon
 from ..schema.model import SchemaSnapshot
+from .functions import dialect_function_names
 from .model import Policy
 
 VERB_RULES: dict[str, tuple[str, ...]] = {
@@ -75,8 +80,20 @@ def _forms(grammar: Grammar, terminal: str, name: str, dialect: str) -> list[byt
     return out
 
 
-def role_grammar(grammar: Grammar, snapshot: SchemaSnapshot, policy: Policy) -> Grammar:
-    """The role's projected, lexicon-restricted grammar (raises EmptyLanguageError if none)."""
+def role_grammar(
+    grammar: Grammar,
+    snapshot: SchemaSnapshot,
+    policy: Policy,
+    *,
+    functions: bool = True,
+    extra_functions: Iterable[str] = (),
+) -> Grammar:
+    """The role's projected, lexicon-restricted grammar (raises EmptyLanguageError if none).
+
+    ``functions``: restrict called names (``FUNCTION_NAME``) to the dialect's functions
+    (:func:`~grid_sql.policy.functions.dialect_function_names`) plus ``extra_functions``
+    (user-defined ones); False leaves them unrestricted, as before the category existed.
+    """
     statements = {r.rhs[0] for r in grammar.rules if r.lhs == "statement" and len(r.rhs) == 1}
     keep = {
         rule
@@ -108,6 +125,8 @@ def role_grammar(grammar: Grammar, snapshot: SchemaSnapshot, policy: Policy) -> 
                 columns.add(col.name)
     words: dict[str, list[bytes]] = {}
     names_of: dict[str, set[str]] = {**tables, "COLUMN_NAME": columns, "SCHEMA_NAME": schemas}
+    if functions and "FUNCTION_NAME" in g.terminal_ids:
+        names_of["FUNCTION_NAME"] = set(dialect_function_names(dialect)) | set(extra_functions)
     for term, names in names_of.items():
         if term in g.terminal_ids:
             words[term] = sorted({w for n in names for w in _forms(g, term, n, dialect)})

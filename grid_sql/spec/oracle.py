@@ -398,6 +398,7 @@ SCOPE_KEYWORD_ARGS = frozenset(
     {"microsecond", "second", "minute", "hour", "day", "week", "month", "quarter", "year"}
 )
 _IDENT_TERMINALS = (
+    "FUNCTION_NAME",
     "TABLE_NAME",
     "INSERT_TABLE_NAME",
     "UPDATE_TABLE_NAME",

@@ -25,11 +25,17 @@ def snapshot(db: str) -> SchemaSnapshot:
 
 
 @functools.cache
-def role(db: str) -> Grammar:
-    """A select-only role over the whole database (schema lexicon, no scopes)."""
+def role(db: str, functions: bool = True) -> Grammar:
+    """A select-only role over the whole database (schema lexicon, no scopes); with
+    ``functions=False`` called names are unrestricted (the language before FUNCTION_NAME)."""
     snap = snapshot(db)
     app = AppPolicy.from_mapping({"verbs": ["select"]}, origin="test")
-    return role_grammar(Grammar.dialect("sqlite"), snap, narrow(sqlite_baseline(snap), app, snap))
+    return role_grammar(
+        Grammar.dialect("sqlite"),
+        snap,
+        narrow(sqlite_baseline(snap), app, snap),
+        functions=functions,
+    )
 
 
 @functools.cache
@@ -60,25 +66,30 @@ def defog_tables(db: str) -> dict[str, tuple[str, ...]]:
 
 
 @functools.cache
-def defog_grammar(db: str, dialect: str, scopes: bool) -> Grammar:
+def defog_grammar(db: str, dialect: str, scopes: bool, functions: bool = True) -> Grammar:
     """The dialect grammar under the database's table and column lexicons (every spelling
-    the terminal can scan, bare names folded), optionally with scope-aware columns."""
-    return lexicon_grammar(dialect, tuple(defog_tables(db).items()), scopes)
+    the terminal can scan, bare names folded) and the dialect's function names (unless
+    ``functions=False``), optionally with scope-aware columns."""
+    return lexicon_grammar(dialect, tuple(defog_tables(db).items()), scopes, functions)
 
 
 @functools.cache
-def spider_dialect_grammar(db: str, dialect: str, scopes: bool) -> Grammar:
+def spider_dialect_grammar(db: str, dialect: str, scopes: bool, functions: bool = True) -> Grammar:
     """:func:`defog_grammar` for a Spider database in another dialect (its SQLite catalog)."""
     tables = tuple((t.name, t.column_names) for _, t in snapshot(db).iter_tables())
-    return lexicon_grammar(dialect, tables, scopes)
+    return lexicon_grammar(dialect, tables, scopes, functions)
 
 
 @functools.cache
 def lexicon_grammar(
-    dialect: str, table_columns: tuple[tuple[str, tuple[str, ...]], ...], scopes: bool
+    dialect: str,
+    table_columns: tuple[tuple[str, tuple[str, ...]], ...],
+    scopes: bool,
+    functions: bool = True,
 ) -> Grammar:
     from grid_sql.grammar.lexicon import SchemaLexicon
     from grid_sql.grammar.scope import ScopeTable
+    from grid_sql.policy.functions import dialect_function_names
     from grid_sql.policy.grammar import _forms
 
     g = Grammar.dialect(dialect)
@@ -89,6 +100,14 @@ def lexicon_grammar(
             {w for cs in tables.values() for c in cs for w in _forms(g, "COLUMN_NAME", c, dialect)}
         ),
     }
+    if functions:
+        words["FUNCTION_NAME"] = sorted(
+            {
+                w
+                for f in dialect_function_names(dialect)
+                for w in _forms(g, "FUNCTION_NAME", f, dialect)
+            }
+        )
     g = g.with_lexicon(SchemaLexicon(words, fold_bare_case=True))
     return g.with_scopes(ScopeTable(tables)) if scopes else g
 

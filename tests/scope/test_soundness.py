@@ -2,7 +2,8 @@
 
 Every Spider dev gold query (on its own database; 972 of 1034, ``wta_1`` is not shipped)
 and every defog sql-eval gold statement (three dialects, on its own schema) that the
-unscoped schema-lexicon grammar accepts is still accepted with scopes on, and every token
+unscoped schema-lexicon grammar with unrestricted function names accepts is still accepted
+with scopes on and the dialect's function-name lexicon (``FUNCTION_NAME``), and every token
 boundary of its greedy GPT-2 and Qwen2 tokenizations is a viable configuration of the
 scoped runtime (what decoding needs: the gold token is then in the exact mask, which
 ``test_masks.py`` checks on samples against the brute-force and the Python walk).
@@ -40,7 +41,7 @@ def _spellings(vname: str, data: bytes) -> list[bytes]:
 def test_spider_dev_gold_admitted_with_scopes() -> None:
     checked = 0
     for db, q in spider_dev():
-        rt0 = ParserRuntime.for_grammar(role(db))
+        rt0 = ParserRuntime.for_grammar(role(db, functions=False))
         data = q.encode()
         c0 = rt0.advance(rt0.initial, data)
         if c0 is None or not rt0.eos_allowed(c0):
@@ -58,7 +59,7 @@ def test_defog_gold_admitted_with_scopes(dialect: str) -> None:
     checked = 0
     for db, q in defog_gold(dialect):
         data = q.encode()
-        rt0 = ParserRuntime.for_grammar(defog_grammar(db, dialect, False))
+        rt0 = ParserRuntime.for_grammar(defog_grammar(db, dialect, False, functions=False))
         c0 = rt0.advance(rt0.initial, data)
         if c0 is None or not rt0.eos_allowed(c0):
             continue
@@ -86,7 +87,7 @@ def test_spider_dev_gold_transpiled_admitted_with_scopes(dialect: str) -> None:
         except Exception:  # noqa: BLE001 - a query sqlglot cannot transpile is not ours
             continue
         data = t.encode()
-        rt0 = ParserRuntime.for_grammar(spider_dialect_grammar(db, dialect, False))
+        rt0 = ParserRuntime.for_grammar(spider_dialect_grammar(db, dialect, False, functions=False))
         c0 = rt0.advance(rt0.initial, data)
         if c0 is None or not rt0.eos_allowed(c0):
             continue
