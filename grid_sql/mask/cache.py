@@ -192,6 +192,10 @@ class MaskCache:
         self.stats = CacheStats()
         self.enabled = True
         self.generation = 0  # bumped by roll_over: memos built on entries check it
+        # Bumped whenever an entry leaves (eviction, roll-over) or is replaced (_inject): a
+        # memo that saw its entries resident at epoch e may skip the lookups while the
+        # epoch is still e (the guide's warm fill path, guide.py _Warm).
+        self.epoch = 0
 
     def get(self, namespace: str, key: MaskKey) -> MaskEntry | None:
         if not self.enabled:
@@ -231,6 +235,7 @@ class MaskCache:
                 _, ev = self._entries.popitem(last=False)
                 self._bytes -= ev.nbytes
                 self.stats.evictions += 1
+                self.epoch += 1
         return entry
 
     def roll_over(self, keep_namespaces: set[str]) -> int:
@@ -240,12 +245,14 @@ class MaskCache:
             for k in drop:
                 self._bytes -= self._entries.pop(k).nbytes
             self.generation += 1
+            self.epoch += 1
         return len(drop)
 
     def _inject(self, namespace: str, key: MaskKey, entry: MaskEntry) -> None:
         """Test hook: store ``entry`` under ``key`` regardless of its own key."""
         with self._lock:
             self._entries[(namespace, key)] = entry
+            self.epoch += 1
 
     def __len__(self) -> int:
         return len(self._entries)

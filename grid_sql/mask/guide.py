@@ -37,8 +37,34 @@ SUB_MEMO_LIMIT = 1 << 16  # memoized CD sub-walks before the resolution memo is 
 _UNSEEN: Any = object()
 
 
+WARM_LIMIT = 1 << 16  # configurations with a warm record per guide before clearing
+_I32 = np.dtype(np.int32)
+_REJECTED: Any = object()
+
+
 class _NeedWalk(Exception):
     """Raised inside a no-walk fill (:meth:`Guide.try_fill_bitmask`) at a cache miss."""
+
+
+class _Warm:
+    """The warm-path record of one configuration (identity of its interned stack + scan).
+
+    ``fill`` is ``(row, count, entry ids, cache epoch)`` once a fill has produced the row:
+    valid while the cache's epoch is unchanged (no entry evicted, rolled over or replaced
+    since the row's entries were seen resident), so a hit is one epoch compare and a row
+    copy instead of a structural key, a cache key and a lookup. Assigned as one tuple so a
+    concurrent reader never sees a half-updated record. ``next`` maps an accepted token id
+    to the record of the configuration it leads to (``_REJECTED`` if it leaves the
+    language): the parser step is a pure function of (stack structure, scan, spelling),
+    and tokens recur.
+    """
+
+    __slots__ = ("cfg", "fill", "next")
+
+    def __init__(self, cfg: Configuration) -> None:
+        self.cfg = cfg
+        self.fill: tuple[np.ndarray, int, tuple[str, ...], int] | None = None
+        self.next: dict[int, Any] = {}
 
 
 def bitmask_words(vocab_size: int) -> int:
@@ -89,6 +115,12 @@ class Guide:
         )
         self._memo_bytes = 0
         self._memo_lock = threading.Lock()
+        # Warm records by configuration identity, in front of the structural memo (_Warm).
+        # Stacks are hash-consed, so the stack object stands for its structure; after an
+        # intern-table clear a structurally equal stack is a new object, misses here and is
+        # answered by the structural memo (which still decides). Bounded by clearing.
+        self._warm: dict[tuple[Any, ...], _Warm] = {}
+        self._warm_bytes = 0
         # CD resolution memos (see _resolve_residue); plain dicts, benign races.
         # class record: [configuration below, pending lexeme live, {node: sub-walk result}]
         # (with scope-aware lexicons the emitted identifier is part of both keys: it is the
@@ -369,9 +401,12 @@ class Guide:
         LALR simulation on freshly shifted stacks every time, so the finished row is also
         memoized per configuration structure. A memo hit still consults the root entry in
         the cache (so the identifier rule and roll-overs keep applying) and must agree with
-        its entry id.
+        its entry id. In front of that memo, the configuration's warm record (:class:`_Warm`)
+        answers with one epoch compare while no cache entry has left since its row was
+        built.
         """
-        return self._fill(cfg, buf, True)
+        n, ids = self._fill_warm(self._warm_for(cfg), buf, True)
+        return n, list(ids)
 
     def try_fill_bitmask(self, cfg: Configuration, buf: np.ndarray) -> tuple[int, list[str]] | None:
         """:meth:`fill_bitmask` if no trie walk is needed, else None with ``buf`` untouched.
@@ -383,11 +418,82 @@ class Guide:
         may still run (cheap, no walk). With the cache disabled every fill walks: None.
         """
         try:
-            return self._fill(cfg, buf, False)
+            n, ids = self._fill_warm(self._warm_for(cfg), buf, False)
         except _NeedWalk:
             return None
+        return n, list(ids)
 
-    def _fill(self, cfg: Configuration, buf: np.ndarray, walk: bool) -> tuple[int, list[str]]:
+    def fill_rows(
+        self,
+        cfgs: Sequence[Configuration],
+        buf: np.ndarray,
+        rows: Sequence[int] | None = None,
+        *,
+        walk: bool = True,
+    ) -> list[tuple[int, list[str]] | None]:
+        """Fill row ``rows[k]`` (default ``k``) of the 2-d int32 ``buf`` with the mask of
+        ``cfgs[k]``, each exactly as :meth:`fill_bitmask` would (``walk=False``: as
+        :meth:`try_fill_bitmask`, None and the row untouched where a walk is needed).
+        For many guides at once see :func:`fill_rows`."""
+        return fill_rows([(self, c) for c in cfgs], buf, rows, walk=walk)
+
+    def _warm_for(self, cfg: Configuration) -> _Warm:
+        """The warm record of ``cfg`` (created empty on first sight)."""
+        s = cfg.scan
+        k = (cfg.stack, s.dfa, s.rem, s.la_len, s.la_state)
+        w = self._warm.get(k)
+        if w is None:
+            if len(self._warm) >= WARM_LIMIT or self._warm_bytes > FILL_MEMO_BYTES:
+                self._warm = {}  # records held by live matchers stay valid (and exact)
+                self._warm_bytes = 0
+            w = self._warm.setdefault(k, _Warm(cfg))
+        return w
+
+    def _step(self, w: _Warm, token_id: int) -> _Warm | None:
+        """The record after accepting non-EOS ``token_id`` at ``w`` (None: rejected)."""
+        nxt = w.next.get(token_id)
+        if nxt is None:
+            tb = self.token_bytes
+            spelling = (
+                tb[token_id] if 0 <= token_id < len(tb) and token_id not in self.special else b""
+            )
+            cfg = self.runtime.advance(w.cfg, spelling) if spelling else None
+            nxt = _REJECTED if cfg is None else self._warm_for(cfg)
+            w.next[token_id] = nxt
+        return None if nxt is _REJECTED else nxt
+
+    def _fill_warm(self, w: _Warm, buf: np.ndarray, walk: bool) -> tuple[int, tuple[str, ...]]:
+        """Fill from ``w``'s record when valid, else through :meth:`_fill` and record it.
+        Returns the entry ids as the record's tuple (callers that keep them copy)."""
+        f = w.fill
+        cache = self.cache
+        nw = self.n_words
+        if (
+            f is not None
+            and f[3] == cache.epoch
+            and cache.enabled
+            and buf.dtype is _I32
+            and buf.ndim == 1
+            and buf.size >= nw
+        ):
+            buf[:nw] = f[0]
+            if buf.size > nw:
+                buf[nw:] = 0
+            return f[1], f[2]
+        epoch = cache.epoch  # read before: an eviction during the fill invalidates the record
+        n, ids, row = self._fill(w.cfg, buf, walk)
+        t = tuple(ids)
+        if row is not None:
+            if w.fill is None:
+                self._warm_bytes += row.nbytes
+            w.fill = (row.view(np.int32), n, t, epoch)
+        return n, t
+
+    def _fill(
+        self, cfg: Configuration, buf: np.ndarray, walk: bool
+    ) -> tuple[int, list[str], np.ndarray | None]:
+        """The reference fill (structural memo, then collect); also returns the finished
+        row (read-only uint32) when the cache is on, for the warm record."""
         if buf.dtype != np.int32 or buf.ndim != 1 or buf.size < self.n_words:
             raise ValueError(f"bitmask buffer must be a 1-d int32 array of >= {self.n_words} words")
         if not walk and not self.cache.enabled:
@@ -406,7 +512,7 @@ class Guide:
                 if root is not None and root.entry_id == hit[2][0]:
                     words[:nw] = hit[0]
                     words[nw:] = 0
-                    return hit[1], list(hit[2])
+                    return hit[1], list(hit[2]), hit[0]
         entries, extra = self.collect(cfg, walk=walk)
         eos = self.runtime.eos_allowed(cfg)
         words[:] = 0
@@ -422,6 +528,7 @@ class Guide:
         if n == 0:
             raise MaskError(f"empty mask at a viable configuration (stack {cfg.stack!r})")
         entry_ids = [e.entry_id for e in entries]
+        row = None
         if mk is not None:
             row = words[:nw].copy()
             row.setflags(write=False)
@@ -432,7 +539,36 @@ class Guide:
                     while self._memo_bytes > FILL_MEMO_BYTES and len(self._memo) > 1:
                         _, old = self._memo.popitem(last=False)
                         self._memo_bytes -= old[0].nbytes
-        return n, entry_ids
+        return n, entry_ids, row
+
+
+def fill_rows(
+    pairs: Sequence[tuple[Guide, Configuration]],
+    buf: np.ndarray,
+    rows: Sequence[int] | None = None,
+    *,
+    walk: bool = True,
+) -> list[tuple[int, list[str]] | None]:
+    """Batched fill for heterogeneous guides: row ``rows[k]`` (default ``k``) of the 2-d
+    int32 ``buf`` gets the mask of ``pairs[k] = (guide, cfg)`` exactly as
+    ``guide.fill_bitmask(cfg, row)`` would write it (``walk=False``: as
+    ``try_fill_bitmask``, None and the row untouched where a trie walk is needed). Rows
+    narrower than a guide's ``n_words`` raise ValueError; words beyond it are zeroed."""
+    if buf.ndim != 2 or buf.dtype != np.int32:
+        raise ValueError("fill_rows needs a 2-d int32 buffer")
+    idx = range(len(pairs)) if rows is None else rows
+    if len(idx) != len(pairs):
+        raise ValueError(f"{len(pairs)} configurations but {len(idx)} rows")
+    out: list[tuple[int, list[str]] | None] = []
+    for (g, cfg), r in zip(pairs, idx, strict=True):
+        w = g._warm_for(cfg)
+        try:
+            n, ids = g._fill_warm(w, buf[r], walk)
+        except _NeedWalk:
+            out.append(None)
+            continue
+        out.append((n, list(ids)))
+    return out
 
 
 class Matcher:
@@ -446,6 +582,13 @@ class Matcher:
         self.terminated = False
         self.max_tokens = max_tokens
         self._scratch: np.ndarray | None = None  # forced_tokens' row, allocated on first use
+        self._w: _Warm | None = None  # warm record of self.config (checked by identity)
+
+    def _warm(self) -> _Warm:
+        w = self._w
+        if w is None or w.cfg is not self.config:  # config set from outside or rolled back
+            w = self._w = self.guide._warm_for(self.config)
+        return w
 
     # -- masks --------------------------------------------------------------------------
     def fill_next_token_bitmask(self, buf: np.ndarray) -> int:
@@ -453,8 +596,10 @@ class Matcher:
         if self.terminated:
             buf[:] = 0
             return 0
-        n, _ = self.guide.fill_bitmask(self.config, buf)
-        return n
+        w = self._w
+        if w is None or w.cfg is not self.config:
+            w = self._warm()
+        return self.guide._fill_warm(w, buf, True)[0]
 
     def allocate_bitmask(self) -> np.ndarray:
         return np.zeros(self.guide.n_words, dtype=np.int32)
@@ -478,14 +623,15 @@ class Matcher:
             self.tokens.append(token_id)
             self.terminated = True
             return
-        if token_id in g.special or not 0 <= token_id < len(g.token_bytes):
-            raise TokenRejected(f"token {token_id} is special or out of range")
-        spelling = g.token_bytes[token_id]
-        nxt = g.runtime.advance(self.config, spelling) if spelling else None
+        nxt = g._step(self._warm(), token_id)
         if nxt is None:
+            if token_id in g.special or not 0 <= token_id < len(g.token_bytes):
+                raise TokenRejected(f"token {token_id} is special or out of range")
+            spelling = g.token_bytes[token_id]
             raise TokenRejected(f"token {token_id} ({spelling!r}) leaves the language")
         self._history.append(self.config)
-        self.config = nxt
+        self.config = nxt.cfg
+        self._w = nxt
         self.tokens.append(token_id)
 
     def accept_tokens(self, token_ids: Sequence[int]) -> None:
@@ -514,27 +660,27 @@ class Matcher:
         out: list[int] = []
         if self.terminated:
             return out
-        cfg = self.config
         g = self.guide
-        # Through fill_bitmask, not allowed_ids: the fill memo makes the common no-span case
-        # (and the decoder's fill that follows it) a lookup instead of a fresh CD resolution.
+        # Through the fill memo, not allowed_ids: the warm records make the common no-span
+        # case (and the decoder's fill that follows it) a lookup, not a fresh CD resolution.
         buf = self._scratch
         if buf is None:
             buf = self._scratch = self.allocate_bitmask()
         words = buf.view(np.uint32)
+        rec = self._warm()
         while len(out) < limit:
-            n, _ = g.fill_bitmask(cfg, buf)
+            n, _ = g._fill_warm(rec, buf, True)
             if n != 1:
                 break
             w = int(np.flatnonzero(words)[0])
             t = w * 32 + int(words[w]).bit_length() - 1
             if t == g.eos_id:
                 break
-            nxt = g.runtime.advance(cfg, g.token_bytes[t])
+            nxt = g._step(rec, t)
             if nxt is None:  # cannot happen for an exact mask
                 raise MaskError(f"forced token {t} rejected by the parser")
             out.append(t)
-            cfg = nxt
+            rec = nxt
         return out
 
     @property
