@@ -232,7 +232,9 @@ class XGREngine:
 PHASE_CAP_S = 150.0
 
 
-def run_statement(eng, ids, eos, timed, stats, masks=None, key=0, missed=None, deadline=None):
+def run_statement(
+    eng, ids, eos, timed, stats, masks=None, key=0, missed=None, deadline=None, acc_timed=None
+):
     eng.start()
     for step, tid in enumerate(ids + [eos]):
         if deadline is not None and time.perf_counter() > deadline:
@@ -254,10 +256,62 @@ def run_statement(eng, ids, eos, timed, stats, masks=None, key=0, missed=None, d
             return False
         if tid == eos:
             return True
-        if not eng.accept(tid):
+        t0 = time.perf_counter_ns()
+        ok = eng.accept(tid)
+        if acc_timed is not None:
+            acc_timed.append((time.perf_counter_ns() - t0) / 1000.0)
+        if not ok:
             stats["rejected"] += 1
             return False
     return True
+
+
+BATCH = 16  # rows per batched fill (a serving batch)
+
+
+def batched_fill(eng, seqs: list[list[int]], reps: int = 20) -> dict:
+    """grid-sql only: every configuration of the replayed statements (all warm), filled in
+    batches of ``BATCH`` rows by ``fill_rows`` vs a per-row ``fill_bitmask`` loop over the
+    same rows; µs per row (median over ``reps`` rounds), and whether the rows agree."""
+    from grid_sql.mask.guide import fill_rows
+
+    g = eng.guide
+    cfgs = []
+    for ids in seqs:
+        m = g.matcher()
+        for t in ids:
+            cfgs.append(m.config)
+            m.accept_token(t)
+        cfgs.append(m.config)
+    cfgs = cfgs[: len(cfgs) // BATCH * BATCH] or cfgs
+    chunks = [cfgs[i : i + BATCH] for i in range(0, len(cfgs), BATCH)]
+    a = np.zeros((BATCH, g.n_words), dtype=np.int32)
+    b = np.zeros_like(a)
+    per_batch: list[float] = []
+    per_row: list[float] = []
+    same = True
+    for _ in range(reps):
+        tb = tr = 0
+        for ch in chunks:
+            pairs = [(g, c) for c in ch]
+            t0 = time.perf_counter_ns()
+            res = fill_rows(pairs, a, walk=False)
+            t1 = time.perf_counter_ns()
+            for k, c in enumerate(ch):
+                g.fill_bitmask(c, b[k])
+            t2 = time.perf_counter_ns()
+            tb += t1 - t0
+            tr += t2 - t1
+            same = same and None not in res and bool((a[: len(ch)] == b[: len(ch)]).all())
+        per_batch.append(tb / 1000.0 / len(cfgs))
+        per_row.append(tr / 1000.0 / len(cfgs))
+    return {
+        "rows": len(cfgs),
+        "batch": BATCH,
+        "batched_us_per_row": float(np.median(per_batch)),
+        "loop_us_per_row": float(np.median(per_row)),
+        "same": same,
+    }
 
 
 def summarize(lat: list[float]) -> dict:
@@ -372,14 +426,26 @@ def bench_vocab(
             if not ok and not tstats.get("truncated"):
                 log(f"[{vname}] {eng.name} REJECTED in: {s}")
         hot: list[float] = []
+        hot_acc: list[float] = []
         dl3 = time.perf_counter() + PHASE_CAP_S
         hstats = {"steps": 0, "rejected": 0}
         for s in test:  # replay: the warm (hit) pass
-            run_statement(eng, tokenize(s.encode()), v.eos_token_id, hot, hstats, deadline=dl3)
+            run_statement(
+                eng,
+                tokenize(s.encode()),
+                v.eos_token_id,
+                hot,
+                hstats,
+                deadline=dl3,
+                acc_timed=hot_acc,
+            )
         summ = summarize(lat)
         wsum = summarize(hot)
+        asum = summarize(hot_acc)
         summ.update(warm_p50=wsum["p50"], warm_p99=wsum["p99"], warm_mean=wsum["mean"])
+        summ.update(acc_p50=asum["p50"], acc_p99=asum["p99"])
         if name.startswith("grid"):
+            summ["batched"] = batched_fill(eng, [tokenize(s.encode()) for s in test])
             cold = [x for x, m in zip(lat, missed, strict=True) if m]
             csum = summarize(cold)
             summ.update(
@@ -537,10 +603,11 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
             "unseen pass that walked at least one subtree), ratios against grid-sql (kernels):",
             "",
             "| engine | warm p50 µs | warm p99 µs | warm mean µs | warm p50 / grid "
-            "| warm p99 / grid | unseen p99 / grid | cold-miss steps | cold-miss p50 µs "
+            "| warm p99 / grid | warm accept p50 µs | warm accept p99 µs "
+            "| unseen p99 / grid | cold-miss steps | cold-miss p50 µs "
             "| cold-miss p99 µs "
             "| cache entries / bytes | trie bytes |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, s in eng.items():
             cold = (
@@ -552,8 +619,25 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
             out.append(
                 f"| {name} | {s['warm_p50']:.1f} | {s['warm_p99']:.1f} | {s['warm_mean']:.1f} "
                 f"| {_ratio(s, base, 'warm_p50')} | {_ratio(s, base, 'warm_p99')} "
+                f"| {s.get('acc_p50', 0.0):.2f} | {s.get('acc_p99', 0.0):.2f} "
                 f"| {_ratio(s, base, 'p99')} " + cold
             )
+        bat = {n: e["batched"] for n, e in eng.items() if "batched" in e}
+        if bat:
+            out += [
+                "",
+                f"Batched fill (grid-sql, warm): every configuration of the replayed statements, "
+                f"`fill_rows` over batches of {BATCH} rows (walk=False) vs a per-row "
+                "`fill_bitmask` loop, µs per row (median of 20 rounds):",
+                "",
+                "| engine | rows | fill_rows µs/row | per-row loop µs/row | rows identical |",
+                "|---|---|---|---|---|",
+            ]
+            for name, bt in bat.items():
+                out.append(
+                    f"| {name} | {bt['rows']} | {bt['batched_us_per_row']:.2f} "
+                    f"| {bt['loop_us_per_row']:.2f} | {bt['same']} |"
+                )
         md_ = r.get("mask_diff") or {}
         if md_:
             out += [
