@@ -192,6 +192,11 @@ class ScopeRules:
             t("DOT"),
             t("WITH"),
         )
+        # UPDATE/DELETE bind their target where a nested SELECT can correlate to it (and PG's
+        # UPDATE ... FROM, MySQL's multi-table forms): the rule does not model those
+        # bindings, so the keyword opens a level whose binding is unknown (like a select
+        # list before its FROM) and every position nested in the statement is unrestricted.
+        self.t_dml = frozenset(x for x in (t("UPDATE"), t("DELETE")) if x >= 0)
         self.n_select_list = n("select_list")
         self.n_from_clause = n("from_clause")
         self.n_any_name = n("any_name")
@@ -279,7 +284,7 @@ class ScopeRules:
     # ------------------------------------------------------------------ contexts
     def step(self, ctx: Context, symbol: int, value: Any, parent_symbol: int) -> Context:
         """The context of a node pushing ``symbol``/``value`` over a node with ``ctx``."""
-        if symbol == self.t_select:
+        if symbol == self.t_select or symbol in self.t_dml:
             return Context((*ctx.levels, Level(NONE)), ctx.ctes)
         levels = ctx.levels
         if symbol in self.query_bodies:

@@ -487,7 +487,9 @@ class ScopeSpec:
         prev: Any = None
         for x in forest:
             if _tok(x):
-                if x[0] == "SELECT":
+                if x[0] in ("SELECT", "UPDATE", "DELETE"):
+                    # UPDATE/DELETE: a target a nested SELECT may correlate to, not modelled:
+                    # a level whose binding is unknown, as a select list before its FROM
                     levels.append(_Level("select-list", [], []))
                 elif x[0] == "WITH":
                     ctes.append("*")

@@ -153,3 +153,27 @@ def test_audit_artifact_rebuilds_the_scoped_grammar() -> None:
     assert back.fingerprint == g.fingerprint
     assert back.scopes is not None and back.scopes.columns == g.scopes.columns  # type: ignore[union-attr]
     assert rebuild_grammar(grammar_artifact(role(DB))).scopes is None
+
+
+def test_subqueries_of_update_and_delete_may_correlate_to_the_target() -> None:
+    """A SELECT nested in UPDATE/DELETE may name the target's columns (correlation); the
+    rule does not model DML bindings, so positions inside such statements are unrestricted
+    (this was blocked before: ``concert_ID = Age`` with Age of the UPDATE target)."""
+    from grid_sql.spec.oracle import SpecOracle
+
+    from .helpers import spider_dialect_grammar
+
+    g = spider_dialect_grammar(DB, "sqlite", True)
+    rt = ParserRuntime.for_grammar(g)
+    spec = SpecOracle(g.to_spec())
+    for sql in (
+        "UPDATE singer SET Age = 1 WHERE Singer_ID IN "
+        "(SELECT Singer_ID FROM singer_in_concert WHERE concert_ID = Age)",
+        "DELETE FROM singer WHERE EXISTS "
+        "(SELECT 1 FROM singer_in_concert AS s WHERE s.Singer_ID = Singer_ID AND Age > 1)",
+    ):
+        cfg = rt.advance(rt.initial, sql.encode())
+        assert cfg is not None and rt.eos_allowed(cfg), sql
+        assert spec.accepts(sql.encode()), sql
+    # a SELECT statement's own subquery is still restricted
+    assert admitted(g, "SELECT * FROM singer WHERE ") == columns(DB, "singer") | {"Year"}
