@@ -597,12 +597,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             st.deferred,
             len(st.fill_steps),
             st.deferred_cold,
+            asdict(srv.masker.stats),
         )
         if since is None:
             return now
         steps = st.steps[since[0] :]
         fills = st.fill_steps[since[4] :]
         return {
+            "masker": {k: v - since[6][k] for k, v in now[6].items()},
             "max_step_ms": 1e3 * max((x[1] for x in steps), default=0.0),
             "max_fill_ms": 1e3 * max(fills, default=0.0),
             "deferred_cold": float(now[5] - since[5]),

@@ -367,7 +367,8 @@ class BatchMasker:
         assert m is not None
         cfg = m.config
         fut = st.cold
-        if fut is not None and st.cold_cfg is not cfg:  # the slot was synced or re-added
+        if fut is not None and (st.cold_cfg is not cfg or fut.cancelled()):
+            # the slot was synced or re-added since, or the worker was closed under it
             fut.cancel()
             st.cold = st.cold_cfg = None
             st.deferred = 0
