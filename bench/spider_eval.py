@@ -294,6 +294,7 @@ def run_constrained(
     error: str | None = None
     trace: str | None = None
     failed_round: int | None = None
+    failed_sql: str | None = None  # the statement an engine error (e.g. the checker) failed on
     repairs: list[Any] = []
     checker_refused = False
     final_kinds: list[str] = []
@@ -306,7 +307,7 @@ def run_constrained(
         checker_refused = isinstance(exc, PolicyViolation | StatementError)
         if not checker_refused:  # an engine error: where it happened, and the lost history
             trace = engine_trace(exc)
-            failed_round, history = _failed_round(exc)
+            failed_round, history, failed_sql = _failed_round(exc)
             repairs = repairs or history
         final_kinds = sorted({str(getattr(v, "kind", "")) for v in getattr(exc, "violations", [])})
     total = time.perf_counter() - t0
@@ -336,7 +337,9 @@ def run_constrained(
     b = {
         "sql": None if r0_refused or (error and not done) else r0_sql,
         "violation_kinds": kinds,
-        "generated_sql": r0_sql,
+        "generated_sql": r0_sql
+        if r0_sql is not None
+        else (failed_sql if failed_round == 0 else None),
         "tokens": first["tokens"],
         "seconds": first["seconds"],
         "truncated": first["reserve"],
@@ -347,7 +350,9 @@ def run_constrained(
     }
     c = {
         "sql": sql,
-        "generated_sql": sql if sql is not None else (repairs[-1].sql if repairs else None),
+        "generated_sql": sql
+        if sql is not None
+        else (failed_sql or (repairs[-1].sql if repairs else None)),
         "tokens": sum(r["tokens"] for r in done) or first["tokens"],
         "seconds": total,
         "truncated": any(r["reserve"] for r in done),
@@ -371,15 +376,18 @@ def engine_trace(exc: BaseException) -> str:
     return (body + "".join(traceback.format_exception_only(exc)))[-4000:]
 
 
-def _failed_round(exc: BaseException) -> tuple[int | None, list[Any]]:
-    """(round, repair history) from the ``generate_sql`` frame an engine error unwound."""
+def _failed_round(exc: BaseException) -> tuple[int | None, list[Any], str | None]:
+    """(round, repair history, that round's statement if it was generated) from the
+    ``generate_sql`` frame an engine error unwound."""
     tb = exc.__traceback__
     while tb is not None:
         f = tb.tb_frame
         if f.f_code.co_name == "generate_sql" and isinstance(f.f_locals.get("rnd"), int):
-            return int(f.f_locals["rnd"]), list(f.f_locals.get("repairs") or [])
+            loc = f.f_locals
+            gen_sql = getattr(loc.get("gen"), "sql", None)
+            return int(loc["rnd"]), list(loc.get("repairs") or []), gen_sql
         tb = tb.tb_next
-    return None, []
+    return None, [], None
 
 
 # --------------------------------------------------------------------------- JSONL
