@@ -68,6 +68,7 @@ def probe(
     *,
     max_tokens: int = 256,
     spider_dir: Path = SPIDER_DIR,
+    focused: bool = False,
 ) -> list[dict[str, Any]]:
     from grid_sql.errors import GridSQLError, PolicyViolation
     from grid_sql.front.ask import Asker, load_backend
@@ -87,7 +88,7 @@ def probe(
         viol0: list[dict[str, Any]] = []
         round0 = None
         try:
-            gen = asker.generate_sql(q.question, repair=True)
+            gen = asker.generate_sql(q.question, repair=True, focused_repair=focused)
             sql, reps, tokens = gen.sql, gen.repairs, gen.tokens
         except (GridSQLError, RecursionError) as exc:
             sql, reps, tokens = None, list(getattr(exc, "repairs", [])), 0
@@ -142,6 +143,7 @@ def probe_repair_only(
     *,
     max_tokens: int = 256,
     spider_dir: Path = SPIDER_DIR,
+    focused: bool = False,
 ) -> list[dict[str, Any]]:
     """The repair round alone, fed the *recorded* round-0 statement.
 
@@ -151,7 +153,7 @@ def probe_repair_only(
     """
     from grid_sql.decode.loop import generate
     from grid_sql.errors import GridSQLError
-    from grid_sql.front.ask import Asker, load_backend
+    from grid_sql.front.ask import Asker, guide_for, load_backend
 
     questions = {q.qid: q for q in load_questions(spider_dir)}
     backend = load_backend(model)
@@ -169,7 +171,8 @@ def probe_repair_only(
         t0 = time.perf_counter()
         engine_error = None
         try:
-            gen = generate(backend, asker.guide, backend.chat_prompt(msgs), max_tokens=max_tokens)
+            guide = guide_for(asker.repair_grammar(sql0, focused=focused), backend)
+            gen = generate(backend, guide, backend.chat_prompt(msgs), max_tokens=max_tokens)
             repair_sql, n_tokens = gen.sql, gen.n_tokens
         except (GridSQLError, RecursionError) as exc:  # the engine failed, not the repair
             engine_error = f"{type(exc).__name__}: {exc}"[:300]
@@ -191,6 +194,7 @@ def probe_repair_only(
             "db_id": q.db_id,
             "model": model,
             "mode": "repair-only",
+            "focused": focused,
             "question": q.question,
             "recorded_sql": sql0,
             "round0_sql": sql0,
@@ -260,6 +264,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--report", action="store_true", help="summarise --out and exit")
     ap.add_argument(
+        "--arm", default="constrained", help="whose refusals (and round-0 statements) to repair"
+    )
+    ap.add_argument(
+        "--focused",
+        action="store_true",
+        help="focused repair: the round generates under the role narrowed to the tables in play",
+    )
+    ap.add_argument(
         "--full",
         action="store_true",
         help="generate round 0 too (generate_sql end to end) instead of repairing the recorded "
@@ -271,17 +283,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report(rows))
         return 0
     records = [json.loads(x) for x in args.source.read_text(encoding="utf-8").splitlines() if x]
-    qids = args.ids or refused_unknown_column(records)
-    recorded = {
-        int(r["qid"]): r.get("generated_sql") for r in records if r.get("arm") == "constrained"
-    }
+    qids = args.ids or refused_unknown_column(records, arm=args.arm)
+    recorded = {int(r["qid"]): r.get("generated_sql") for r in records if r.get("arm") == args.arm}
     done = set()
     if args.out.exists():
         done = {json.loads(x)["qid"] for x in args.out.read_text().splitlines() if x}
     todo = [q for q in qids if q not in done]
     print(f"{len(qids)} questions, {len(todo)} to run", flush=True)
     run = probe if args.full else probe_repair_only
-    run(todo, recorded, args.model, args.out, max_tokens=args.max_tokens)
+    run(todo, recorded, args.model, args.out, max_tokens=args.max_tokens, focused=args.focused)
     rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines() if x]
     print(report([r for r in rows if r["qid"] in set(qids)]))
     return 0

@@ -137,3 +137,41 @@ def test_real_model_repairs_a_wrong_alias(qwen):
     (rep,) = gen.repairs
     assert any("`T2.Hometown`" in v for v in rep.violations)
     assert "T2.Hometown" not in gen.sql
+
+
+def test_focused_repair_narrows_the_language_to_the_tables_in_play(tmp_path):
+    """The focused repair round generates under the role narrowed to the repair prompt's
+    tables: a SELECT-list column of any other table is unspellable (Proposition 11 leaves
+    the SELECT list to the checker otherwise); the round is sealed and replays."""
+    from grid_sql.audit.store import AuditStore
+    from grid_sql.audit.verify import verify
+    from grid_sql.decode.models import cached_path
+    from grid_sql.front.ask import Asker
+    from grid_sql.parser.incremental import accepts
+
+    store = AuditStore(tmp_path / "a.sqlite")
+    asker = Asker(chinook_path(), model="smollm2-135m", audit=store, max_tokens=24)
+    refused = "SELECT Title FROM Artist"  # Title is Album's (and Employee's): all three in play
+    assert asker.checker.check(refused)
+    assert asker.repair_grammar(refused) is asker.grammar  # focused_repair is off by default
+    g = asker.repair_grammar(refused, focused=True)
+    assert g is not asker.grammar
+    assert accepts(g, b"SELECT Title FROM Album JOIN Artist ON Album.ArtistId = Artist.ArtistId")
+    assert not accepts(g, b"SELECT FirstName FROM Customer")  # not a table in play
+    assert not accepts(g, b"SELECT Title, Company FROM Album")  # ... nor its columns
+    assert accepts(asker.grammar, b"SELECT FirstName FROM Customer")
+    # a checker-clean statement is not narrowed to nothing: no tables in play -> the role's
+    assert asker.repair_grammar("SELECT 1", focused=True) is asker.grammar
+    if not cached_path("smollm2-135m").is_file():
+        pytest.skip("smollm2-135m is not cached (make models)")
+    mode = asker._mode(False)
+    found = mode.checker.check(refused)
+    msgs, _, tables = asker._repair_prompt(
+        asker.messages("Album titles?", None, False), refused, found, [], mode
+    )
+    fmode = asker._repair_mode(mode, False, tables)
+    assert fmode.grammar is g  # one compiled narrowing per table set
+    gen = asker._generate(msgs, 24, fmode)
+    assert accepts(g, gen.sql.encode())
+    audit_id = asker._seal(gen, "Album titles?", fmode)
+    assert audit_id is not None and verify(store, audit_id).ok
