@@ -93,7 +93,7 @@ class ScopeTable:
 # ---------------------------------------------------------------------------- values
 # Semantic values on stack nodes (hashable: they are part of the interning key).
 #   bytes                           the lexeme of an identifier terminal
-#   ("t", name)                     table_name
+#   ("t", name, schema | None)      table_name
 #   ("a", alias, renames_columns)   table_alias
 #   Bag                             everything else that carries scope information
 
@@ -106,6 +106,7 @@ class Item:
     names: tuple[str, ...]
     table: str | None
     opaque: bool
+    schema: str | None = None  # the schema qualifier written in FROM (``x`` of ``x.t``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +223,7 @@ class ScopeRules:
                 kind = "reset"
             elif name in ("table_name", "table_alias", "table_primary", "alias", "cte"):
                 kind = name
-            elif name in ("any_name", "alias_name", "cte_ref"):
+            elif name in ("any_name", "alias_name", "cte_ref", "schema_qualifier"):
                 kind = "name"
             else:
                 kind = "merge"
@@ -257,7 +258,9 @@ class ScopeRules:
             return Bag(ctes=(norm_name(v),)) if isinstance(v, bytes) else Bag(ctes=(WILDCARD,))
         if kind == "table_name":
             v = children[-1]
-            return ("t", norm_name(v)) if isinstance(v, bytes) else None
+            sq = children[0] if len(children) == 3 else None
+            schema = norm_name(sq) if isinstance(sq, bytes) else None
+            return ("t", norm_name(v), schema) if isinstance(v, bytes) else None
         if kind == "table_alias":
             ident = children[1] if rhs[0] == "AS" else children[0]
             renames = "ident_list" in rhs
@@ -271,7 +274,7 @@ class ScopeRules:
                 return Bag((Item((WILDCARD,), None, True),))
             names = (tn[1],) if a_name is None else (a_name, tn[1])
             renames = bool(alias[2]) if isinstance(alias, tuple) else False
-            return Bag((Item(names, tn[1], renames),))
+            return Bag((Item(names, tn[1], renames, tn[2]),))
         if rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "table_ref" and alias is None:
             inner = children[1]
             return inner if isinstance(inner, Bag) else None
@@ -318,6 +321,22 @@ class ScopeRules:
             return True
         return bool(ctes) and (WILDCARD in ctes or item.table in ctes)
 
+    def _unbound(self, levels: tuple[Level, ...], q: str) -> Restriction:
+        """After ``q.`` where ``q`` names no FROM item of any level (every level's FROM is
+        known: the caller returned earlier for a select list, an item of unknown name, or a
+        match), no schema and no schema qualifier written in FROM: no continuation is a
+        valid reference (``q.c`` needs ``q`` bound, ``q.t.c`` needs ``q`` a schema), so any
+        restriction is sound. The columns in scope are kept (what the model most likely
+        means; the checker then names the right qualifier) and three-part names are blocked
+        (``"Book" . ORDERBY .Template_Type_Code`` in the Spider runs)."""
+        if q in self.table.schemas or any(i.schema == q for lv in levels for i in lv.items):
+            return UNRESTRICTED
+        cols = self.table.columns
+        names = frozenset().union(
+            *(cols[i.table] for lv in levels for i in lv.items if i.table in cols)
+        )
+        return Restriction(names or frozenset().union(*cols.values()), True)
+
     def restriction(self, ctx: Context, qualifier: bytes | None) -> Restriction:
         """The column names a COLUMN_NAME position with context ``ctx`` admits.
 
@@ -350,7 +369,7 @@ class ScopeRules:
                 if not names:
                     return UNRESTRICTED
                 return Restriction(names, q not in self.table.schemas)
-            return UNRESTRICTED
+            return self._unbound(levels, q)
         names_set: set[str] = set()
         for lv in levels:
             if lv.state == NONE:

@@ -429,7 +429,7 @@ def _tree(x: Any, name: str) -> bool:
 @dataclass
 class _Level:
     state: str  # "select-list" | "from" | "after-from" | "query-tail"
-    items: list[tuple[frozenset[str], str | None, bool]]
+    items: list[tuple[frozenset[str], str | None, bool, str | None]]
     aliases: list[str]
 
 
@@ -450,8 +450,8 @@ class ScopeSpec:
             return [x]
         return [y for k in x[1] for y in self._walk(k, want)]
 
-    def _items(self, x: Any) -> list[tuple[frozenset[str], str | None, bool]]:
-        out: list[tuple[frozenset[str], str | None, bool]] = []
+    def _items(self, x: Any) -> list[tuple[frozenset[str], str | None, bool, str | None]]:
+        out: list[tuple[frozenset[str], str | None, bool, str | None]] = []
         for tp in self._walk(x, "table_primary"):
             kids = tp[1]
             alias = kids[-1] if _tree(kids[-1], "table_alias") else None
@@ -463,13 +463,15 @@ class ScopeSpec:
             first = kids[0]
             if _tree(first, "table_name"):
                 t = _norm(first[1][-1][1])
-                out.append((frozenset({t} | ({a_name} if a_name else set())), t, renames))
+                sq = first[1][0] if _tree(first[1][0], "schema_qualifier") else None
+                schema = _norm(sq[1][0][1]) if sq is not None else None
+                out.append((frozenset({t} | ({a_name} if a_name else set())), t, renames, schema))
             elif _tok(first, "LPAR") and _tree(kids[1], "table_ref") and alias is None:
                 out.extend(self._items(kids[1]))
             elif _tree(first, "cte_ref") and alias is None:
-                out.append((frozenset({_norm(first[1][0][1])}), None, True))
+                out.append((frozenset({_norm(first[1][0][1])}), None, True, None))
             else:
-                out.append((frozenset({a_name or "*"}), None, True))
+                out.append((frozenset({a_name or "*"}), None, True, None))
         return out
 
     def _aliases(self, x: Any) -> list[str]:
@@ -523,8 +525,8 @@ class ScopeSpec:
                     levels[-1] = _Level("from", top.items + self._items(x), top.aliases)
             prev = x
 
-        def opaque(it: tuple[frozenset[str], str | None, bool]) -> bool:
-            names, table, renamed = it
+        def opaque(it: tuple[frozenset[str], str | None, bool, str | None]) -> bool:
+            names, table, renamed, _ = it
             return (
                 renamed or table is None or table not in self.tables or "*" in ctes or table in ctes
             )
@@ -553,7 +555,16 @@ class ScopeSpec:
                         return None, False
                     found = frozenset(c for it in hits for c in self.tables[it[1] or ""])
                     return (found, q not in self.schemas) if found else (None, False)
-            return None, False
+            # bound nowhere, every FROM known: nothing after `q.` is a valid reference unless
+            # q is a schema (three-part name); keep the columns in scope, block the rest
+            written = {it[3] for lv in levels for it in lv.items}
+            if q in self.schemas or q in written:
+                return None, False
+            inscope = {
+                c for lv in levels for it in lv.items for c in self.tables.get(it[1] or "", ())
+            }
+            every = {c for cs in self.tables.values() for c in cs}
+            return frozenset(inscope or every), True
         cols: set[str] = set()
         for lv in levels:
             if lv.state == "select-list" or "*" in lv.aliases:

@@ -98,8 +98,9 @@ def test_undecidable_positions_fall_back_to_the_lexicon() -> None:
     assert admitted(scoped(DB), derived + "d.") == everything
     renamed = "SELECT * FROM singer AS s(a, b) WHERE s."
     assert admitted(scoped(DB), renamed) == everything
+    # (an unbound qualifier once every FROM is known: see test_unbound_qualifier_after_from)
     unbound = "SELECT * FROM singer WHERE nosuch."
-    assert admitted(scoped(DB), unbound) == everything
+    assert admitted(scoped(DB), unbound) == columns(DB, "singer")
     # a CTE may shadow a table: inside and after WITH nothing is restricted
     cte = "WITH singer AS (SELECT 1 AS x) SELECT * FROM singer WHERE "
     assert admitted(scoped(DB), cte) == everything
@@ -177,3 +178,30 @@ def test_subqueries_of_update_and_delete_may_correlate_to_the_target() -> None:
         assert spec.accepts(sql.encode()), sql
     # a SELECT statement's own subquery is still restricted
     assert admitted(g, "SELECT * FROM singer WHERE ") == columns(DB, "singer") | {"Year"}
+
+
+def test_unbound_qualifier_after_from() -> None:
+    """``q.`` with ``q`` bound nowhere once every FROM is known: no continuation is a valid
+    reference, so the scoped view keeps the columns in scope and blocks three-part names
+    (Spider run: ``ORDER BY "Book" . ORDERBY .Template_Type_Code``)."""
+    rt = ParserRuntime.for_grammar(scoped(DB))
+
+    def viable(sql: str) -> bool:
+        return rt.advance(rt.initial, sql.encode()) is not None
+
+    assert admitted(scoped(DB), "SELECT * FROM singer WHERE T9.") == columns(DB, "singer")
+    assert admitted(scoped(DB), 'SELECT Age FROM singer ORDER BY "Book".', suffix="") == columns(
+        DB, "singer"
+    )
+    assert not viable('SELECT Age FROM singer ORDER BY "Book" . ORDERBY .Age')
+    # schema-qualified names stay open; a select list stays unrestricted (Proposition 11)
+    assert viable("SELECT * FROM singer WHERE main.singer.Age = 1")
+    assert viable("SELECT * FROM main.singer WHERE main.singer.Age = 1")
+    assert admitted(scoped(DB), "SELECT T9.", suffix=" FROM") == columns(DB)
+    # a subquery nested in a select list: its outer FROM is still to come
+    assert viable("SELECT (SELECT T9.Theme FROM singer) FROM concert AS T9")
+    # correlation reaches the outer level's names
+    sub = "SELECT * FROM concert AS c WHERE EXISTS (SELECT 1 FROM singer WHERE c."
+    assert admitted(scoped(DB), sub) == columns(DB, "concert")
+    # the unscoped role grammar is unchanged
+    assert admitted(role(DB), "SELECT * FROM singer WHERE T9.") == columns(DB)
