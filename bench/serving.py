@@ -318,6 +318,8 @@ def cold_injection(
         "cold_window_ms": 1e3 * (t_end - t_inject),
         "co_tenant_worst_gap_ms": 1e3 * max(window) if window else None,
         "co_tenant_window_gaps": len(window),
+        "co_tenant_gap_p50_ms": 1e3 * _q(window, 0.5) if window else None,
+        "co_tenant_gap_p90_ms": 1e3 * _q(window, 0.9) if window else None,
         "co_tenant_tpot_ms_median": 1e3 * statistics.median(tp) if tp else None,
         "fresh_ttft_ms": 1e3 * fresh.ttft if fresh.ttft is not None else None,
         "fresh_deferred_rounds": fresh.extension.get("deferred_rounds"),
@@ -525,15 +527,16 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def cold_ab_markdown(ab: dict[str, Any], f: Callable[..., str]) -> list[str]:
     out = [
-        "| leg | arm | co-tenant worst gap in window ms | co-tenant TPOT p50 ms "
+        "| leg | arm | co-tenant worst gap in window ms | gap p50 / p90 ms | co-tenant TPOT p50 ms "
         "| engine max step ms | max round fill ms | fill s / decode s | fresh tokens "
         "| fresh cold-deferred rounds | fresh TTFT ms | fresh TPOT ms | window ms |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for i, leg in enumerate(ab["legs"]):
         e = leg["engine"]
         out.append(
             f"| {i} | {leg['arm']} | {f(leg['co_tenant_worst_gap_ms'])} | "
+            f"{f(leg.get('co_tenant_gap_p50_ms'))} / {f(leg.get('co_tenant_gap_p90_ms'))} | "
             f"{f(leg['co_tenant_tpot_ms_median'])} | {f(e['max_step_ms'])} | "
             f"{f(e['max_fill_ms'], 2)} | {f(e['fill_s'], 3)} / {f(e['decode_s'], 1)} | "
             f"{leg.get('fresh_tokens', '—')} | {leg.get('fresh_cold_deferred_rounds', '—')} | "
