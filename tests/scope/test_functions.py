@@ -73,3 +73,18 @@ def test_spec_has_the_same_function_lexicon() -> None:
         "SELECT length(Name) FROM singer",
     ):
         assert spec.is_viable_prefix(sql.encode()) == _viable(g, sql), sql
+
+
+def test_extra_functions_for_user_defined_ones() -> None:
+    from grid_sql.grammar import Grammar
+    from grid_sql.policy import AppPolicy, narrow, sqlite_baseline
+    from grid_sql.policy.grammar import role_grammar
+
+    from .helpers import snapshot
+
+    snap = snapshot(DB)
+    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping({"verbs": ["select"]}), snap)
+    g = role_grammar(Grammar.dialect("sqlite"), snap, pol, extra_functions=["my_udf"])
+    assert _viable(g, "SELECT my_udf(Age) FROM singer")
+    assert _viable(g, "SELECT MY_UDF(Age) FROM singer")
+    assert not _viable(role(DB), "SELECT my_udf(Age) FROM singer")
