@@ -476,8 +476,10 @@ class Guide:
             and buf.ndim == 1
             and buf.size >= nw
         ):
-            buf[:nw] = f[0]
-            if buf.size > nw:
+            if buf.size == nw:
+                buf[...] = f[0]  # no slice view: ~0.1-0.2 µs of a ~1 µs hit
+            else:
+                buf[:nw] = f[0]
                 buf[nw:] = 0
             return f[1], f[2]
         epoch = cache.epoch  # read before: an eviction during the fill invalidates the record
