@@ -6,7 +6,9 @@ warms its caches on the first half of the sample, then every step (a full-vocabu
 fill, EOS step included) of the second half is timed ("unseen" pass: cold misses and hits
 mixed). The second half is then replayed once more ("warm" pass: for grid-sql every CI
 entry is a cache hit). For grid-sql, steps of the unseen pass whose fill walked at least
-one trie subtree (a cache miss) are also reported on their own ("cold miss").
+one trie subtree (a cache miss) are also reported on their own ("cold miss"). The warm pass
+also times each engine's accept of the token (the other half of a warm decode step), and for
+grid-sql a batched fill (``fill_rows`` over batches of 16 warm rows vs a per-row loop).
 All engines get the SAME token ids: greedy longest-match over the GGUF vocabulary's token
 spellings (specials excluded). ``grid-py`` is grid-sql with ``GRID_SQL_KERNELS=0``
 semantics (the Python reference walk); its masks are compared bit by bit too.
