@@ -2,7 +2,7 @@
 (paper §6.3). ``grid_sql.serve.vllm`` (the vLLM logits processor) is imported only by vLLM or
 on request: importing this package pulls in neither vllm nor torch."""
 
-from grid_sql.serve.batch import BatchFill, BatchMasker, MaskerStats, is_warm
+from grid_sql.serve.batch import BatchFill, BatchMasker, MaskerStats
 from grid_sql.serve.registry import (
     GRID_ARG,
     GuideRegistry,
@@ -21,6 +21,5 @@ __all__ = [
     "GuideStore",
     "MaskerStats",
     "grid_args",
-    "is_warm",
     "parse_grid_args",
 ]

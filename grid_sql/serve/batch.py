@@ -20,11 +20,12 @@ happens instead is the engine's choice, made per call:
   engine that owns its scheduler (grid-sql's test server) skips the request for the round
   and its co-tenants go on — the paper's "deferred one round".
 
-Cold masks (``block=False`` only). A row whose mask is *warm* — the guide's whole-mask memo
-holds its configuration, or the root cache entry is resident and has no CD residue — is
-filled at once; no worker is touched. A row whose mask would need a trie walk or a CD
-resolution is handed to the masker's worker thread (the Rust walk releases the GIL) and
-reported pending: the engine defers the request (its sequence does not advance) and the
+Rows are filled in one batched call of the guides' ``fill_rows`` (heterogeneous guides).
+Cold masks (``block=False`` only): that call runs with ``walk=False`` — a row whose entries
+are all resident (fill memo, cache, CD resolution memo) is filled exactly as a blocking fill
+would, a row that needs a trie walk is left untouched and handed to the masker's worker
+thread (the Rust walk releases the GIL; a warm steady state never creates it) and reported
+pending: the engine defers the request (its sequence does not advance) and the
 next round copies the worker's exact row, computed for the very configuration the matcher
 still holds. A request is deferred at most ``max_defer_rounds`` consecutive rounds for a
 cold mask; then :meth:`~BatchMasker.fill` waits for its walk (never starved). Counters in
@@ -48,6 +49,7 @@ import numpy as np
 
 from ..errors import GridSQLError, GuideUnavailable, OptionError, TokenRejected
 from ..mask.guide import Guide, Matcher, bitmask_words
+from ..mask.guide import fill_rows as guide_fill_rows
 from ..mask.vocab import Vocabulary
 from ..parser.incremental import Configuration
 from .registry import GuideRef, GuideRegistry, GuideSpec
@@ -309,11 +311,12 @@ class BatchMasker:
         if waiting and block:
             wait_futures(waiting)  # Future.wait blocks in a lock: the GIL is released
         defer_cold = not block and self.max_defer_rounds > 0
-        counted: set[int] = set()  # a slot repeated in one call is deferred once
-        rows: list[int] = []
+        rows: list[int] = []  # per-row path: drafts, terminated matchers
         matchers: list[Matcher] = []
         row_drafts: list[Sequence[int]] = []
+        batch: list[tuple[int, _Slot, Matcher]] = []  # one batched guide fill for the rest
         errors: dict[int, GridSQLError] = {}
+        counted: set[int] = set()  # a slot repeated in one call is deferred once
         for i, st in enumerate(states):
             if st is None:
                 continue
@@ -328,16 +331,35 @@ class BatchMasker:
                 masked[i] = True
                 continue
             d = drafts[i] if drafts is not None else ()
-            if defer_cold and not d and not st.matcher.is_terminated():
+            if d or st.matcher.is_terminated():
+                rows.append(i)
+                matchers.append(st.matcher)
+                row_drafts.append(d)
+                continue
+            if defer_cold:
                 got = self._cold_row(st, bitmask[i], id(st) in counted)
-                counted.add(id(st))
-                if got is not None:
+                if got is not None:  # the slot has a walk on the worker: its row or a defer
+                    counted.add(id(st))
                     masked[i] = got
                     pending[i] = cold[i] = not got
                     continue
-            rows.append(i)
-            matchers.append(st.matcher)
-            row_drafts.append(d)
+            batch.append((i, st, st.matcher))
+        if batch:
+            idx = [i for i, _, _ in batch]
+            pairs = [(m.guide, m.config) for _, _, m in batch]
+            res = guide_fill_rows(pairs, bitmask, idx, walk=not defer_cold)
+            for (i, st, _), r in zip(batch, res, strict=True):
+                if r is not None:
+                    masked[i] = True
+                    if defer_cold and id(st) not in counted:
+                        st.deferred = 0
+                        self.stats.warm += 1
+                    continue
+                # a walk is needed: to the worker, the request deferred (row untouched)
+                pending[i] = cold[i] = True
+                if id(st) not in counted:
+                    counted.add(id(st))
+                    self._submit(st)
         self._fill_rows(matchers, row_drafts, bitmask, rows)
         masked[rows] = True
         return BatchFill(bitmask, masked, pending, errors, cold)
@@ -361,28 +383,21 @@ class BatchMasker:
 
     # -- cold masks (block=False) ------------------------------------------------------------
     def _cold_row(self, st: _Slot, row: np.ndarray, again: bool) -> bool | None:
-        """Non-blocking fill of one row. None: warm, fill it in the call. True: ``row`` now
-        holds the worker's exact mask. False: the walk is running, defer the request."""
+        """The slot's outstanding walk, if any. None: there is none (fill the row in the
+        batch). True: ``row`` now holds the worker's exact mask. False: the walk is still
+        running, defer the request (or, after ``max_defer_rounds``, it was waited for)."""
         m = st.matcher
         assert m is not None
-        cfg = m.config
         fut = st.cold
-        if fut is not None and (st.cold_cfg is not cfg or fut.cancelled()):
+        if fut is None:
+            return None
+        if st.cold_cfg is not m.config or fut.cancelled():
             # the slot was synced or re-added since, or the worker was closed under it
             fut.cancel()
             st.cold = st.cold_cfg = None
             st.deferred = 0
             self.stats.stale += 1
-            fut = None
-        if fut is None:
-            if again or is_warm(m.guide, cfg):
-                if not again:
-                    st.deferred = 0
-                    self.stats.warm += 1
-                return None
-            fut = st.cold = self._worker().submit(self._walk, m.guide, cfg)
-            st.cold_cfg = cfg
-            self.stats.offloaded += 1
+            return None
         if not fut.done():
             if again:
                 return False
@@ -398,6 +413,16 @@ class BatchMasker:
         row[:] = 0
         row[: self.n_words] = got
         return True
+
+    def _submit(self, st: _Slot) -> None:
+        """Hand the slot's mask walk to the worker; the request is deferred this round."""
+        m = st.matcher
+        assert m is not None
+        st.cold = self._worker().submit(self._walk, m.guide, m.config)
+        st.cold_cfg = m.config
+        st.deferred = 1
+        self.stats.offloaded += 1
+        self.stats.deferred += 1
 
     def _walk(self, guide: Guide, cfg: Configuration) -> np.ndarray:
         """On the worker: the exact mask of ``cfg`` (the guide's own fill, memoized there)."""
@@ -418,10 +443,10 @@ class BatchMasker:
         bitmask: np.ndarray,
         rows: Sequence[int],
     ) -> None:
-        """The per-row loop a batched kernel fill can replace: row ``rows[k]`` of ``bitmask``
-        gets the exact mask of ``matchers[k]`` after ``drafts[k]``. EOS only at ACCEPT (the
-        guide's mask); a terminated matcher (EOS taken) allows EOS only, so an engine that
-        keeps sampling it never sees an all-blocked row."""
+        """The per-row path for rows with drafts and terminated matchers: row ``rows[k]``
+        of ``bitmask`` gets the exact mask of ``matchers[k]`` after ``drafts[k]``. EOS only
+        at ACCEPT (the guide's mask); a terminated matcher (EOS taken) allows EOS only, so
+        an engine that keeps sampling it never sees an all-blocked row."""
         for m, d, r in zip(matchers, drafts, rows, strict=True):
             taken = 0
             try:
@@ -442,35 +467,3 @@ class BatchMasker:
     def _eos_only(self, row: np.ndarray) -> None:
         row[:] = 0
         row.view(np.uint32)[self.eos_id >> 5] = np.uint32(1 << (self.eos_id & 31))
-
-
-def is_warm(guide: Guide, cfg: Configuration) -> bool:
-    """Read-only probe: can ``guide`` produce the mask of ``cfg`` without a trie walk or a
-    CD resolution? True when its whole-mask memo holds ``cfg``'s structure and the root
-    cache entry it was built from is still resident (the hit condition of
-    ``Guide.fill_bitmask``), or when the root entry is resident and has no CD residue (the
-    fill is an OR of pre-packed words). Nothing is computed or published; the cache's
-    hit/miss counters do see the root lookup.
-
-    Built from the guide's public pieces (``_memo_key``, ``_memo``, ``key_for``,
-    ``cache.get``) because ``grid_sql/mask/guide.py`` has no probe of its own. If those
-    change shape the probe answers True (fill in the call, the pre-deferral behaviour,
-    still exact); ``tests/serve/test_defer.py`` pins the verdicts so such a change fails
-    there.
-    """
-    cache = guide.cache
-    if not cache.enabled:
-        return False  # no memo, no entries: every fill walks
-    try:
-        mk = guide._memo_key(cfg)
-        with guide._memo_lock:
-            hit = guide._memo.get(mk)
-        memo_id = None if hit is None else hit[2][0]
-    except (AttributeError, TypeError, IndexError):
-        return True
-    root = cache.get(guide.namespace, guide.key_for(cfg, 0))
-    if root is None:
-        return False
-    if memo_id is not None:
-        return bool(root.entry_id == memo_id)
-    return not root.residue

@@ -21,7 +21,7 @@ import pytest
 
 from grid_sql.mask.cache import MaskCache
 from grid_sql.mask.guide import Guide
-from grid_sql.serve import BatchMasker, GuideRegistry, is_warm
+from grid_sql.serve import BatchMasker, GuideRegistry
 from grid_sql.serve.client import ServerClient
 from grid_sql.serve.server import GridServer
 
@@ -50,21 +50,32 @@ def _hold(bm: BatchMasker) -> threading.Event:
     return gate
 
 
-def test_probe_is_read_only_and_tracks_the_guides_memo(reg: GuideRegistry) -> None:
-    guide = reg.get(G.spec("artists"), G.vocab())
-    m = guide.matcher()
-    assert is_warm(guide, m.config)  # the registry's build filled the first mask
-    buf = m.allocate_bitmask()
-    n_cold = 0
-    for t in G.tokens(G.SQL["artists"][0]):
-        m.accept_token(t)
-        n_memo = len(guide._memo)
-        if not is_warm(guide, m.config):
-            n_cold += 1
-            assert len(guide._memo) == n_memo  # the probe computed nothing
-            m.fill_next_token_bitmask(buf)
-            assert is_warm(guide, m.config)  # now memoized
-    assert n_cold > 0
+def test_a_walked_mask_is_warm_for_every_slot_after(reg: GuideRegistry) -> None:
+    """A cold configuration goes to the worker once; its row is the fresh guide's; the same
+    configuration on another slot afterwards is filled in the call (the guide memoized it)."""
+    v = G.vocab()
+    toks = G.tokens(G.SQL["artists"][0])
+    ref = G.reference_masks(_fresh("artists"), toks)
+    with BatchMasker(v, reg) as bm:
+        bm.add(0, G.spec("artists"))
+        f = bm.fill([0], block=False)  # the build filled the first mask: warm
+        assert f.masked[0] and np.array_equal(f.bitmask[0], ref[0])
+        assert bm.stats.offloaded == 0 and bm._pool is None
+        bm.accept(0, toks[0])
+        bm.accept(0, toks[1])
+        gate = _hold(bm)
+        f = bm.fill([0], block=False)
+        assert f.pending[0] and f.cold is not None and f.cold[0] and not f.bitmask[0].any()
+        assert bm.stats.offloaded == 1
+        gate.set()
+        bm.wait([0], 60)
+        f = bm.fill([0], block=False)
+        assert f.masked[0] and np.array_equal(f.bitmask[0], ref[2])
+        bm.add(1, G.spec("artists"), tokens=toks[:2])
+        f = bm.fill([1, 0], block=False)
+        assert f.masked.all() and not f.pending.any()
+        assert np.array_equal(f.bitmask[0], ref[2]) and np.array_equal(f.bitmask[1], ref[2])
+        assert bm.stats.offloaded == 1 and bm.stats.deferred == 1
 
 
 def test_warm_rows_advance_while_the_cold_row_is_deferred(reg: GuideRegistry) -> None:
