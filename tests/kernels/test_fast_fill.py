@@ -22,9 +22,21 @@ def _sessions(gname: str, vname: str, n: int) -> list[list[int]]:
     return [greedy_tokens(vname, sql) for sql in statements(gname, n)]
 
 
-@pytest.mark.parametrize(("gname", "vname"), [("sqlite", "gpt-2"), ("chinook", "llama-spm")])
-def test_try_fill_is_none_exactly_when_a_walk_is_needed(gname: str, vname: str) -> None:
-    g = Guide(grammar(gname), vocab(vname), cache=MaskCache())
+@pytest.mark.parametrize(
+    ("gname", "vname", "cache_bytes"),
+    [
+        ("sqlite", "gpt-2", 256 << 20),
+        ("chinook", "llama-spm", 256 << 20),
+        ("sqlite", "gpt-2", 1 << 20),
+    ],
+)
+def test_try_fill_is_none_exactly_when_a_walk_is_needed(
+    gname: str, vname: str, cache_bytes: int
+) -> None:
+    """Also on a cache small enough to evict while the statements run (1 MB): warm records
+    are then revalidated by their root entry, and a walk is needed exactly when that or a
+    sub-walk entry is gone."""
+    g = Guide(grammar(gname), vocab(vname), cache=MaskCache(max_bytes=cache_bytes))
     sentinel = np.int32(0x5A5A5A5A)
     tried = np.full(g.n_words + 2, sentinel, dtype=np.int32)
     ref = np.zeros(g.n_words + 2, dtype=np.int32)
@@ -49,6 +61,8 @@ def test_try_fill_is_none_exactly_when_a_walk_is_needed(gname: str, vname: str) 
                 if t is not None:
                     m.accept_token(t)
     assert seen_none and seen_hit
+    if cache_bytes < 256 << 20:
+        assert g.cache.stats.evictions > 0
     # entries rolled over: the fill memo alone must not answer
     g.cache.roll_over(set())
     m = g.matcher()
