@@ -394,8 +394,42 @@ def _ignored_item(t: Terminal) -> str:
     return "(" + regex_to_ebnf(t.pattern) + ")"
 
 
+def _single_class(t: Terminal) -> list[tuple[int, int]] | None:
+    """The character ranges of an ignored terminal that is one class repeated (``[..]+``,
+    ``[..]*``, ``[..]``, a single literal), else None (comments and other sequences)."""
+    p, c = _sre()
+    items = list(p.parse(t.pattern))
+    if len(items) == 1 and items[0][0] in (c.MAX_REPEAT, c.MIN_REPEAT):
+        lo, hi, sub = items[0][1]
+        if lo > 1 or hi is not c.MAXREPEAT:
+            return None
+        items = list(sub)
+    if len(items) != 1:
+        return None
+    op, av = items[0]
+    if op is c.LITERAL:
+        return [(av, av)]
+    if op is not c.IN:
+        return None
+    ranges: list[tuple[int, int]] = []
+    for iop, iav in av:
+        if iop is c.LITERAL:
+            ranges.append((iav, iav))
+        elif iop is c.RANGE:
+            ranges.append((iav[0], iav[1]))
+        elif iop is c.CATEGORY and str(iav) in _CATEGORY_RANGES:
+            ranges.extend(_CATEGORY_RANGES[str(iav)])
+        else:  # NEGATE and anything else: not a plain separator class
+            return None
+    return ranges
+
+
 def to_ebnf(
-    grammar: Grammar, *, root: str = "root", merge_same_regex: bool = True
+    grammar: Grammar,
+    *,
+    root: str = "root",
+    merge_same_regex: bool = True,
+    style: Literal["gbnf", "xgrammar"] = "gbnf",
 ) -> GrammarExport:
     """The grammar as EBNF in the GBNF style ``xgrammar.Grammar.from_ebnf`` and llama.cpp read.
 
@@ -404,6 +438,14 @@ def to_ebnf(
     is ``<start> sp``. ``merge_same_regex`` writes terminals with one regex (the identifier
     categories without a lexicon) as one rule: the same language, fewer parallel items for
     XGrammar's Earley parser.
+
+    ``style="xgrammar"`` writes ``sp`` as one character class starred (the whitespace
+    terminals' union) and leaves the other ignored terminals (comments) out. Measured on
+    XGrammar 0.2.9 with GPT-2 (bench/RESULTS-masks.md): with any other form of ``sp`` (even
+    ``(ws | "--" "x")*``) a mask fill after the first token takes seconds; with a class star
+    it takes milliseconds. The price is a smaller language: statements with comments are
+    refused, so this style is for measuring XGrammar, not for the vLLM fallback (which must
+    admit everything grid-sql admits and keeps ``style="gbnf"``).
     """
     g = grammar
     notes = list(_COMMON_NOTES) + [
@@ -420,6 +462,30 @@ def to_ebnf(
     terms = _exported_terminals(g)
     names = {t.name for t in g.terminals}
     ignored = [t for t in terms if t.ignored]
+    sp_class: list[tuple[int, int]] = []
+    if style == "xgrammar":
+        dropped = []
+        for t in ignored:
+            ranges = _single_class(t)
+            if ranges is None:
+                dropped.append(t)
+            else:
+                sp_class += ranges
+        ignored = [t for t in ignored if t not in dropped]
+        notes.append(
+            "style xgrammar: `sp` is one character class starred (the union of "
+            f"{', '.join(t.name for t in ignored) or 'no'} ignored terminals), which XGrammar "
+            "fills in milliseconds where any other `sp` (comments included) took seconds"
+        )
+        if dropped:
+            notes.append(
+                "style xgrammar, smaller language: the ignored terminals "
+                + ", ".join(f"{t.name} {t.pattern!r}" for t in dropped)
+                + " are left out, so a statement containing one (a comment) is refused "
+                "where grid-sql admits it; not a fallback for vLLM (use style gbnf there)"
+            )
+    elif style != "gbnf":
+        raise GrammarExportError(f"unknown EBNF style {style!r} (known: gbnf, xgrammar)")
     sp = "sp " if ignored else ""
     alias: dict[str, str] = {}
     if merge_same_regex:
@@ -459,7 +525,9 @@ def to_ebnf(
         else:
             body = regex_to_ebnf(t.pattern)
         lines.append(f"{sym(t.name)} ::= {sp}{body}")
-    if ignored:
+    if ignored and style == "xgrammar":
+        lines.append(f"sp ::= {_class(sp_class, False)}*")
+    elif ignored:
         lines.append("sp ::= (" + " | ".join(_ignored_item(t) for t in ignored) + ")*")
     if g.lexicon is not None:
         notes.append(
