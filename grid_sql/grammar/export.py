@@ -424,6 +424,25 @@ def _single_class(t: Terminal) -> list[tuple[int, int]] | None:
     return ranges
 
 
+def _string_literal(t: Terminal) -> str:
+    """The text of a string terminal (its pattern is the escaped literal, maybe ``(?i:..)``)."""
+    pat = t.pattern
+    if pat.startswith("(?i:") and pat.endswith(")"):
+        pat = pat[4:-1]
+    return re.sub(r"\\(.)", r"\1", pat)
+
+
+def _munch_followers(lit: str, terms: list[Terminal]) -> list[int]:
+    """ASCII characters ``c`` for which ``lit + c`` is a whole lexeme of some terminal.
+
+    grid-sql lexes by maximal munch, so such a ``c`` never follows the lexeme ``lit``
+    (``SELECTa`` is one identifier, not SELECT + ``a``). Only verified characters are
+    listed: excluding them after ``lit`` removes readings grid-sql never has, nothing more.
+    """
+    pats = [re.compile(t.pattern) for t in terms]
+    return [cp for cp in range(128) if any(p.fullmatch(lit + chr(cp)) for p in pats)]
+
+
 def to_ebnf(
     grammar: Grammar,
     *,
@@ -440,7 +459,10 @@ def to_ebnf(
     XGrammar's Earley parser.
 
     ``style="xgrammar"`` writes ``sp`` as one character class starred (the whitespace
-    terminals' union) and leaves the other ignored terminals (comments) out. Measured on
+    terminals' union) and leaves the other ignored terminals (comments) out; each string
+    terminal (keyword, operator) gets a lookahead ``(= [^...])`` naming the characters which
+    would make grid-sql's maximal munch read a longer lexeme (XGrammar prunes tokens with it;
+    see the adaptations for what that does to the language). Measured on
     XGrammar 0.2.9 with GPT-2 (bench/RESULTS-masks.md): with any other form of ``sp`` (even
     ``(ws | "--" "x")*``) a mask fill after the first token takes seconds; with a class star
     it takes milliseconds. The price is a smaller language: statements with comments are
@@ -505,6 +527,7 @@ def to_ebnf(
             return _ebnf_name(alias.get(s, s), "term")
         return _ebnf_name(s, "rule")
 
+    n_lookahead = 0
     lines = [f"{root} ::= {sym(g.start)}" + (" sp" if ignored else "")]
     for lhs, alts in _rule_alternatives(g):
         bodies = [" ".join(sym(s) for s in a) if a else '""' for a in alts]
@@ -524,7 +547,23 @@ def to_ebnf(
             body = "(" + " | ".join(spelled) + ")"
         else:
             body = regex_to_ebnf(t.pattern)
+        if style == "xgrammar" and cat is None and t.is_string:
+            follow = _munch_followers(_string_literal(t), terms)
+            if follow:
+                n_lookahead += 1
+                body += f" (= {_class([(c, c) for c in follow], True)})"
         lines.append(f"{sym(t.name)} ::= {sp}{body}")
+    if style == "xgrammar":
+        notes.append(
+            f"style xgrammar: {n_lookahead} string terminals (keywords, operators) end in a "
+            "lookahead `(= [^...])` refusing the ASCII characters after which grid-sql's "
+            "maximal munch reads a longer lexeme (`SELECTa` is one identifier, `<=` one "
+            "operator); XGrammar uses a lookahead to prune tokens, not to refuse bytes: a "
+            "token that ends a keyword and goes on with an excluded character (`SELECTa` at a "
+            "statement start) is masked out, but the same text over two tokens (`SELECT`, "
+            "`a`) is still accepted, so the language depends on the tokenization and lies "
+            "between grid-sql's and the gbnf export's; non-ASCII followers are not excluded"
+        )
     if ignored and style == "xgrammar":
         lines.append(f"sp ::= {_class(sp_class, False)}*")
     elif ignored:
