@@ -68,7 +68,6 @@ def probe(
     *,
     max_tokens: int = 256,
     spider_dir: Path = SPIDER_DIR,
-    focused: bool = False,
 ) -> list[dict[str, Any]]:
     from grid_sql.errors import GridSQLError, PolicyViolation
     from grid_sql.front.ask import Asker, load_backend
@@ -88,7 +87,7 @@ def probe(
         viol0: list[dict[str, Any]] = []
         round0 = None
         try:
-            gen = asker.generate_sql(q.question, repair=True, focused_repair=focused)
+            gen = asker.generate_sql(q.question, repair=True)
             sql, reps, tokens = gen.sql, gen.repairs, gen.tokens
         except (GridSQLError, RecursionError) as exc:
             sql, reps, tokens = None, list(getattr(exc, "repairs", [])), 0
@@ -143,7 +142,6 @@ def probe_repair_only(
     *,
     max_tokens: int = 256,
     spider_dir: Path = SPIDER_DIR,
-    focused: bool = False,
 ) -> list[dict[str, Any]]:
     """The repair round alone, fed the *recorded* round-0 statement.
 
@@ -153,7 +151,7 @@ def probe_repair_only(
     """
     from grid_sql.decode.loop import generate
     from grid_sql.errors import GridSQLError
-    from grid_sql.front.ask import Asker, guide_for, load_backend
+    from grid_sql.front.ask import Asker, load_backend
 
     questions = {q.qid: q for q in load_questions(spider_dir)}
     backend = load_backend(model)
@@ -171,8 +169,7 @@ def probe_repair_only(
         t0 = time.perf_counter()
         engine_error = None
         try:
-            guide = guide_for(asker.repair_grammar(sql0, focused=focused), backend)
-            gen = generate(backend, guide, backend.chat_prompt(msgs), max_tokens=max_tokens)
+            gen = generate(backend, asker.guide, backend.chat_prompt(msgs), max_tokens=max_tokens)
             repair_sql, n_tokens = gen.sql, gen.n_tokens
         except (GridSQLError, RecursionError) as exc:  # the engine failed, not the repair
             engine_error = f"{type(exc).__name__}: {exc}"[:300]
@@ -194,7 +191,6 @@ def probe_repair_only(
             "db_id": q.db_id,
             "model": model,
             "mode": "repair-only",
-            "focused": focused,
             "question": q.question,
             "recorded_sql": sql0,
             "round0_sql": sql0,
@@ -267,11 +263,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--arm", default="constrained", help="whose refusals (and round-0 statements) to repair"
     )
     ap.add_argument(
-        "--focused",
-        action="store_true",
-        help="focused repair: the round generates under the role narrowed to the tables in play",
-    )
-    ap.add_argument(
         "--full",
         action="store_true",
         help="generate round 0 too (generate_sql end to end) instead of repairing the recorded "
@@ -291,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     todo = [q for q in qids if q not in done]
     print(f"{len(qids)} questions, {len(todo)} to run", flush=True)
     run = probe if args.full else probe_repair_only
-    run(todo, recorded, args.model, args.out, max_tokens=args.max_tokens, focused=args.focused)
+    run(todo, recorded, args.model, args.out, max_tokens=args.max_tokens)
     rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines() if x]
     print(report([r for r in rows if r["qid"] in set(qids)]))
     return 0

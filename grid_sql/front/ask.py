@@ -43,7 +43,7 @@ from ..errors import (
 from ..grammar import Grammar
 from ..mask.guide import Guide
 from ..policy.checker import Checker, Violation, proposed_fix
-from ..policy.config import AppPolicy, AppRules, narrow
+from ..policy.config import AppPolicy, narrow
 from ..policy.grammar import role_grammar
 from ..policy.grants import read_grants, sqlite_baseline
 from ..policy.model import Policy
@@ -55,7 +55,6 @@ from .execute import bind_parameters, execute
 from .prompt import (
     Example,
     Message,
-    VisibleTable,
     alias_hints,
     build_messages,
     repair_messages,
@@ -168,7 +167,6 @@ class Asker:
         repair: bool = True,
         examples: Sequence[Example] = (),
         scopes: bool = True,
-        focused_repair: bool = False,
     ) -> None:
         if row_limit < 0:
             raise OptionError("row_limit must be >= 0")
@@ -182,8 +180,6 @@ class Asker:
         self.max_tokens = max_tokens
         self.repair = repair
         self.scopes = scopes  # scope-aware column lexicons (docs/scope.md)
-        self.focused_repair = focused_repair  # see _repair_mode
-        self._focused: dict[tuple[bool, tuple[str, ...]], _Mode] = {}
         self.examples = tuple(examples)
         self._model_arg = model
         self._backend: Backend | None = None
@@ -336,8 +332,8 @@ class Asker:
     def generate_sql(self, question: str, **options: Any) -> GeneratedSQL:
         """Generate (and check, and if needed repair) the statement; execute nothing.
 
-        Options: ``max_tokens``, ``repair``, ``focused_repair``, ``examples``, ``on_step``
-        (called with each :class:`StepRecord` as it is emitted, e.g. for a progress bar). Raises
+        Options: ``max_tokens``, ``repair``, ``examples``, ``on_step`` (called with each
+        :class:`StepRecord` as it is emitted, e.g. for a progress bar). Raises
         :class:`QuestionError`, :class:`PolicyViolation` (after the repair round),
         :class:`ModelError`.
         """
@@ -347,13 +343,12 @@ class Asker:
         if max_tokens <= 0:
             raise OptionError("max_tokens must be > 0")
         repair = bool(options.pop("repair", self.repair))
-        focused = bool(options.pop("focused_repair", self.focused_repair))
         examples = options.pop("examples", None)
         on_step: OnStep | None = options.pop("on_step", None)
         writes = bool(options.pop("allow_writes", self.allow_writes))
         if options:
             raise OptionError(f"unknown option(s) for generate_sql: {sorted(options)}")
-        mode = gen_mode = self._mode(writes)
+        mode = self._mode(writes)
         first_msgs = msgs = self.messages(q, examples, writes)
         repairs: list[Repair] = []
         audit_ids: list[str] = []
@@ -362,7 +357,7 @@ class Asker:
         rounds = 2 if repair else 1
         last: tuple[str, list[Violation], list[str]] | None = None
         for rnd in range(rounds):
-            gen = self._generate(msgs, max_tokens, gen_mode, on_step)
+            gen = self._generate(msgs, max_tokens, mode, on_step)
             timings["generation"] += gen.seconds
             timings["mask"] += gen.mask_seconds
             tokens += gen.n_tokens
@@ -370,7 +365,7 @@ class Asker:
             found = mode.checker.check(gen.sql)
             params = bind_parameters(gen.sql, self.dialect)
             timings["check"] += time.perf_counter() - t0
-            audit_id = self._seal(gen, q, gen_mode)
+            audit_id = self._seal(gen, q, mode)
             if audit_id is not None:
                 audit_ids.append(audit_id)
             if not found and not params:
@@ -385,9 +380,7 @@ class Asker:
                     timings=timings,
                     tokens=tokens,
                 )
-            msgs, texts, tables = self._repair_prompt(first_msgs, gen.sql, found, params, mode)
-            if focused:
-                gen_mode = self._repair_mode(mode, writes, tables)
+            msgs, texts = self._repair_prompt(first_msgs, gen.sql, found, params, mode)
             repairs.append(Repair(gen.sql, texts, rnd))
             last = (gen.sql, found, texts)
         assert last is not None
@@ -424,56 +417,6 @@ class Asker:
         params = bind_parameters(sql, self.dialect)
         return self._repair_prompt(self.messages(q, None, writes), sql, found, params, mode)[0]
 
-    def repair_grammar(
-        self, sql: str, *, allow_writes: bool | None = None, focused: bool | None = None
-    ) -> Grammar:
-        """The grammar the repair round after ``sql`` generates under: the role's, or with
-        ``focused`` (default: the Asker's ``focused_repair``) the role's narrowed to the
-        tables the repair prompt shows (see :meth:`_repair_mode`)."""
-        writes = self.allow_writes if allow_writes is None else allow_writes
-        mode = self._mode(writes)
-        if not (self.focused_repair if focused is None else focused):
-            return mode.grammar
-        found = mode.checker.check(sql)
-        params = bind_parameters(sql, self.dialect)
-        tables = self._repair_prompt([], sql, found, params, mode)[2]
-        return self._repair_mode(mode, writes, tables).grammar
-
-    def _repair_mode(self, mode: _Mode, writes: bool, tables: Sequence[VisibleTable]) -> _Mode:
-        """The focused repair round's mode: the role narrowed to ``tables``, the tables the
-        repair prompt shows (those the refused statement names and the owners of its
-        misplaced columns).
-
-        Why: a SELECT list precedes its FROM, so no left-to-right mask can restrict its
-        columns to the tables in scope (Proposition 11), and most unknown-column refusals
-        left with scope-aware masks sit there. Narrowing the *language* of the repair round
-        to the tables in play makes a column of any other table unspellable everywhere,
-        the SELECT list included. It is a repair strategy, not a mask of the role: the
-        repaired statement is still checked against the full role, and a statement that
-        needs a table outside the set cannot come out of this round (it is refused as
-        before). No tables, or a narrowing that leaves no statement: the role's own mode.
-        """
-        names = tuple(sorted({f"{t.schema}.{t.name}" if t.schema else t.name for t in tables}))
-        if not names:
-            return mode
-        key = (writes, names)
-        with self._lock:
-            hit = self._focused.get(key)
-        if hit is not None:
-            return hit
-        app = AppPolicy(AppRules(tables_allow=names), origin="focused repair")
-        pol = narrow(mode.policy, app, self.snapshot)
-        try:
-            grammar = role_grammar_for(self.snapshot, pol, scopes=self.scopes)
-        except EmptyLanguageError:
-            return mode
-        focused = _Mode(pol, grammar, mode.checker)
-        with self._lock:
-            if len(self._focused) >= 64:
-                self._focused.clear()
-            self._focused[key] = focused
-        return focused
-
     def _repair_prompt(
         self,
         first: list[Message],
@@ -481,9 +424,8 @@ class Asker:
         found: list[Violation],
         params: Sequence[str],
         mode: _Mode,
-    ) -> tuple[list[Message], list[str], list[VisibleTable]]:
-        """The repair round's messages, the violation texts they quote and the tables whose
-        columns they list.
+    ) -> tuple[list[Message], list[str]]:
+        """The repair round's messages and the violation texts they quote.
 
         The model sees its first prompt, the refused statement, the problems with one
         concrete fix each, the statement with the checker's mechanical fixes applied (only if
@@ -501,17 +443,16 @@ class Asker:
                 "values; write literal values instead."
             )
             fixes.append("replace each parameter with a literal value")
-        tables = repair_tables(sql, texts, self.snapshot, mode.policy)
         msgs = repair_messages(
             first,
             sql,
             texts,
             fixes=fixes,
-            tables=tables,
+            tables=repair_tables(sql, texts, self.snapshot, mode.policy),
             snapshot=self.snapshot,
             candidate=candidate,
         )
-        return msgs, texts, tables
+        return msgs, texts
 
     def ask(self, question: str, **options: Any) -> AskResult:
         """Generate, check and execute. Options: ``row_limit``, ``timeout_s``,
