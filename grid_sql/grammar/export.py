@@ -556,7 +556,7 @@ def to_ebnf(
     if style == "xgrammar":
         notes.append(
             f"style xgrammar: {n_lookahead} string terminals (keywords, operators) end in a "
-            "lookahead `(= [^...])` refusing the ASCII characters after which grid-sql's "
+            "lookahead `(= [^...])` naming the ASCII characters after which grid-sql's "
             "maximal munch reads a longer lexeme (`SELECTa` is one identifier, `<=` one "
             "operator); XGrammar uses a lookahead to prune tokens, not to refuse bytes: a "
             "token that ends a keyword and goes on with an excluded character (`SELECTa` at a "
