@@ -216,7 +216,19 @@ class Checker:
     def check(self, sql: str) -> list[Violation]:
         """Every violation in ``sql`` (empty list: the statement is allowed)."""
         run = _Run(self, sql)
-        return run.execute()
+        try:
+            return run.execute()
+        except RecursionError:
+            # sqlglot's recursive-descent parser and tree walks give up on deeply nested
+            # statements (a degenerate generation: `f(SELECT (SELECT (SELECT ...`); such a
+            # statement is refused with a quotable reason, never waved through or crashed on
+            return [
+                Violation(
+                    "parse_error",
+                    "The statement is nested too deeply to be analysed (sqlglot exceeded "
+                    "Python's recursion limit); write it without the deep nesting.",
+                )
+            ]
 
     def enforce(self, sql: str) -> None:
         """Raise :class:`PolicyViolation` listing every violation, if there is any."""

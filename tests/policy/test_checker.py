@@ -299,3 +299,21 @@ def test_checker_never_raises(base: str, edits: list[tuple[int, str, bool]], dia
     snap = _snapshot(dialect, DIALECTS[dialect])
     found = Checker(snap, _policy(snap)).check(" ".join(words))
     assert all(v.message for v in found)
+
+
+def test_deeply_nested_statement_is_refused_not_crashed() -> None:
+    """A degenerate generation (`WHERE x IN (SELECT (SELECT ...`, Spider q244/q658, Chinook
+    q17 in bench/RESULTS-spider.md) drives sqlglot past Python's recursion limit: the checker
+    refuses it with a quotable parse_error instead of raising RecursionError."""
+    from grid_sql.data import chinook_path
+    from grid_sql.policy import open_sqlite
+    from grid_sql.schema import introspect
+
+    snap = introspect(open_sqlite(chinook_path()))
+    checker = Checker(snap, sqlite_baseline(snap))
+    deep = "SELECT Name FROM Artist WHERE ArtistId IN " + "(SELECT " * 400 + "1" + ")" * 400
+    (v,) = checker.check(deep)
+    assert v.kind == "parse_error" and "nested too deeply" in v.message
+    with pytest.raises(PolicyViolation, match="nested too deeply"):
+        checker.enforce(deep)
+    assert checker.check("SELECT Name FROM Artist WHERE ArtistId IN (SELECT 1)") == []
