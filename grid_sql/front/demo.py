@@ -1,11 +1,11 @@
 """``grid-sql demo``: the product on the embedded default, offline.
 
 Chinook (shipped in the package) under a select-only role with one table denied, the default
-local model (``qwen2.5-coder-1.5b``, fetched on first use; ``--model`` takes any other), and a few questions: for
-each, the SQL generated under the role's exact masks, the rows it returned from a READ ONLY
-transaction, and the audit id of the sealed per-token record. Then the forbidden
-continuations (other verbs, the denied table, an unknown table, a PRAGMA) are shown to have
-no legal token in the model's own vocabulary.
+local model (``qwen2.5-coder-1.5b``, fetched on first use; ``--model`` takes any other), and
+a few questions: for each, the SQL generated under the role's exact masks, the rows it
+returned from a READ ONLY transaction, and the audit id of the sealed per-token record. Then
+the forbidden continuations (other verbs, the denied table, an unknown table, a PRAGMA) are
+shown to have no legal token in the model's own vocabulary.
 
 ``grid-sql demo --masks`` is the model-free walk: a reference statement token by token with
 the exact mask size at each step (over a GGUF vocabulary file, no model needed).
