@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,3 +32,29 @@ def shared_data() -> Path:
     if not data.is_dir():
         pytest.skip(f"shared data not found at {data}")
     return data
+
+
+@pytest.fixture
+def server_engine() -> Iterator[Callable[[str], sa.Engine]]:
+    """``server_engine("GRID_SQL_PG_URL")``: an engine on a real test server, disposed after.
+
+    Without the variable the test skips locally and *fails* under ``CI=true``: CI starts the
+    servers itself (``.ci/run``), so a missing URL there is a broken set-up, not a reason to
+    skip silently.
+    """
+    import sqlalchemy as sa
+
+    engines: list[sa.Engine] = []
+
+    def make(var: str) -> sa.Engine:
+        url = os.environ.get(var)
+        if not url:
+            if os.environ.get("CI", "").lower() == "true":
+                pytest.fail(f"{var} is not set (CI=true: the database tests must run)")
+            pytest.skip(f"{var} is not set; run scripts/services.sh start and eval its env")
+        engines.append(sa.create_engine(url))
+        return engines[-1]
+
+    yield make
+    for engine in engines:
+        engine.dispose()

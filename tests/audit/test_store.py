@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -63,21 +62,14 @@ def test_unsupported_target_is_a_typed_error() -> None:
         AuditStore("nosuchdialect://x")
 
 
-def _server(var: str) -> sa.Engine:
-    url = os.environ.get(var)
-    if not url:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{var} is not set (CI=true: the database tests must run)")
-        pytest.skip(f"{var} is not set; run scripts/services.sh start and eval its env")
-    return sa.create_engine(url)
-
-
 @pytest.fixture(params=["postgresql", "mariadb"])
-def server_store(request: pytest.FixtureRequest) -> Iterator[AuditStore]:
+def server_store(
+    request: pytest.FixtureRequest, server_engine: Callable[[str], sa.Engine]
+) -> Iterator[AuditStore]:
     """A store in a scratch database on the real server, under a unique table prefix."""
     db = "grid_sql_audit_test"
     if request.param == "postgresql":
-        admin = _server("GRID_SQL_PG_URL")
+        admin = server_engine("GRID_SQL_PG_URL")
         with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             found = conn.execute(
                 sa.text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": db}
@@ -85,11 +77,10 @@ def server_store(request: pytest.FixtureRequest) -> Iterator[AuditStore]:
             if not found:
                 conn.exec_driver_sql(f"CREATE DATABASE {db}")
     else:
-        admin = _server("GRID_SQL_MYSQL_URL")
+        admin = server_engine("GRID_SQL_MYSQL_URL")
         with admin.begin() as conn:
             conn.exec_driver_sql(f"CREATE DATABASE IF NOT EXISTS {db}")
     url = admin.url.set(database=db)
-    admin.dispose()
     prefix = f"gsa_{uuid.uuid4().hex[:10]}"
     store = AuditStore(url.render_as_string(hide_password=False), prefix=prefix)
     try:

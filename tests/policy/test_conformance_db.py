@@ -4,7 +4,7 @@ replacement each message suggests for a common case really runs."""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
 import pytest
 import sqlalchemy as sa
@@ -42,15 +42,6 @@ _CALLS = {
 }
 
 
-def _engine(var: str) -> sa.Engine:
-    url = os.environ.get(var)
-    if not url:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{var} is not set (CI=true: the database tests must run)")
-        pytest.skip(f"{var} is not set; run scripts/services.sh start and eval its env")
-    return sa.create_engine(url)
-
-
 def _missing(engine: sa.Engine, call: str) -> bool:
     with engine.connect() as conn:
         try:
@@ -70,44 +61,36 @@ def _missing(engine: sa.Engine, call: str) -> bool:
         ("GRID_SQL_MYSQL_URL", "mysql"),
     ],
 )
-def test_every_listed_function_is_missing_on_the_server(var: str, dialect: str) -> None:
-    engine = _engine(var)
-    try:
-        present = [name for name in _FOREIGN[dialect] if not _missing(engine, _CALLS[name])]
-    finally:
-        engine.dispose()
+def test_every_listed_function_is_missing_on_the_server(
+    var: str, dialect: str, server_engine: Callable[[str], sa.Engine]
+) -> None:
+    engine = server_engine(var)
+    present = [name for name in _FOREIGN[dialect] if not _missing(engine, _CALLS[name])]
     assert present == []
 
 
-def test_suggested_replacements_run() -> None:
-    pg = _engine("GRID_SQL_PG_URL")
-    my = _engine("GRID_SQL_MYSQL_URL")
-    try:
-        with pg.connect() as conn:
-            conn.exec_driver_sql("SELECT EXTRACT(YEAR FROM DATE '2020-01-02'), COALESCE(NULL, 1)")
-            conn.exec_driver_sql("SELECT to_char(DATE '2020-01-02', 'YYYY-MM-DD')")
-            conn.exec_driver_sql("SELECT string_agg(x, ',') FROM (VALUES ('a')) AS t(x)")
-        with my.connect() as conn:
-            conn.exec_driver_sql("SELECT DATE_FORMAT('2020-01-02', '%%Y-%%m-%%d')")
-            conn.exec_driver_sql("SELECT GROUP_CONCAT('a' SEPARATOR ','), TO_DAYS('2020-01-02')")
-    finally:
-        pg.dispose()
-        my.dispose()
+def test_suggested_replacements_run(server_engine: Callable[[str], sa.Engine]) -> None:
+    pg = server_engine("GRID_SQL_PG_URL")
+    my = server_engine("GRID_SQL_MYSQL_URL")
+    with pg.connect() as conn:
+        conn.exec_driver_sql("SELECT EXTRACT(YEAR FROM DATE '2020-01-02'), COALESCE(NULL, 1)")
+        conn.exec_driver_sql("SELECT to_char(DATE '2020-01-02', 'YYYY-MM-DD')")
+        conn.exec_driver_sql("SELECT string_agg(x, ',') FROM (VALUES ('a')) AS t(x)")
+    with my.connect() as conn:
+        conn.exec_driver_sql("SELECT DATE_FORMAT('2020-01-02', '%%Y-%%m-%%d')")
+        conn.exec_driver_sql("SELECT GROUP_CONCAT('a' SEPARATOR ','), TO_DAYS('2020-01-02')")
 
 
-def test_listed_functions_are_not_in_pg_proc() -> None:
+def test_listed_functions_are_not_in_pg_proc(server_engine: Callable[[str], sa.Engine]) -> None:
     """PostgreSQL: no function of that name at all, whatever its arguments (a failing call
     alone could be an argument-type mismatch)."""
-    engine = _engine("GRID_SQL_PG_URL")
-    try:
-        with engine.connect() as conn:
-            present = [
-                name
-                for name in _FOREIGN["postgresql"]
-                if conn.execute(
-                    sa.text("SELECT count(*) FROM pg_proc WHERE proname = :n"), {"n": name}
-                ).scalar()
-            ]
-    finally:
-        engine.dispose()
+    engine = server_engine("GRID_SQL_PG_URL")
+    with engine.connect() as conn:
+        present = [
+            name
+            for name in _FOREIGN["postgresql"]
+            if conn.execute(
+                sa.text("SELECT count(*) FROM pg_proc WHERE proname = :n"), {"n": name}
+            ).scalar()
+        ]
     assert present == []

@@ -4,7 +4,7 @@ only names the engines have."""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
 import pytest
 import sqlalchemy as sa
@@ -56,31 +56,25 @@ def test_sqlite_list_is_the_library() -> None:
         dialect_function_names("oracle")
 
 
-def _engine(var: str) -> sa.Engine:
-    url = os.environ.get(var)
-    if not url:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{var} is not set (CI=true: the database tests must run)")
-        pytest.skip(f"{var} is not set; run scripts/services.sh start and eval its env")
-    return sa.create_engine(url)
-
-
 @pytest.mark.db
-def test_postgresql_names_are_in_pg_proc_or_syntax() -> None:
-    engine = _engine("GRID_SQL_PG_URL")
+def test_postgresql_names_are_in_pg_proc_or_syntax(
+    server_engine: Callable[[str], sa.Engine],
+) -> None:
+    engine = server_engine("GRID_SQL_PG_URL")
     with engine.connect() as conn:
         have = {r[0] for r in conn.execute(sa.text("SELECT DISTINCT proname FROM pg_proc"))}
         syntax = set(_PG_SYNTAX.split())
         assert POSTGRESQL_FUNCTIONS - have == syntax
         conn.execute(sa.text("SELECT coalesce(NULL, 1), greatest(1, 2), trim(' a ')"))
-    engine.dispose()
 
 
 @pytest.mark.db
-def test_mysql_names_exist_on_mariadb_except_mysql_8_only() -> None:
+def test_mysql_names_exist_on_mariadb_except_mysql_8_only(
+    server_engine: Callable[[str], sa.Engine],
+) -> None:
     """Each name is called with no arguments: MariaDB answers 1305 (FUNCTION ... does not
     exist) only for a function it lacks; a known one fails on its arguments or syntax."""
-    engine = _engine("GRID_SQL_MYSQL_URL")
+    engine = server_engine("GRID_SQL_MYSQL_URL")
     absent = set()
     with engine.connect() as conn:
         for name in sorted(MYSQL_FUNCTIONS):
@@ -89,5 +83,4 @@ def test_mysql_names_exist_on_mariadb_except_mysql_8_only() -> None:
             except sa.exc.DBAPIError as exc:
                 if exc.orig is not None and exc.orig.args and exc.orig.args[0] == 1305:
                     absent.add(name)
-    engine.dispose()
     assert absent == MYSQL_8_ONLY
