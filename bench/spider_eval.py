@@ -610,7 +610,10 @@ def report(
 ) -> str:
     """Markdown tables for the questions every arm (of ``arms``) has a record for (paired)."""
     recs = [r for r in records if model is None or r.get("model") == model]
+    # the five arms in their usual order, then any other arm names asked for (e.g. the
+    # ``arm@label`` arms of a ``--baseline`` file) in the order given
     wanted = [a for a in ARMS if arms is None or a in arms]
+    wanted += [a for a in arms or () if a not in ARMS and a not in wanted]
     by: dict[str, dict[int, dict[str, Any]]] = {a: {} for a in wanted}
     for r in recs:
         if r["arm"] in by:
@@ -789,6 +792,17 @@ def refusal_places(
     return out
 
 
+def with_arm_label(
+    records: Iterable[dict[str, Any]], label: str, arms: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Copies of ``records`` (of ``arms``, default all) with ``arm`` renamed ``arm@label``:
+    another file's records, paired in one :func:`report` with this file's by question id
+    (e.g. the same arms before and after a fix)."""
+    return [
+        {**r, "arm": f"{r['arm']}@{label}"} for r in records if arms is None or r["arm"] in arms
+    ]
+
+
 # --------------------------------------------------------------------------- CLI
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -808,16 +822,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --report: where the refused unknown columns sit (SELECT list / after FROM)",
     )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="with --report: pair --out's records with this file's (same model label, same "
+        "questions), e.g. an earlier run at another commit; its arms are renamed ARM@LABEL",
+    )
+    ap.add_argument("--baseline-label", default="old", help="suffix for the --baseline file's arms")
+    ap.add_argument(
+        "--baseline-arms",
+        nargs="*",
+        choices=ARMS,
+        default=None,
+        help="the --baseline file's arms to include (default: all)",
+    )
     args = ap.parse_args(argv)
     name = args.label or args.model
     out = args.out or Path(f"bench/results/{args.suite}-{name}.jsonl")
     report_arms = args.arms if "--arms" in (argv if argv is not None else sys.argv) else None
     if args.report:
         recs = [r for r in read_jsonl(out) if r.get("model") == name]
+        if args.baseline is not None:
+            base = with_arm_label(
+                [r for r in read_jsonl(args.baseline) if r.get("model") == name],
+                args.baseline_label,
+                args.baseline_arms,
+            )
+            if report_arms is None:
+                report_arms = [a for a in ARMS if any(r["arm"] == a for r in recs)]
+            report_arms = list(report_arms) + sorted(
+                {r["arm"] for r in base}, key=lambda a: ARMS.index(a.rsplit("@", 1)[0])
+            )
+            recs += base
         sys.stdout.write(report(recs, name, report_arms))
         if args.refusal_places:
-            common = None if report_arms is None else set(report_arms)
-            for arm in (a for a in ARMS if common is None or a in common):
+            for arm in ARMS if report_arms is None else report_arms:
                 places = refusal_places(recs, arm, args.spider_dir)
                 if places:
                     sys.stdout.write(f"\nRefusals of {arm} by column place: {dict(places)}\n")
