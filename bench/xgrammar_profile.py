@@ -262,7 +262,7 @@ def exp_parity(vname: str) -> list[str]:
 
 
 def header(argv: list[str]) -> list[str]:
-    import xgrammar
+    from importlib.metadata import version
 
     try:
         commit = subprocess.run(
@@ -288,7 +288,7 @@ def header(argv: list[str]) -> list[str]:
         f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; grid-sql commit {commit}"
         + (" (working tree has uncommitted changes)" if dirty else ""),
         f"- host: `{' '.join(platform.uname())}`; CPU: {cpu}, {os.cpu_count()} cores; "
-        f"Python {platform.python_version()}; xgrammar {xgrammar.__version__}",
+        f"Python {platform.python_version()}; xgrammar {version("xgrammar")}",
         f"- load average before: {os.getloadavg()}",
         "",
     ]
