@@ -288,7 +288,7 @@ def header(argv: list[str]) -> list[str]:
         f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; grid-sql commit {commit}"
         + (" (working tree has uncommitted changes)" if dirty else ""),
         f"- host: `{' '.join(platform.uname())}`; CPU: {cpu}, {os.cpu_count()} cores; "
-        f"Python {platform.python_version()}; xgrammar {version("xgrammar")}",
+        f"Python {platform.python_version()}; xgrammar {version('xgrammar')}",
         f"- load average before: {os.getloadavg()}",
         "",
     ]
