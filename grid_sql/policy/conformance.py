@@ -78,6 +78,24 @@ def apply_edits(sql: str, edits: Iterable[tuple[int, int, str]]) -> str | None:
     return out
 
 
+@dataclass(frozen=True)
+class CertainEdit:
+    """A fix the schema alone decides (no guess): one text edit at a column reference.
+
+    ``kind`` is ``requalify`` (``T2.name`` where only one FROM item in scope has ``name``) or
+    ``equal_join`` (a bare name several FROM items have, all joined by ``=`` on it, so every
+    candidate holds the same value). ``start``/``end`` are offsets into the checked SQL;
+    ``old`` is the text there, ``new`` its replacement; ``reason`` says why in words.
+    """
+
+    start: int
+    end: int
+    old: str
+    new: str
+    reason: str
+    kind: Literal["requalify", "equal_join"]
+
+
 # --------------------------------------------------------------------------- dialect functions
 @functools.lru_cache(maxsize=1)
 def sqlite_functions() -> frozenset[str]:
@@ -315,6 +333,7 @@ class _Source:
     opaque: bool = False  # unknown table, table function: columns cannot be judged
     end: int | None = None  # offset just after the FROM item's text (name or alias)
     span: tuple[int, int] | None = None  # the table name as written
+    written: str | None = None  # the alias (or bare table name) exactly as the query spells it
 
     def provides(self, view: SchemaView, column: str) -> bool | None:
         """True/False, or None when this source's columns are unknown."""
@@ -341,6 +360,7 @@ class _Conformance:
         self._sources: dict[int, dict[str, _Source]] = {}
         self.dml_ctes: set[str] = set()  # CTEs with a DML body: sqlglot gives them no scope
         self._swap: dict[int, tuple[_Source, TableInfo]] = {}
+        self.certain: list[CertainEdit] = []  # fixes the schema alone decides (autofix)
 
     def q(self, name: str) -> str:
         return quote_name(name, self.view.dialect)
@@ -357,10 +377,12 @@ class _Conformance:
         if cached is not None:
             return cached
         out: dict[str, _Source] = {}
-        for alias, (_, src) in scope.selected_sources.items():
+        for alias, (node, src) in scope.selected_sources.items():
             key = self.view.key(alias)
             if isinstance(src, Scope):
-                out[key] = _Source(alias, key, outputs=self._outputs(src))
+                out[key] = _Source(
+                    alias, key, outputs=self._outputs(src), written=_alias_text(node, self.sql)
+                )
             elif isinstance(src, exp.Table):
                 if isinstance(src.this, exp.Func) or not isinstance(src.this, exp.Identifier):
                     out[key] = _Source(alias, key, opaque=True)
@@ -385,6 +407,7 @@ class _Conformance:
                     info=found[1],
                     end=_item_end(src, self.sql),
                     span=(pos, pos + len(snip)) if pos is not None and snip else None,
+                    written=_alias_text(src, self.sql),
                 )
             else:
                 out[key] = _Source(alias, key, opaque=True)
@@ -523,6 +546,7 @@ class _Conformance:
         key = self.view.ident(col.this)
         if src.provides(self.view, key) is not False:
             return
+        self._requalify(scope, col, src, key, pos)
         self._missing(scope, col, src, key, written, pos)
 
     def _bare(
@@ -541,11 +565,134 @@ class _Conformance:
             if len(hits) > 1:
                 if first and not _shared_by_join(s.expression, key, self.view):
                     self._ambiguous(col, hits, written, pos)
+                    self._equal_qualify(s, hits, key, written, pos)
                 return
             if first and key in aliases:
                 return  # an output alias (ORDER BY/GROUP BY/HAVING; SQLite also WHERE)
             first = False
         self._missing(scope, col, None, key, written, pos)
+
+    # ---------------------------------------------------------------- certain fixes
+    def _requalify(
+        self, scope: Scope, col: exp.Column, src: _Source, key: str, pos: int | None
+    ) -> None:
+        """``q.c`` where ``q`` lacks ``c``: requalify when exactly one other FROM item visible
+        here (this level or an enclosing one, by the same resolution rules as the finding)
+        has ``c``, every item's columns are known, and the new qualifier binds to that item
+        at this point (no inner item of the same name shadows it)."""
+        if pos is None:
+            return
+        swap = self._swap.get(id(scope))
+        if swap is not None and swap[0] is src:
+            return  # the table itself is the wrong one: a different fix, not certain
+        verdicts = [
+            (s, s.provides(self.view, key)) for s in self._in_scope(scope, col) if s is not src
+        ]
+        if any(v is None for _, v in verdicts):
+            return  # a FROM item with unknown columns might have it too
+        owners = [s for s, v in verdicts if v]
+        if len(owners) != 1:
+            return
+        o = owners[0]
+        if o.written is None or (o.info is not None and not self._readable(o, key)):
+            return  # never point a reference at a column the role may not read
+        bound = next((srcs[o.key] for _, srcs in self._chain(scope, col) if o.key in srcs), None)
+        if bound is not o:
+            return
+        if _compared_with(col, o.key, key, self.view):
+            return  # `T1.c = T2.c` -> `T2.c = T2.c` would turn a join condition into TRUE
+        cpos, ctext = _span(col.this, self.sql)
+        if cpos is None or ctext is None:
+            return
+        end = cpos + len(ctext)
+        self.certain.append(
+            CertainEdit(
+                pos,
+                end,
+                self.sql[pos:end],
+                f"{o.written}.{ctext}",
+                f"{src.label()} has no column `{col.name}`; {o.label()} is the only table "
+                "in scope that has it",
+                "requalify",
+            )
+        )
+
+    def _equal_qualify(
+        self, scope: Scope, hits: list[_Source], key: str, written: str, pos: int | None
+    ) -> None:
+        """An ambiguous bare ``c``: qualify it when every candidate is provably equal — all
+        candidates are real tables whose ``c`` has one declared type, joined by ``=`` on ``c``
+        (top-level AND chains of inner-join ON clauses and WHERE), with no outer join in the
+        query (a NULL-extended side would break the equality)."""
+        sel = scope.expression
+        if pos is None or not isinstance(sel, exp.Select):
+            return
+        if any(s.info is None or s.written is None for s in hits):
+            return
+        types = set()
+        for s in hits:
+            assert s.info is not None
+            c = next((c for c in s.info.columns if self.view.key(c.name) == key), None)
+            if c is None:
+                return
+            types.add(c.type.strip().lower())
+        if len(types) != 1:
+            return  # affinity could make `=` true between values that differ
+        joins = sel.args.get("joins") or []
+        conds: list[exp.Expr] = []
+        for j in joins:
+            kind = j.text("kind").upper()
+            if j.text("side") or j.args.get("method") or kind not in ("", "INNER", "CROSS"):
+                return
+            if j.args.get("on") is not None:
+                conds.append(j.args["on"])
+        where = sel.args.get("where")
+        if where is not None:
+            conds.append(where.this)
+        own = self.sources(scope)
+        parent: dict[int, int] = {id(s): id(s) for s in hits}
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                x = parent[x]
+            return x
+
+        for cond in conds:
+            for eq in _conjuncts(cond):
+                if not isinstance(eq, exp.EQ):
+                    continue
+                ends = []
+                for side in (eq.this, eq.expression):
+                    side = side.unnest() if isinstance(side, exp.Paren) else side
+                    if not isinstance(side, exp.Column) or side.args.get("table") is None:
+                        break
+                    if not isinstance(side.this, exp.Identifier):
+                        break
+                    if self.view.ident(side.this) != key:
+                        break
+                    bound = own.get(self.view.ident(side.args["table"]))
+                    if bound is None or id(bound) not in parent:
+                        break
+                    ends.append(id(bound))
+                if len(ends) == 2:
+                    parent[find(ends[0])] = find(ends[1])
+        if len({find(id(s)) for s in hits}) != 1:
+            return
+        choice = next((s for s in hits if self._readable(s, key)), None)
+        if choice is None or own.get(choice.key) is not choice:
+            return
+        labels = " and ".join(s.label() for s in hits)
+        self.certain.append(
+            CertainEdit(
+                pos,
+                pos + len(written),
+                written,
+                f"{choice.written}.{written}",
+                f"`{written}` is ambiguous, but {labels} are joined by `=` on it, so every "
+                "candidate holds the same value",
+                "equal_join",
+            )
+        )
 
     # ---------------------------------------------------------------- messages
     def _in_scope(self, scope: Scope, node: exp.Expr | None = None) -> list[_Source]:
@@ -848,6 +995,48 @@ class _Conformance:
         )
 
 
+def _compared_with(col: exp.Column, qual: str, key: str, view: SchemaView) -> bool:
+    """Is ``col`` one side of a comparison whose other side is ``qual.key`` already?"""
+    parent = col.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    if not isinstance(parent, exp.Binary) or isinstance(parent, exp.Connector):
+        return False
+    for side in (parent.this, parent.expression):
+        side = side.unnest() if isinstance(side, exp.Paren) else side
+        if side is col or not isinstance(side, exp.Column):
+            continue
+        t = side.args.get("table")
+        if t is not None and view.ident(t) == qual and view.ident(side.this) == key:
+            return True
+    return False
+
+
+def _conjuncts(node: exp.Expr) -> Iterable[exp.Expr]:
+    """The top-level AND chain of a condition (parentheses looked through)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        yield from _conjuncts(node.this)
+        yield from _conjuncts(node.expression)
+    else:
+        yield node
+
+
+def _alias_text(node: exp.Expr | None, sql: str) -> str | None:
+    """A FROM item's alias (else its table name) exactly as written, quotes included."""
+    if node is None:
+        return None
+    alias = node.args.get("alias")
+    ident = alias.this if isinstance(alias, exp.TableAlias) else None
+    if ident is None and isinstance(node, exp.Table):
+        ident = node.this
+    if not isinstance(ident, exp.Identifier):
+        return None
+    _, text = _span(ident, sql)
+    return text
+
+
 def _in_group_or_order(node: exp.Expr, scope: Scope) -> bool:
     """Is ``node`` inside the GROUP BY or ORDER BY of ``scope``'s own SELECT (not of a
     window, whose ORDER BY sees outer columns)?"""
@@ -992,6 +1181,17 @@ def _listed(names: list[str]) -> str:
 # --------------------------------------------------------------------------- entry point
 def check_query(query: exp.Expr, sql: str, view: SchemaView) -> list[Finding]:
     """Schema findings for one parsed query (a SELECT, set operation or WITH query)."""
+    return _check(query, sql, view).out
+
+
+def certain_fixes(query: exp.Expr, sql: str, view: SchemaView) -> list[CertainEdit]:
+    """The fixes of :func:`check_query`'s column findings that the schema alone decides
+    (see :class:`CertainEdit`); everything else (close spellings, several candidates,
+    unknown tables) has none here."""
+    return _check(query, sql, view).certain
+
+
+def _check(query: exp.Expr, sql: str, view: SchemaView) -> _Conformance:
     if view.exact:  # PostgreSQL: fold unquoted names once, then compare exactly
         query = normalize_identifiers(query.copy(), dialect="postgres")
     run = _Conformance(view, sql)
@@ -1002,4 +1202,4 @@ def check_query(query: exp.Expr, sql: str, view: SchemaView) -> list[Finding]:
     }
     for scope in traverse_scope(query):
         run.scope(scope)
-    return run.out
+    return run
