@@ -36,23 +36,14 @@ def shared_data() -> Path:
 
 @pytest.fixture
 def server_engine() -> Iterator[Callable[[str], sa.Engine]]:
-    """``server_engine("GRID_SQL_PG_URL")``: an engine on a real test server, disposed after.
-
-    Without the variable the test skips locally and *fails* under ``CI=true``: CI starts the
-    servers itself (``.ci/run``), so a missing URL there is a broken set-up, not a reason to
-    skip silently.
-    """
-    import sqlalchemy as sa
+    """``server_engine("GRID_SQL_PG_URL")``: an engine on a real test server (skip locally,
+    fail under ``CI=true`` without it; ``tests/servers.py``), disposed after the test."""
+    from tests.servers import server_engine as make_engine
 
     engines: list[sa.Engine] = []
 
     def make(var: str) -> sa.Engine:
-        url = os.environ.get(var)
-        if not url:
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(f"{var} is not set (CI=true: the database tests must run)")
-            pytest.skip(f"{var} is not set; run scripts/services.sh start and eval its env")
-        engines.append(sa.create_engine(url))
+        engines.append(make_engine(var))
         return engines[-1]
 
     yield make

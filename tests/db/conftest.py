@@ -11,12 +11,13 @@ do not race.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+
+from tests.servers import server_engine
 
 SETUP_VERSION = 5
 PASSWORD = "gs-test-pw"
@@ -39,26 +40,6 @@ MY_USERS = ("gs_reader", "gs_colonly", "gs_inserter", "gs_member", "gs_nondefaul
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "db: needs the real PostgreSQL/MariaDB test servers")
-
-
-def _unavailable(what: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{what} (CI=true: the database tests must run; start scripts/services.sh)")
-    pytest.skip(f"{what}; run scripts/services.sh start and eval its env")
-
-
-def _engine(var: str) -> Engine:
-    url = os.environ.get(var)
-    if not url:
-        _unavailable(f"{var} is not set")
-        raise AssertionError("unreachable")
-    engine = sa.create_engine(url, pool_pre_ping=True)
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.text("SELECT 1"))
-    except sa.exc.DBAPIError as exc:
-        _unavailable(f"server at {var} is unreachable: {exc.orig}")
-    return engine
 
 
 # ------------------------------------------------------------------ PostgreSQL
@@ -125,7 +106,7 @@ def _pg_roles_sql() -> list[str]:
 @pytest.fixture(scope="session")
 def pg_admin() -> Engine:
     """Superuser engine on the ``postgres`` database."""
-    return _engine("GRID_SQL_PG_URL")
+    return server_engine("GRID_SQL_PG_URL")
 
 
 def _pg_db_url(admin: Engine, db: str, user: str | None = None) -> sa.URL:
@@ -231,7 +212,7 @@ def _my_users_sql() -> list[str]:
 
 @pytest.fixture(scope="session")
 def my_admin() -> Engine:
-    return _engine("GRID_SQL_MYSQL_URL")
+    return server_engine("GRID_SQL_MYSQL_URL")
 
 
 @pytest.fixture(scope="session")

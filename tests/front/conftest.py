@@ -8,16 +8,15 @@ INSERT/UPDATE too) so it never races the db-layer fixtures.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from grid_sql.data import chinook_path
+from tests.servers import server_engine
 
 FRONT_DB = "grid_sql_front"
 PASSWORD = "gs-front-pw"
@@ -32,25 +31,6 @@ ROWS = "INSERT INTO item (id, name, price) VALUES " + ", ".join(
 )
 
 
-def _unavailable(what: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{what} (CI=true: the database tests must run; start scripts/services.sh)")
-    pytest.skip(f"{what}; run scripts/services.sh start and eval its env")
-
-
-def _admin(var: str) -> Engine:
-    url = os.environ.get(var)
-    if not url:
-        _unavailable(f"{var} is not set")
-    engine = sa.create_engine(str(url), pool_pre_ping=True)
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.text("SELECT 1"))
-    except sa.exc.DBAPIError as exc:
-        _unavailable(f"server at {var} is unreachable: {exc.orig}")
-    return engine
-
-
 @pytest.fixture
 def chinook_copy(tmp_path: Path) -> Path:
     """A writable copy of the packaged Chinook database."""
@@ -62,7 +42,7 @@ def chinook_copy(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def pg_front() -> Callable[[str], sa.URL]:
     """``url(role)`` for the PostgreSQL scratch database (roles gs_front_ro / gs_front_rw)."""
-    admin = _admin("GRID_SQL_PG_URL")
+    admin = server_engine("GRID_SQL_PG_URL")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(sa.text("SELECT pg_advisory_lock(7317006)"))
         try:
@@ -107,7 +87,7 @@ def pg_front() -> Callable[[str], sa.URL]:
 @pytest.fixture(scope="session")
 def my_front() -> Callable[[str], sa.URL]:
     """``url(user)`` for the MariaDB scratch database (users gs_front_ro / gs_front_rw)."""
-    admin = _admin("GRID_SQL_MYSQL_URL")
+    admin = server_engine("GRID_SQL_MYSQL_URL")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(sa.text("SELECT GET_LOCK('grid_sql_front_setup', 120)"))
         try:

@@ -17,6 +17,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from tests.servers import server_engine
+
 DB = "grid_sql_fronts"
 USER = "gs_fronts_ro"
 PASSWORD = "gs-fronts-pw"
@@ -28,25 +30,6 @@ SCHEMA = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _unavailable(what: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{what} (CI=true: the database tests must run; start scripts/services.sh)")
-    pytest.skip(f"{what}; run scripts/services.sh start and eval its env")
-
-
-def _admin(var: str) -> Engine:
-    url = os.environ.get(var)
-    if not url:
-        _unavailable(f"{var} is not set")
-    engine = sa.create_engine(str(url), pool_pre_ping=True)
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.text("SELECT 1"))
-    except sa.exc.DBAPIError as exc:
-        _unavailable(f"server at {var} is unreachable: {exc.orig}")
-    return engine
 
 
 def chinook_source() -> Path:
@@ -70,7 +53,7 @@ def chinook_copy(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def pg_url() -> sa.URL:
     """URL of the PostgreSQL scratch database as the select-only login."""
-    admin = _admin("GRID_SQL_PG_URL")
+    admin = server_engine("GRID_SQL_PG_URL")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(sa.text("SELECT pg_advisory_lock(7317012)"))
         try:
@@ -111,7 +94,7 @@ def pg_url() -> sa.URL:
 @pytest.fixture(scope="session")
 def my_url() -> sa.URL:
     """URL of the MariaDB scratch database as the select-only login."""
-    admin = _admin("GRID_SQL_MYSQL_URL")
+    admin = server_engine("GRID_SQL_MYSQL_URL")
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(sa.text("SELECT GET_LOCK('grid_sql_fronts_setup', 120)"))
         try:
