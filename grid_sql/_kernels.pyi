@@ -12,6 +12,8 @@ __all__ = [
     "DEAD_STATE",
     "DEFAULT_MAX_STATES",
     "START_STATE",
+    "ScanDfa",
+    "TokenTrieArrays",
     "TrieWalker",
     "__version__",
     "build_lalr",
@@ -71,16 +73,14 @@ def dfa_scan(trans: bytes, data: bytes, start: int) -> int:
 
 
 @final
-class TrieWalker:
-    """The cold trie walk of one (grammar runtime, token trie) pair (``grid_sql/mask/walk.py``
-    ``Walker.walk_py`` is the reference; results are identical).
+class ScanDfa:
+    """The union-DFA side of a trie walk's scan tables, built once per lexer and shared by
+    the :class:`TrieWalker` of every grammar over that lexer.
 
     Buffers are little-endian: ``trans`` u32 (``n_states * 256``), ``accept``/``live`` u64
-    (``n_states * n_words``), ``ignored`` u64 (``<= n_words``), trie ``edge`` u8, ``depth``
-    u16, ``size`` u32, ``alias_offsets`` u32 (``n_nodes + 1``), ``alias_ids`` i32.
-    ``candidates[s]`` are state ``s``'s accepting terminals in resolution order;
-    ``lexicons`` are ``(terminal, words, fold_bare_case)``. Raises ``ValueError`` for
-    inconsistent tables (the message names the input).
+    (``n_states * n_words``); ``candidates[s]`` are state ``s``'s accepting terminals in
+    resolution order. Raises ``ValueError`` for inconsistent tables (the message names the
+    input).
     """
 
     def __new__(
@@ -90,13 +90,55 @@ class TrieWalker:
         live: bytes,
         n_words: int,
         candidates: Sequence[Sequence[int]],
-        ignored: bytes,
-        lexicons: Sequence[tuple[int, Sequence[bytes], bool]],
+    ) -> ScanDfa: ...
+    @property
+    def n_states(self) -> int: ...
+    @property
+    def n_words(self) -> int: ...
+    @property
+    def nbytes(self) -> int:
+        """Heap bytes of the tables."""
+
+@final
+class TokenTrieArrays:
+    """The token trie (``grid_sql/mask/trie.py`` layout), built once per trie and shared by
+    the :class:`TrieWalker` of every grammar over that vocabulary.
+
+    Buffers are little-endian: ``edge`` u8, ``depth`` u16, ``size`` u32 (one per node),
+    ``alias_offsets`` u32 (``n_nodes + 1``), ``alias_ids`` i32. Raises ``ValueError`` when
+    they break the DFS preorder layout or the alias CSR.
+    """
+
+    def __new__(
+        cls,
         edge: bytes,
         depth: bytes,
         size: bytes,
         alias_offsets: bytes,
         alias_ids: bytes,
+    ) -> TokenTrieArrays: ...
+    @property
+    def n_nodes(self) -> int: ...
+    @property
+    def nbytes(self) -> int:
+        """Heap bytes of the arrays."""
+
+@final
+class TrieWalker:
+    """The cold trie walk of one (grammar runtime, token trie) pair (``grid_sql/mask/walk.py``
+    ``Walker.walk_py`` is the reference; results are identical).
+
+    References the shared ``dfa`` and ``trie`` (no copy); only ``ignored`` (u64 words,
+    ``<= dfa.n_words``) and ``lexicons`` (``(terminal, words, fold_bare_case)``) are its
+    own. Raises ``ValueError`` for inconsistent inputs (the message names the input).
+    """
+
+    def __new__(
+        cls,
+        dfa: ScanDfa,
+        ignored: bytes,
+        lexicons: Sequence[tuple[int, Sequence[bytes], bool]],
+        trie: TokenTrieArrays,
     ) -> TrieWalker: ...
     def walk(
         self,

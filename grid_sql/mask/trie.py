@@ -42,6 +42,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +61,7 @@ NODE_DTYPE: np.dtype[np.void] = np.dtype(
     }
 )
 
+_kernel_lock = threading.Lock()  # builds of TokenTrie.kernel_arrays
 _MAX_DEPTH = 0xFFFF  # depth is a u2 field
 _I32_MAX = 0x7FFFFFFF
 
@@ -78,6 +80,7 @@ class TokenTrie:
         "_vocabulary",
         "_fingerprint",
         "_excluded_empty_ids",
+        "_kernel_arrays",
     )
 
     _nodes: npt.NDArray[np.void]
@@ -86,6 +89,7 @@ class TokenTrie:
     _vocabulary: Vocabulary
     _fingerprint: str
     _excluded_empty_ids: tuple[int, ...]
+    _kernel_arrays: Any  # _kernels.TokenTrieArrays, built on first use (not pickled)
 
     def __init__(
         self,
@@ -103,6 +107,7 @@ class TokenTrie:
         set_(self, "_alias_ids", alias_ids)
         set_(self, "_vocabulary", vocabulary)
         set_(self, "_excluded_empty_ids", vocabulary.empty_ids)
+        set_(self, "_kernel_arrays", None)
         h = hashlib.blake2b(digest_size=32)
         h.update(b"grid-sql/token-trie/v1\x00")
         h.update(NODE_DTYPE.descr.__repr__().encode())
@@ -113,9 +118,10 @@ class TokenTrie:
         raise AttributeError("TokenTrie is immutable")
 
     def __getstate__(self) -> dict[str, object]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in self.__slots__ if name != "_kernel_arrays"}
 
     def __setstate__(self, state: dict[str, object]) -> None:
+        object.__setattr__(self, "_kernel_arrays", None)
         for name, value in state.items():
             if isinstance(value, np.ndarray):
                 value = value.copy()  # unpickled arrays may be writable views
@@ -219,6 +225,33 @@ class TokenTrie:
         counts[terminal] = class_sizes
         alias_offsets[1:] = np.cumsum(counts)
         return cls(vocabulary, nodes, alias_offsets, alias_ids)
+
+    # -- the Rust kernel's copy ------------------------------------------------------------
+
+    def kernel_arrays(self) -> Any:
+        """The trie as ``_kernels.TokenTrieArrays``, built once per trie on first use.
+
+        Every Rust walker of this vocabulary (one per grammar runtime, i.e. per role and per
+        scoped lexicon view) references this one object instead of copying the arrays: the
+        copy cost 4 ms (GPT-2) / 13 ms (Qwen2) of CPU and 1.3 / 4.2 MB per guide.
+        """
+        k = self._kernel_arrays
+        if k is None:
+            with _kernel_lock:
+                k = self._kernel_arrays
+                if k is None:
+                    from grid_sql import _kernels
+
+                    nodes = self._nodes
+                    k = _kernels.TokenTrieArrays(
+                        np.ascontiguousarray(nodes["byte"]).tobytes(),
+                        np.ascontiguousarray(nodes["depth"], dtype="<u2").tobytes(),
+                        np.ascontiguousarray(nodes["size"], dtype="<u4").tobytes(),
+                        np.ascontiguousarray(self._alias_offsets, dtype="<u4").tobytes(),
+                        np.ascontiguousarray(self._alias_ids, dtype="<i4").tobytes(),
+                    )
+                    object.__setattr__(self, "_kernel_arrays", k)
+        return k
 
     # -- accessors ------------------------------------------------------------------------
 

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..grammar.lexer import DEAD, START
+from ..grammar.lexer import DEAD, START, LexerTables
 from ..parser.incremental import LexiconView, ParserRuntime
 from .trie import TokenTrie
 
@@ -83,6 +84,38 @@ class WalkResult:
     ci_ids: np.ndarray
     residue: tuple[CDEntry, ...]
     nodes_visited: int
+
+
+# One Rust union DFA per lexer: every projection and lexicon of a dialect shares the lexer
+# tables, so their walkers share this too (the per-state conversion cost ~2.5 ms per guide).
+_scan_dfas: weakref.WeakKeyDictionary[LexerTables, tuple[int, Any]] = weakref.WeakKeyDictionary()
+_scan_dfas_lock = threading.Lock()
+
+
+def scan_dfa(rt: ParserRuntime, n_words: int) -> Any:
+    """The ``_kernels.ScanDfa`` of ``rt``'s lexer tables, built once per lexer."""
+    lexer = rt.grammar.lexer
+    with _scan_dfas_lock:
+        hit = _scan_dfas.get(lexer)
+    if hit is not None and hit[0] == n_words:
+        return hit[1]
+    from .. import _kernels
+
+    nbytes = n_words * 8
+
+    def words(masks: tuple[int, ...]) -> bytes:
+        return b"".join(m.to_bytes(nbytes, "little") for m in masks)
+
+    dfa = _kernels.ScanDfa(
+        bytes(lexer.trans_bytes),
+        words(lexer.accept_masks),
+        words(lexer.live_masks),
+        n_words,
+        [list(c) for c in lexer.accept_candidates],
+    )
+    with _scan_dfas_lock:
+        _scan_dfas[lexer] = (n_words, dfa)
+    return dfa
 
 
 class Walker:
@@ -147,29 +180,17 @@ class Walker:
         return k
 
     def _build_kernel(self, lex: LexiconView | None = None) -> Any:
+        """A Rust walker over the shared union DFA and the shared trie arrays: only the
+        grammar's ignored set and lexicons are converted per walker."""
         from .. import _kernels
 
         rt, nw = self.rt, self.n_words
         lexicon = rt.lexicon if lex is None else lex.words
-        nbytes = nw * 8
-
-        def words(masks: tuple[int, ...]) -> bytes:
-            return b"".join(m.to_bytes(nbytes, "little") for m in masks)
-
-        nodes = self.trie.nodes
         return _kernels.TrieWalker(
-            bytes(rt.grammar.lexer.trans_bytes),
-            words(rt.accept_masks),
-            words(rt.live_masks),
-            nw,
-            [list(c) for c in rt.candidates],
-            rt.ignored_mask.to_bytes(nbytes, "little"),
+            scan_dfa(rt, nw),
+            rt.ignored_mask.to_bytes(nw * 8, "little"),
             [(tid, sorted(w.words), w.fold_bare_case) for tid, w in lexicon.items()],
-            np.ascontiguousarray(nodes["byte"]).tobytes(),
-            np.ascontiguousarray(nodes["depth"], dtype="<u2").tobytes(),
-            np.ascontiguousarray(nodes["size"], dtype="<u4").tobytes(),
-            np.ascontiguousarray(self.trie.alias_offsets, dtype="<u4").tobytes(),
-            np.ascontiguousarray(self.alias_ids, dtype="<i4").tobytes(),
+            self.trie.kernel_arrays(),
         )
 
     def walk_payload(

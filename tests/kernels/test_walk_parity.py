@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import pytest
 
+from grid_sql.mask.cache import MaskCache
+from grid_sql.mask.guide import Guide
 from grid_sql.mask.walk import Walker, kernels_enabled
 
-from ..mask.helpers import greedy_tokens
-from .helpers import check_masks, check_root_walk, guide_pair, statements
+from ..mask.helpers import greedy_tokens, vocab
+from .helpers import CHINOOK_SQL, check_masks, check_root_walk, grammar, guide_pair, statements
 
 CASES = [
     ("gpt-2", "sqlite", 2),
@@ -55,6 +57,31 @@ def test_env_switch_forces_the_python_walk(monkeypatch: pytest.MonkeyPatch) -> N
     assert not Walker(gk.runtime, gk.trie).use_kernel
     monkeypatch.setenv("GRID_SQL_KERNELS", "1")
     assert kernels_enabled() and Walker(gk.runtime, gk.trie).use_kernel
+
+
+def test_walkers_share_one_trie_and_one_dfa() -> None:
+    """Guides of one vocabulary reference one Rust trie, grammars over one lexer one Rust
+    DFA (the role grammar keeps the dialect's lexer but not its ignored comments); a role
+    guide built after a dialect guide still walks exactly like the Python reference."""
+    from grid_sql.mask.walk import scan_dfa
+
+    dialect = Guide(grammar("sqlite"), vocab("gpt-2"), cache=MaskCache())
+    dialect.walker.kernel()
+    gk, gp = guide_pair("chinook", "gpt-2")
+    assert gk.trie is dialect.trie
+    assert gk.runtime.grammar.lexer is dialect.runtime.grammar.lexer
+    assert gk.runtime.ignored_mask != dialect.runtime.ignored_mask
+    nw = gk.walker.n_words
+    assert scan_dfa(gk.runtime, nw) is scan_dfa(dialect.runtime, nw)
+    assert gk.trie.kernel_arrays() is dialect.trie.kernel_arrays()
+    assert gk.trie.kernel_arrays().n_nodes == gk.trie.num_nodes
+    m = gk.matcher()
+    for t in [*greedy_tokens("gpt-2", CHINOOK_SQL[1]), None]:
+        check_root_walk(gk, gp, m.config)
+        check_masks(gk, gp, m.config)
+        if t is not None:
+            m.accept_token(t)
+    assert m.is_accepting()
 
 
 def test_kernel_rejects_bad_arguments() -> None:

@@ -18,6 +18,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::lexer::{DEAD, START};
 
@@ -119,36 +120,32 @@ fn bit(words: &[u64], t: usize) -> bool {
     words.get(t / 64).is_some_and(|w| (w >> (t % 64)) & 1 == 1)
 }
 
-/// Scanner-side tables of one grammar runtime (`ParserRuntime`'s lexer fields).
+/// The union-DFA side of the scan tables: transitions, per-state "accepts anything" flags,
+/// live bitsets and accept candidates in resolution order. It depends on the lexer alone,
+/// so every grammar runtime over one lexer (every role projection and lexicon of a dialect)
+/// shares one, behind an `Arc`.
 #[derive(Debug, Clone)]
-pub struct ScanTables {
+pub struct ScanDfa {
     trans: Vec<u32>,
     n_states: usize,
     accepting: Vec<bool>,
     live: Vec<u64>,
     n_words: usize,
     candidates: Vec<Vec<u32>>,
-    ignored: Vec<u64>,
-    lexicon: Vec<Option<Lexicon>>,
-    lexicon_mask: Vec<u64>,
 }
 
-impl ScanTables {
+impl ScanDfa {
     /// Build and validate.
     ///
     /// - `trans`: `n_states * 256` next states; `accept` / `live`: `n_states * n_words`
     ///   terminal bitset words (as `UnionDfa::accept_words` / `live_words`);
-    /// - `candidates[s]`: the accepting terminals of state `s` in resolution order;
-    /// - `ignored`: bitset of ignored terminals (`n_words` words or fewer);
-    /// - `lexicons`: `(terminal, lexicon)` for every category restricted by a schema lexicon.
+    /// - `candidates[s]`: the accepting terminals of state `s` in resolution order.
     pub fn new(
         trans: Vec<u32>,
         accept: &[u64],
         live: Vec<u64>,
         n_words: usize,
         candidates: Vec<Vec<u32>>,
-        ignored: &[u64],
-        lexicons: Vec<(u32, Lexicon)>,
     ) -> Result<Self, WalkError> {
         if trans.is_empty() || trans.len() % 256 != 0 {
             return err(format!(
@@ -196,12 +193,6 @@ impl ScanTables {
                 }
             }
         }
-        if ignored.len() > n_words {
-            return err(format!(
-                "ignored bitset has {} words > n_words",
-                ignored.len()
-            ));
-        }
         let accepting = (0..n_states)
             .map(|s| {
                 accept[s * n_words..(s + 1) * n_words]
@@ -209,6 +200,78 @@ impl ScanTables {
                     .any(|&w| w != 0)
             })
             .collect();
+        Ok(ScanDfa {
+            trans,
+            n_states,
+            accepting,
+            live,
+            n_words,
+            candidates,
+        })
+    }
+
+    /// Number of union-DFA states.
+    pub fn n_states(&self) -> usize {
+        self.n_states
+    }
+
+    /// Terminal bitset words per state.
+    pub fn n_words(&self) -> usize {
+        self.n_words
+    }
+
+    /// Heap bytes held by the tables (what sharing one `ScanDfa` saves per extra runtime).
+    pub fn heap_bytes(&self) -> usize {
+        self.trans.len() * 4
+            + self.accepting.len()
+            + self.live.len() * 8
+            + self.candidates.len() * std::mem::size_of::<Vec<u32>>()
+            + self.candidates.iter().map(|c| c.len() * 4).sum::<usize>()
+    }
+}
+
+/// Scanner-side tables of one grammar runtime (`ParserRuntime`'s lexer fields): the shared
+/// union DFA plus what the grammar adds (the ignored set and the schema lexicons).
+#[derive(Debug, Clone)]
+pub struct ScanTables {
+    dfa: Arc<ScanDfa>,
+    ignored: Vec<u64>,
+    lexicon: Vec<Option<Lexicon>>,
+    lexicon_mask: Vec<u64>,
+}
+
+impl ScanTables {
+    /// Build and validate (a private [`ScanDfa`]; see [`ScanDfa::new`] for the DFA inputs).
+    ///
+    /// - `ignored`: bitset of ignored terminals (`n_words` words or fewer);
+    /// - `lexicons`: `(terminal, lexicon)` for every category restricted by a schema lexicon.
+    pub fn new(
+        trans: Vec<u32>,
+        accept: &[u64],
+        live: Vec<u64>,
+        n_words: usize,
+        candidates: Vec<Vec<u32>>,
+        ignored: &[u64],
+        lexicons: Vec<(u32, Lexicon)>,
+    ) -> Result<Self, WalkError> {
+        let dfa = ScanDfa::new(trans, accept, live, n_words, candidates)?;
+        Self::with_dfa(Arc::new(dfa), ignored, lexicons)
+    }
+
+    /// The tables of one grammar over a shared union DFA (no copy of the DFA).
+    pub fn with_dfa(
+        dfa: Arc<ScanDfa>,
+        ignored: &[u64],
+        lexicons: Vec<(u32, Lexicon)>,
+    ) -> Result<Self, WalkError> {
+        let n_words = dfa.n_words;
+        let n_terms = n_words * 64;
+        if ignored.len() > n_words {
+            return err(format!(
+                "ignored bitset has {} words > n_words",
+                ignored.len()
+            ));
+        }
         let mut ign = vec![0u64; n_words];
         ign[..ignored.len()].copy_from_slice(ignored);
         let mut lexicon: Vec<Option<Lexicon>> = vec![None; n_terms];
@@ -222,28 +285,28 @@ impl ScanTables {
             lexicon[t] = Some(lex);
         }
         Ok(ScanTables {
-            trans,
-            n_states,
-            accepting,
-            live,
-            n_words,
-            candidates,
+            dfa,
             ignored: ign,
             lexicon,
             lexicon_mask,
         })
     }
 
+    /// The shared union-DFA part.
+    pub fn dfa(&self) -> &Arc<ScanDfa> {
+        &self.dfa
+    }
+
     /// Number of union-DFA states.
     pub fn n_states(&self) -> usize {
-        self.n_states
+        self.dfa.n_states
     }
 
     /// Contextual resolution (`ParserRuntime.resolve`): the first candidate, in resolution
     /// order, admitted by its lexicon (if any) that is ignored (`Some(Resolved::Ignored)`)
     /// or allowed (`Some(Resolved::Terminal)`); `None` if no candidate is viable.
     pub fn resolve(&self, la_state: u32, lexeme: &[u8], allowed: &[u64]) -> Option<Resolved> {
-        for &t in &self.candidates[la_state as usize] {
+        for &t in &self.dfa.candidates[la_state as usize] {
             let tu = t as usize;
             if let Some(lex) = &self.lexicon[tu] {
                 if !lex.admits(lexeme) {
@@ -263,10 +326,11 @@ impl ScanTables {
     /// `ParserRuntime.pending_live`: the pending lexeme `rem` (DFA state `dfa`) can still
     /// become an allowed or ignored terminal.
     pub fn pending_live(&self, dfa: u32, rem: &[u8], allowed: &[u64]) -> bool {
-        let base = dfa as usize * self.n_words;
+        let (live, n_words) = (&self.dfa.live, self.dfa.n_words);
+        let base = dfa as usize * n_words;
         let mut any_lex = false;
-        for w in 0..self.n_words {
-            let m = self.live[base + w] & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w]);
+        for w in 0..n_words {
+            let m = live[base + w] & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w]);
             if m & !self.lexicon_mask[w] != 0 {
                 return true;
             }
@@ -275,8 +339,8 @@ impl ScanTables {
         if !any_lex {
             return false;
         }
-        for w in 0..self.n_words {
-            let mut m = self.live[base + w]
+        for w in 0..n_words {
+            let mut m = live[base + w]
                 & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w])
                 & self.lexicon_mask[w];
             while m != 0 {
@@ -368,6 +432,15 @@ impl TrieArrays {
         self.edge.len()
     }
 
+    /// Heap bytes held by the arrays (what sharing one trie saves per extra walker).
+    pub fn heap_bytes(&self) -> usize {
+        self.edge.len()
+            + self.depth.len() * 2
+            + self.size.len() * 4
+            + self.alias_off.len() * 4
+            + self.alias_ids.len() * 4
+    }
+
     /// The edge byte into node `i`.
     pub fn edge(&self, i: usize) -> u8 {
         self.edge[i]
@@ -428,15 +501,26 @@ enum Step {
     Frame,
 }
 
-/// Runs CI walks for one (scan tables, token trie) pair; immutable, `Sync`.
+/// Runs CI walks for one (scan tables, token trie) pair; immutable, `Sync`. The trie is
+/// held through an `Arc`: it depends on the vocabulary alone, so every walker of one
+/// vocabulary (one per role grammar) references a single copy.
 #[derive(Debug, Clone)]
 pub struct Walker {
     scan: ScanTables,
-    trie: TrieArrays,
+    trie: Arc<TrieArrays>,
 }
 
 impl Walker {
+    /// A walker owning its trie.
     pub fn new(scan: ScanTables, trie: TrieArrays) -> Self {
+        Walker {
+            scan,
+            trie: Arc::new(trie),
+        }
+    }
+
+    /// A walker over a shared trie (no copy of the trie arrays).
+    pub fn shared(scan: ScanTables, trie: Arc<TrieArrays>) -> Self {
         Walker { scan, trie }
     }
 
@@ -444,13 +528,14 @@ impl Walker {
         &self.scan
     }
 
-    pub fn trie(&self) -> &TrieArrays {
+    pub fn trie(&self) -> &Arc<TrieArrays> {
         &self.trie
     }
 
     /// Scan one byte `b` from `f` under A = `allowed` into `out` (`Walker.step`).
     fn step(&self, f: &Frame, b: u8, allowed: &[u64], out: &mut Frame, q: &mut Vec<u8>) -> Step {
         let sc = &self.scan;
+        let dfa_t: &ScanDfa = &sc.dfa;
         let mut dfa = f.dfa;
         out.rem.clear();
         out.rem.extend_from_slice(&f.rem);
@@ -461,12 +546,12 @@ impl Walker {
         let mut i = 0;
         while i < q.len() {
             let c = q[i];
-            let s2 = sc.trans[dfa as usize * 256 + c as usize];
+            let s2 = dfa_t.trans[dfa as usize * 256 + c as usize];
             if s2 != DEAD {
                 dfa = s2;
                 out.rem.push(c);
                 i += 1;
-                if sc.accepting[s2 as usize] {
+                if dfa_t.accepting[s2 as usize] {
                     la_len = out.rem.len() as i64;
                     la_st = s2;
                 }
@@ -520,12 +605,11 @@ impl Walker {
                 tr.n_nodes()
             ));
         }
-        if frame0.dfa as usize >= self.scan.n_states
-            || frame0.la_state as usize >= self.scan.n_states
-        {
+        let n_states = self.scan.n_states();
+        if frame0.dfa as usize >= n_states || frame0.la_state as usize >= n_states {
             return err(format!(
                 "scan frame states ({}, {}) out of range ({} states)",
-                frame0.dfa, frame0.la_state, self.scan.n_states
+                frame0.dfa, frame0.la_state, n_states
             ));
         }
         if frame0.la_len > frame0.rem.len() as i64 {

@@ -8,6 +8,7 @@
 //! Tables come from a real union DFA (`UnionDfa::build`) of a small SQL-like terminal set.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use grid_sql_core::lexer::{UnionDfa, DEAD, START};
 use grid_sql_core::walk::{
@@ -495,4 +496,61 @@ fn bad_inputs_are_errors() {
     assert_eq!(w, vec![1, (1 << 1) | (1 << 31)]);
     assert!(or_ids_into_words(&[64], &mut w).is_err());
     assert!(or_ids_into_words(&[-1], &mut w).is_err());
+}
+
+#[test]
+fn walkers_sharing_one_dfa_and_trie_equal_owned_ones() {
+    // Guides of one vocabulary share the trie and grammars over one lexer share the DFA
+    // (`Walker::shared`, `ScanTables::with_dfa`); the walks must not change, and walkers
+    // with different lexicons over the same shared parts must stay independent.
+    let toks = vocab();
+    let (tr, _) = trie(&toks);
+    let shared_trie = Arc::new(tr.clone());
+    let plain = tables(false);
+    let dfa = Arc::clone(plain.dfa());
+    let with_lex = tables(true);
+    let a = Walker::shared(
+        ScanTables::with_dfa(Arc::clone(&dfa), &bits(IGNORED), vec![]).unwrap(),
+        Arc::clone(&shared_trie),
+    );
+    let b = Walker::shared(
+        ScanTables::with_dfa(
+            Arc::clone(&dfa),
+            &bits(IGNORED),
+            vec![
+                (
+                    2,
+                    Lexicon::new(
+                        [
+                            b"Customer".to_vec(),
+                            b"city".to_vec(),
+                            b"c".to_vec(),
+                            b"\"x\"".to_vec(),
+                        ],
+                        true,
+                    ),
+                ),
+                (8, Lexicon::new([b"\"Odd one\"".to_vec()], false)),
+            ],
+        )
+        .unwrap(),
+        Arc::clone(&shared_trie),
+    );
+    assert!(Arc::ptr_eq(a.trie(), b.trie()) && Arc::ptr_eq(a.scan_tables().dfa(), &dfa));
+    let owned_a = Walker::new(plain, tr.clone());
+    let owned_b = Walker::new(with_lex, tr.clone());
+    let all = bits(&(0..11).collect::<Vec<_>>());
+    let mut differ = 0;
+    for f in &frames_from(&[b"", b"s", b"C", b"ci", b"\"Od", b" "], false) {
+        for allowed in [bits(&[2]), bits(&[2, 8]), all.clone()] {
+            let (sa, sb) = (
+                a.walk(0, f, &allowed).unwrap(),
+                b.walk(0, f, &allowed).unwrap(),
+            );
+            assert_eq!(sa, owned_a.walk(0, f, &allowed).unwrap());
+            assert_eq!(sb, owned_b.walk(0, f, &allowed).unwrap());
+            differ += usize::from(sa != sb);
+        }
+    }
+    assert!(differ > 0, "the lexicon must matter in some walk");
 }

@@ -4,7 +4,9 @@
 
 use grid_sql_core::lalr::{self, Production};
 use grid_sql_core::lexer::{BuildConfig, UnionDfa, DEFAULT_MAX_STATES};
-use grid_sql_core::walk::{Frame, Lexicon, ScanTables, TrieArrays, Walker};
+use std::sync::Arc;
+
+use grid_sql_core::walk::{Frame, Lexicon, ScanDfa as CoreScanDfa, ScanTables, TrieArrays, Walker};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -120,10 +122,104 @@ fn value_err(e: impl ToString) -> PyErr {
 /// One category lexicon as passed from Python: (terminal id, folded words, fold_bare_case).
 type LexiconSpec = (u32, Vec<Vec<u8>>, bool);
 
+/// The union-DFA side of the scan tables (`ScanDfa`), built once per lexer and shared by
+/// the walkers of every grammar over it.
+#[pyclass(frozen, module = "grid_sql._kernels")]
+struct ScanDfa {
+    inner: Arc<CoreScanDfa>,
+}
+
+#[pymethods]
+impl ScanDfa {
+    #[new]
+    #[pyo3(signature = (trans, accept, live, n_words, candidates))]
+    fn new(
+        py: Python<'_>,
+        trans: &[u8],
+        accept: &[u8],
+        live: &[u8],
+        n_words: usize,
+        candidates: Vec<Vec<u32>>,
+    ) -> PyResult<Self> {
+        let trans = le_words("trans", trans, u32::from_le_bytes)?;
+        let accept = le_words("accept", accept, u64::from_le_bytes)?;
+        let live = le_words("live", live, u64::from_le_bytes)?;
+        let inner = py
+            .detach(move || CoreScanDfa::new(trans, &accept, live, n_words, candidates))
+            .map_err(value_err)?;
+        Ok(ScanDfa {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Number of union-DFA states.
+    #[getter]
+    fn n_states(&self) -> usize {
+        self.inner.n_states()
+    }
+
+    /// Terminal bitset words per state.
+    #[getter]
+    fn n_words(&self) -> usize {
+        self.inner.n_words()
+    }
+
+    /// Heap bytes of the tables.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.heap_bytes()
+    }
+}
+
+/// The token trie arrays (`TrieArrays`), built once per token trie and shared by the walkers
+/// of every grammar over that vocabulary.
+#[pyclass(frozen, module = "grid_sql._kernels")]
+struct TokenTrieArrays {
+    inner: Arc<TrieArrays>,
+}
+
+#[pymethods]
+impl TokenTrieArrays {
+    #[new]
+    #[pyo3(signature = (edge, depth, size, alias_offsets, alias_ids))]
+    fn new(
+        py: Python<'_>,
+        edge: &[u8],
+        depth: &[u8],
+        size: &[u8],
+        alias_offsets: &[u8],
+        alias_ids: &[u8],
+    ) -> PyResult<Self> {
+        let edge = edge.to_vec();
+        let depth = le_words("depth", depth, u16::from_le_bytes)?;
+        let size = le_words("size", size, u32::from_le_bytes)?;
+        let alias_off = le_words("alias_offsets", alias_offsets, u32::from_le_bytes)?;
+        let alias_ids = le_words("alias_ids", alias_ids, i32::from_le_bytes)?;
+        let inner = py
+            .detach(move || TrieArrays::new(edge, depth, size, alias_off, alias_ids))
+            .map_err(value_err)?;
+        Ok(TokenTrieArrays {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Number of trie nodes.
+    #[getter]
+    fn n_nodes(&self) -> usize {
+        self.inner.n_nodes()
+    }
+
+    /// Heap bytes of the arrays.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.heap_bytes()
+    }
+}
+
 /// The cold trie walk of one (grammar runtime, token trie) pair (`grid_sql/mask/walk.py`).
 ///
-/// Built once from the scan tables and the trie arrays (all little-endian byte buffers);
-/// `walk` releases the GIL.
+/// Built from a shared [`ScanDfa`], the grammar's ignored set and lexicons, and a shared
+/// [`TokenTrieArrays`]: only the lexicons are per walker. `walk` releases the GIL.
 #[pyclass(frozen, module = "grid_sql._kernels")]
 struct TrieWalker {
     inner: Walker,
@@ -132,41 +228,23 @@ struct TrieWalker {
 #[pymethods]
 impl TrieWalker {
     #[new]
-    #[pyo3(signature = (trans, accept, live, n_words, candidates, ignored, lexicons, edge, depth, size, alias_offsets, alias_ids))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (dfa, ignored, lexicons, trie))]
     fn new(
         py: Python<'_>,
-        trans: &[u8],
-        accept: &[u8],
-        live: &[u8],
-        n_words: usize,
-        candidates: Vec<Vec<u32>>,
+        dfa: &ScanDfa,
         ignored: &[u8],
         lexicons: Vec<LexiconSpec>,
-        edge: Vec<u8>,
-        depth: &[u8],
-        size: &[u8],
-        alias_offsets: &[u8],
-        alias_ids: &[u8],
+        trie: &TokenTrieArrays,
     ) -> PyResult<Self> {
-        let trans = le_words("trans", trans, u32::from_le_bytes)?;
-        let accept = le_words("accept", accept, u64::from_le_bytes)?;
-        let live = le_words("live", live, u64::from_le_bytes)?;
         let ignored = le_words("ignored", ignored, u64::from_le_bytes)?;
-        let depth = le_words("depth", depth, u16::from_le_bytes)?;
-        let size = le_words("size", size, u32::from_le_bytes)?;
-        let alias_off = le_words("alias_offsets", alias_offsets, u32::from_le_bytes)?;
-        let alias_ids = le_words("alias_ids", alias_ids, i32::from_le_bytes)?;
+        let (dfa, trie) = (Arc::clone(&dfa.inner), Arc::clone(&trie.inner));
         let inner = py.detach(move || -> Result<Walker, String> {
             let lex = lexicons
                 .into_iter()
                 .map(|(t, words, fold)| (t, Lexicon::new(words, fold)))
                 .collect();
-            let scan = ScanTables::new(trans, &accept, live, n_words, candidates, &ignored, lex)
-                .map_err(|e| e.to_string())?;
-            let trie = TrieArrays::new(edge, depth, size, alias_off, alias_ids)
-                .map_err(|e| e.to_string())?;
-            Ok(Walker::new(scan, trie))
+            let scan = ScanTables::with_dfa(dfa, &ignored, lex).map_err(|e| e.to_string())?;
+            Ok(Walker::shared(scan, trie))
         });
         Ok(TrieWalker {
             inner: inner.map_err(PyValueError::new_err)?,
@@ -260,6 +338,8 @@ fn _kernels(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_union_dfa, m)?)?;
     m.add_function(wrap_pyfunction!(dfa_scan, m)?)?;
     m.add_function(wrap_pyfunction!(build_lalr, m)?)?;
+    m.add_class::<ScanDfa>()?;
+    m.add_class::<TokenTrieArrays>()?;
     m.add_class::<TrieWalker>()?;
     m.add("DEFAULT_MAX_STATES", DEFAULT_MAX_STATES)?;
     m.add("DEAD_STATE", grid_sql_core::lexer::DEAD)?;
