@@ -39,25 +39,11 @@ from ..errors import (
     StatementTimeout,
     WriteRefused,
 )
+from ..policy.checker import sqlglot_read
+from ..policy.checker import statement_verb as node_verb
 from ..policy.model import Policy
 from ..schema.introspect import connect, dialect_name
 
-_SQLGLOT = {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite"}
-
-# Statement node → verb; anything not listed (PRAGMA, ATTACH, SET, COPY, ...) is "other".
-_VERBS: tuple[tuple[type[exp.Expr], str], ...] = (
-    (exp.Insert, "insert"),
-    (exp.Update, "update"),
-    (exp.Delete, "delete"),
-    (exp.Merge, "merge"),
-    (exp.TruncateTable, "truncate"),
-    (exp.Create, "create"),
-    (exp.Drop, "drop"),
-    (exp.Alter, "alter"),
-    (exp.Grant, "grant"),
-    (exp.Revoke, "revoke"),
-    (exp.Query, "select"),
-)
 _PG_TIMEOUT_SQLSTATE = "57014"
 _MY_TIMEOUT_ERRNOS = frozenset({1969, 3024})  # MariaDB max_statement_time, MySQL max_execution_time
 
@@ -77,7 +63,8 @@ class Execution:
 
 
 def statement_verb(sql: str, dialect: str) -> str:
-    """The verb of the single statement in ``sql`` (``select``, ``insert``, ...; ``other``).
+    """The verb of the single statement in ``sql`` (``select``, ``insert``, ..., ``write_cte``;
+    ``policy.checker.statement_verb``).
 
     Raises :class:`StatementError` for an empty text, several statements, or SQL sqlglot
     cannot parse: execution is fail-closed, so a statement whose kind we cannot tell never runs.
@@ -85,7 +72,7 @@ def statement_verb(sql: str, dialect: str) -> str:
     if not sql or not sql.strip():
         raise StatementError("no SQL statement to execute (empty text)")
     try:
-        parsed = [s for s in sqlglot.parse(sql, read=_SQLGLOT.get(dialect, dialect)) if s]
+        parsed = [s for s in sqlglot.parse(sql, read=sqlglot_read(dialect)) if s]
     except (ParseError, TokenError) as exc:
         raise StatementError(f"cannot parse the SQL to execute ({dialect}): {exc}") from exc
     if len(parsed) != 1:
@@ -99,14 +86,10 @@ def statement_verb(sql: str, dialect: str) -> str:
             f"the statement has bind parameter(s) {', '.join(params)} and no values to bind: "
             "nothing was run"
         )
-    for node, verb in _VERBS:
-        if isinstance(stmt, node):
-            if verb == "select" and _writes_in_query(stmt):
-                return "write_cte"
-            return verb
-    if isinstance(stmt, exp.Command):
-        return str(stmt.name).lower() or "other"
-    return type(stmt).__name__.lower()
+    verb = node_verb(stmt)
+    if verb == "select" and _writes_in_query(stmt):
+        return "write_cte"
+    return verb
 
 
 def _parameters(stmt: exp.Expr, dialect: str) -> list[str]:
@@ -125,7 +108,7 @@ def _parameters(stmt: exp.Expr, dialect: str) -> list[str]:
 def bind_parameters(sql: str, dialect: str) -> list[str]:
     """The bind parameters of ``sql`` (empty when it has none or does not parse)."""
     try:
-        parsed = [s for s in sqlglot.parse(sql, read=_SQLGLOT.get(dialect, dialect)) if s]
+        parsed = [s for s in sqlglot.parse(sql, read=sqlglot_read(dialect)) if s]
     except (ParseError, TokenError):
         return []
     return sorted({p for stmt in parsed for p in _parameters(stmt, dialect)})

@@ -84,6 +84,24 @@ _STATEMENT_KIND: tuple[tuple[type[exp.Expr], str], ...] = (
     (exp.Query, "select"),
 )
 
+
+def sqlglot_read(dialect: str) -> str:
+    """sqlglot's ``read=`` for one of our dialects (unknown names passed through)."""
+    return _SQLGLOT_DIALECT.get(dialect, dialect)
+
+
+def statement_verb(stmt: exp.Expr) -> str:
+    """The verb of a parsed statement (``select``, ``insert``, ..., ``pragma``); a raw
+    command is named by its first word, any other node kind after its sqlglot class — never
+    ``select``, so callers that treat unknown kinds as writes (the executor) fail closed."""
+    if isinstance(stmt, exp.Command):
+        return str(stmt.this).split()[0].lower() if stmt.this else "command"
+    for cls, name in _STATEMENT_KIND:
+        if isinstance(stmt, cls):
+            return name
+    return type(stmt).__name__.lower()
+
+
 # Token sequences (upper-cased keywords, outside strings and quoted names) that mark clauses
 # sqlglot may not parse at all (MySQL's INTO OUTFILE, LOAD DATA).
 _CLAUSE_TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -436,13 +454,7 @@ class _Run:
         return any(f.kind != "unknown_function" for f in found)
 
     def _verb(self, stmt: exp.Expr) -> str:
-        """The statement verb; unrecognised node kinds are named after their sqlglot class."""
-        if isinstance(stmt, exp.Command):
-            return str(stmt.this).split()[0].lower() if stmt.this else "command"
-        for cls, name in _STATEMENT_KIND:
-            if isinstance(stmt, cls):
-                return name
-        return type(stmt).__name__.lower()
+        return statement_verb(stmt)
 
     def _clauses(self, stmt: exp.Expr) -> None:
         for node in stmt.walk():
