@@ -465,6 +465,10 @@ def make_asker(db: Path, backend: Backend, max_tokens: int, *, scopes: bool) -> 
     opt = scope_option_name()
     if opt is not None:
         kw: dict[str, Any] = {opt: scopes}
+        # the arms measure the model's repair round: the Asker's deterministic autofix (on by
+        # default since it exists) is off here; bench/autofix_offline.py measures it
+        if "autofix" in inspect.signature(Asker.__init__).parameters:
+            kw["autofix"] = False
         return Asker(db, model=backend, audit=False, max_tokens=max_tokens, **kw)
     try:
         from grid_sql.policy.scopes import role_scopes

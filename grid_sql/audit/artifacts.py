@@ -30,10 +30,14 @@ from ..errors import AuditError, GridSQLError
 from ..grammar.ir import Grammar, RoleProjection, Terminal
 from ..grammar.lexicon import SchemaLexicon
 from ..mask.vocab import Vocabulary
+from ..policy.model import Policy, TablePolicy
+from ..schema.model import SchemaSnapshot
 from .log import ArtifactRefs
 
 KIND_GRAMMAR = "grammar"
 KIND_VOCAB = "tokenizer"
+KIND_SCHEMA = "schema"
+KIND_POLICY = "policy"
 _VOCAB_MAGIC = b"GSAvocab\x01"
 
 
@@ -234,6 +238,69 @@ def rebuild_vocab(art: Artifact) -> Vocabulary:
             f"{v.fingerprint[:16]}: the archived vocabulary was altered"
         )
     return v
+
+
+# ---------------------------------------------------------------------------- schema, policy
+# Archived only for records whose SQL was autofixed (grid_sql/policy/autofix.py): the fix is a
+# function of (statement, schema snapshot, policy, role grammar), so with both archived a
+# verifier re-derives it instead of trusting the sealed edits.
+
+
+def schema_artifact(snapshot: SchemaSnapshot) -> Artifact:
+    raw = snapshot.canonical_json().encode("utf-8")
+    return Artifact(snapshot.fingerprint, KIND_SCHEMA, zlib.compress(raw, 9))
+
+
+def rebuild_schema(art: Artifact) -> SchemaSnapshot:
+    """The exact snapshot an artifact describes; raises AuditError if it was altered."""
+    try:
+        snap = SchemaSnapshot.from_dict(json.loads(zlib.decompress(art.payload)))
+    except (ValueError, KeyError, TypeError, AssertionError, zlib.error) as e:
+        raise AuditError(f"schema artifact {art.fingerprint[:16]} is unreadable: {e}") from e
+    if snap.fingerprint != art.fingerprint:
+        raise AuditError(
+            f"schema artifact {art.fingerprint[:16]} rebuilds to fingerprint "
+            f"{snap.fingerprint[:16]}: the archived schema was altered"
+        )
+    return snap
+
+
+def policy_artifact(policy: Policy) -> Artifact:
+    raw = json.dumps(policy.to_dict(), sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return Artifact(policy.fingerprint, KIND_POLICY, zlib.compress(raw, 9))
+
+
+def rebuild_policy(art: Artifact) -> Policy:
+    """The exact effective policy an artifact describes (provenance is not archived: it
+    explains, it does not decide); raises AuditError if it was altered."""
+    try:
+        d = json.loads(zlib.decompress(art.payload))
+        pol = Policy(
+            dialect=d["dialect"],
+            role=d["role"],
+            default_schema=d["default_schema"],
+            tables=tuple(
+                TablePolicy(
+                    schema=t["schema"],
+                    name=t["name"],
+                    kind=t["kind"],
+                    verbs=frozenset(t["verbs"]),
+                    columns=tuple((c, frozenset(v)) for c, v in t["columns"]),
+                )
+                for t in d["tables"]
+            ),
+            statement_verbs=frozenset(d["statement_verbs"]),
+            banned_functions=frozenset(d["banned_functions"]),
+            banned_clauses=frozenset(d["banned_clauses"]),
+        )
+    except (ValueError, KeyError, TypeError, zlib.error) as e:
+        raise AuditError(f"policy artifact {art.fingerprint[:16]} is unreadable: {e}") from e
+    if pol.fingerprint != art.fingerprint:
+        raise AuditError(
+            f"policy artifact {art.fingerprint[:16]} rebuilds to fingerprint "
+            f"{pol.fingerprint[:16]}: the archived policy was altered"
+        )
+    return pol
 
 
 def refs_for(

@@ -260,12 +260,19 @@ class AuditLog:
         flags: Iterable[str] = (),
         dialect: str = "",
         sealed_at_ns: int | None = None,
+        autofix: Mapping[str, Any] | None = None,
     ) -> AuditRecord:
         """Close the chain: hash the seal (head included) into the ``audit_id``.
 
         ``mode`` is ``"loop"`` (paper mode 1) or ``"processor"`` (mode 2, where termination
         weakens to EOS-only-at-ACCEPT); ``flags`` records further downgrades or options
         (e.g. ``"truncation-possible"``), stored sorted.
+
+        ``autofix`` (``{"generated_sql": ..., "edits": [[start, end, old, new, kind], ...]}``)
+        when the checker's deterministic fixes turned the generated statement into
+        ``final_sql`` (grid_sql/policy/autofix.py): the tokens then spell ``generated_sql``,
+        and ``verify`` re-derives ``final_sql`` from it. Absent otherwise, so seals of
+        unfixed generations are unchanged.
         """
         if self._sealed is not None:
             raise AuditError("the audit log is already sealed")
@@ -294,6 +301,14 @@ class AuditLog:
             "started_at_ns": self.started_at_ns,
             "sealed_at_ns": time.time_ns() if sealed_at_ns is None else int(sealed_at_ns),
         }
+        if autofix is not None:
+            edits = autofix.get("edits")
+            if not isinstance(autofix.get("generated_sql"), str) or not edits:
+                raise AuditError("an autofix seal needs the generated SQL and its edits")
+            seal["autofix"] = {
+                "generated_sql": str(autofix["generated_sql"]),
+                "edits": [list(e) for e in edits],
+            }
         rec = AuditRecord(
             audit_id=seal_hash(seal),
             seal=seal,

@@ -28,7 +28,16 @@ from ..decode.records import StepKind, StepRecord
 from ..errors import AuditError
 from ..grammar.ir import Grammar
 from ..mask.vocab import Vocabulary
-from .artifacts import Artifact, grammar_artifact, l1_grammar_of, vocab_artifact
+from ..policy.model import Policy
+from ..schema.model import SchemaSnapshot
+from .artifacts import (
+    Artifact,
+    grammar_artifact,
+    l1_grammar_of,
+    policy_artifact,
+    schema_artifact,
+    vocab_artifact,
+)
 from .log import AuditRecord
 
 ENV_VAR = "GRID_SQL_AUDIT_DB"
@@ -280,13 +289,28 @@ class AuditStore:
         *,
         grammar: Grammar | None = None,
         vocab: Vocabulary | None = None,
+        schema: SchemaSnapshot | None = None,
+        policy: Policy | None = None,
     ) -> str:
-        """Persist a sealed record (and, if given, the artifacts it names); returns its id."""
+        """Persist a sealed record (and, if given, the artifacts it names); returns its id.
+
+        ``schema`` and ``policy`` are archived when given (the Asker gives them for autofixed
+        records, whose fix ``verify`` then re-derives)."""
         refs = record.artifacts
         if grammar is not None and vocab is not None:
             if grammar.fingerprint != refs.grammar or vocab.fingerprint != refs.tokenizer:
                 raise AuditError("the grammar/vocabulary given are not the ones the seal names")
             self.archive_guide(grammar, vocab)
+        extra: list[tuple[Artifact, str | None]] = []
+        if schema is not None:
+            extra.append((schema_artifact(schema), refs.schema))
+        if policy is not None:
+            extra.append((policy_artifact(policy), refs.policy))
+        for art, named in extra:
+            if art.fingerprint != named:
+                raise AuditError(f"the {art.kind} given is not the one the seal names")
+            if not self.has_artifact(art.fingerprint):
+                self.archive(art)
         links = record.links
         if len(links) != len(record.steps):
             raise AuditError("a record to append must carry one link per step")

@@ -316,12 +316,87 @@ class Verifier:
                 return
             m.accept_token(tok)
             rep.replayed = pos + 1
-        self._check_end(rec, m, rep)
+        self._check_end(rec, m, rep, guide.grammar)
 
-    def _check_end(self, rec: AuditRecord, m: Matcher, rep: VerifyReport) -> None:
+    def _check_autofix(self, rec: AuditRecord, grammar: Grammar, rep: VerifyReport) -> str:
+        """The generated SQL an autofixed seal claims (what the tokens must spell), after
+        checking that the sealed edits turn it into the sealed final SQL, that the result is
+        in the role grammar, and — when the schema and policy are archived — that autofix
+        re-derives exactly these edits from the generated SQL."""
+        from ..parser.incremental import accepts
+        from ..policy.autofix import autofix, replay_edits
+
+        seal = rec.seal
+        fix = seal.get("autofix")
+        final = str(seal.get("final_sql", ""))
+        if not isinstance(fix, dict):
+            rep.add(Divergence(None, "autofix", "an object", type(fix).__name__))
+            return final
+        generated = str(fix.get("generated_sql", ""))
+        edits = fix.get("edits")
+        derived = replay_edits(generated, edits) if isinstance(edits, list) else None
+        if derived is None or derived != final:
+            rep.add(
+                Divergence(
+                    None,
+                    "final_sql",
+                    repr(final[:80]),
+                    repr((derived or "(edits do not apply)")[:80]),
+                    "the sealed SQL is not the generated SQL with the sealed autofix edits",
+                )
+            )
+            return generated
+        if not accepts(grammar, final.encode("utf-8")):
+            rep.add(
+                Divergence(
+                    None,
+                    "final_sql",
+                    "a sentence of the role grammar",
+                    "outside it",
+                    "an autofixed statement must stay in the language the mask enforced",
+                )
+            )
+        refs = rec.artifacts
+        if (
+            refs.schema
+            and refs.policy
+            and self.store.has_artifact(refs.schema)
+            and (self.store.has_artifact(refs.policy))
+        ):
+            from ..policy.checker import Checker
+            from .artifacts import rebuild_policy, rebuild_schema
+
+            try:
+                snap = rebuild_schema(self.store.artifact(refs.schema))
+                pol = rebuild_policy(self.store.artifact(refs.policy))
+            except AuditError as e:
+                rep.add(Divergence(None, "artifacts", "archived schema and policy", str(e)))
+                return generated
+            again = autofix(generated, Checker(snap, pol), grammar, partial=False)
+            want = [e.as_list() for e in again.edits]
+            if not again.complete or again.fixed != final or want != [list(e) for e in edits or []]:
+                rep.add(
+                    Divergence(
+                        None,
+                        "autofix",
+                        repr(final[:80]),
+                        repr((again.fixed or f"no fix ({again.dropped})")[:80]),
+                        "autofix on the generated SQL with the archived schema and policy "
+                        "does not give the sealed edits",
+                    )
+                )
+        else:
+            rep.warnings.append(
+                "the autofix edits were replayed but not re-derived (schema or policy not archived)"
+            )
+        return generated
+
+    def _check_end(self, rec: AuditRecord, m: Matcher, rep: VerifyReport, grammar: Grammar) -> None:
         seal = rec.seal
         text = m.text().decode("utf-8", errors="replace")
         final = str(seal.get("final_sql", ""))
+        if "autofix" in seal:
+            final = self._check_autofix(rec, grammar, rep)
         if final != text and _norm(final) != _norm(text):
             rep.add(
                 Divergence(

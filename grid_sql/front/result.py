@@ -26,15 +26,26 @@ class Repair:
     """One rejected statement and why: the SQL the checker refused and its violation messages.
 
     ``round`` is 0 for the first generation and 1 for the repair round, so the history reads in
-    order; the violations are the one-sentence messages quoted back to the model.
+    order; the violations are the one-sentence messages quoted back to the model. ``kind`` is
+    ``"checker"`` when the statement went back to the model, ``"autofix"`` when the checker's
+    deterministic fixes resolved every violation instead: ``edits`` then lists each text edit
+    (``start``, ``end``, ``old``, ``new``, ``kind``, ``reason``) applied to ``sql``.
     """
 
     sql: str
     violations: list[str]
     round: int
+    kind: str = "checker"
+    edits: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sql": self.sql, "violations": list(self.violations), "round": self.round}
+        return {
+            "sql": self.sql,
+            "violations": list(self.violations),
+            "round": self.round,
+            "kind": self.kind,
+            "edits": [dict(e) for e in self.edits],
+        }
 
 
 @dataclass
@@ -166,8 +177,11 @@ class AskResult:
             f"stop {self.stop_reason}",
             f"{len(self.rows)} row(s)" + (" (truncated)" if self.truncated else ""),
         ]
-        if self.repairs:
-            parts.append(f"{len(self.repairs)} repaired attempt(s)")
+        fixed = sum(r.kind == "autofix" for r in self.repairs)
+        if len(self.repairs) > fixed:
+            parts.append(f"{len(self.repairs) - fixed} repaired attempt(s)")
+        if fixed:
+            parts.append("autofixed (schema-certain edits)")
         if "generation" in t:
             parts.append(f"generation {t['generation']:.2f}s")
         if "execution" in t:

@@ -1,0 +1,89 @@
+"""The Asker's autofix path end to end with the real SmolLM2-135M: a wrong-alias statement
+(the model copies a few-shot example that has one) is fixed without a repair round, shown in
+the result, sealed with its edits, and re-derived by ``audit verify``; with ``autofix=False``
+the typed refusal is unchanged."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+from grid_sql.errors import PolicyViolation
+from grid_sql.front.ask import Asker
+from grid_sql.front.prompt import Example
+
+SCHEMA = """
+CREATE TABLE artist (artist_id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE album (album_id INTEGER PRIMARY KEY, title TEXT NOT NULL,
+                    artist_id INTEGER REFERENCES artist(artist_id));
+INSERT INTO artist VALUES (1, 'AC/DC'), (2, 'Accept');
+INSERT INTO album VALUES (1, 'Back in Black', 1), (2, 'Balls to the Wall', 2);
+"""
+QUESTION = "Which artist made each album?"
+WRONG = "SELECT T1.title, T1.name FROM album AS T1 JOIN artist AS T2 ON T1.artist_id = T2.artist_id"
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    from grid_sql.decode.models import cached_path
+
+    if not cached_path("smollm2-135m").is_file():
+        msg = "smollm2-135m is not cached (make models)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    from grid_sql.decode.backend import load_backend
+
+    return load_backend("smollm2-135m", backend="llama.cpp")
+
+
+@pytest.fixture(scope="module")
+def asker(tmp_path_factory, smollm2):
+    from grid_sql.audit import AuditStore
+
+    d = tmp_path_factory.mktemp("autofix")
+    con = sqlite3.connect(d / "music.sqlite")
+    con.executescript(SCHEMA)
+    con.commit()
+    con.close()
+    store = AuditStore(d / "audit.sqlite")
+    return Asker(
+        d / "music.sqlite",
+        model=smollm2,
+        audit=store,
+        max_tokens=48,
+        examples=[Example(QUESTION, WRONG)],
+    )
+
+
+def test_wrong_alias_is_autofixed_sealed_and_verified(asker):
+    from grid_sql.audit import Verifier
+
+    res = asker.ask(QUESTION)
+    (rep,) = res.repairs
+    generated = rep.sql
+    assert generated.rstrip(";").strip() == WRONG  # greedy: the model copies its example
+    assert rep.kind == "autofix" and rep.round == 0 and "has no column `name`" in rep.violations[0]
+    assert [(e["old"], e["new"], e["kind"]) for e in rep.edits] == [
+        ("T1.name", "T2.name", "requalify")
+    ]
+    assert res.sql.startswith(WRONG.replace("T1.name", "T2.name"))
+    assert sorted(res.rows) == [("Back in Black", "AC/DC"), ("Balls to the Wall", "Accept")]
+    assert res.to_dict()["repairs"][0]["kind"] == "autofix"
+    assert "autofixed" in res.audit_summary()
+    store = asker.audit
+    record = store.get(res.audit_id)
+    assert record.final_sql == res.sql and record.seal["autofix"]["generated_sql"] == generated
+    report = Verifier(store).verify(res.audit_id)
+    assert report.ok and not report.warnings, report.describe()
+
+
+def test_without_autofix_the_refusal_is_unchanged(asker):
+    with pytest.raises(PolicyViolation) as info:
+        asker.generate_sql(QUESTION, autofix=False, repair=False)
+    err = info.value
+    assert err.sql.rstrip(";").strip() == WRONG  # type: ignore[attr-defined]
+    assert [v.kind for v in err.violations] == ["unknown_column"]
+    assert [r.kind for r in err.repairs] == ["checker"]  # type: ignore[attr-defined]
