@@ -71,6 +71,12 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 SPIDER_DIR = Path("/work/shared/data/spider")
 CHINOOK_QUESTIONS = Path(__file__).resolve().parent / "chinook_questions.json"
 ARMS = ("unconstrained", "constrained", "repair", "scope", "scope+repair")
+# Deterministic autofix (issue #8 §1), both on the recorded ``scope`` first round of the same
+# --out file (greedy: a re-run would spell the same statement): the model runs only where
+# autofix leaves a refusal. ``autofix+repair`` repairs the statement as generated;
+# ``partial-autofix+repair`` first applies the certain edits when only some violations
+# have one, and repairs the partly fixed statement.
+AUTOFIX_ARMS = ("autofix+repair", "partial-autofix+repair")
 DEFAULT_ARMS = ("unconstrained", "constrained", "repair")
 # (first-round arm, final arm, scope-aware masks on): each pair is one generate_sql call
 ARM_PAIRS = (("constrained", "repair", False), ("scope", "scope+repair", True))
@@ -365,6 +371,86 @@ def run_constrained(
     return b, c
 
 
+def run_autofix_repair(
+    asker: Asker, q: Question, first: dict[str, Any], max_tokens: int, *, partial: bool
+) -> dict[str, Any]:
+    """An autofix arm for ``q`` from its recorded ``scope`` first round (``first``).
+
+    Not refused there: the same statement. Refused: autofix on it (as the Asker does); when
+    every violation has a certain fix that is the answer, with no model call; otherwise one
+    repair round (``Asker.repair_messages`` on the statement, or with ``partial`` on the
+    partly fixed one, generated under the Asker's guide), whose statement gets autofix again
+    like any round. Tokens and seconds add the recorded first round's.
+    """
+    from grid_sql.front.execute import bind_parameters
+    from grid_sql.policy.autofix import autofix
+
+    base: dict[str, Any] = {
+        "first_commit": first.get("commit"),
+        "generated_sql": first.get("generated_sql"),
+        "tokens": first["tokens"],
+        "seconds": first["seconds"],
+        "truncated": bool(first["truncated"]),
+        "error": None,
+        "autofix": None,
+        "repaired": False,
+    }
+    sql0 = first.get("generated_sql")
+    if not first.get("refused") or not sql0:
+        return {
+            **base,
+            "sql": first["sql"],
+            "refused": bool(first.get("refused")),
+            "error": first.get("error"),
+        }
+    mode = asker._mode(False)
+
+    def fixed_or_none(sql: str) -> tuple[str | None, list[Any], Any]:
+        found = mode.checker.check(sql)
+        if not found and not bind_parameters(sql, asker.dialect):
+            return sql, [], None
+        if not found:
+            return None, [], None
+        af = autofix(sql, mode.checker, mode.grammar, found, partial=False)
+        if af.complete and af.fixed is not None:
+            return af.fixed, [], af
+        return None, found, af
+
+    done, found, af = fixed_or_none(sql0)
+    if done is not None:
+        return {
+            **base,
+            "sql": done,
+            "refused": False,
+            "autofix": {"round": 0, "edits": [e.to_dict() for e in af.edits]},
+        }
+    start = sql0
+    if partial and found:
+        part = autofix(sql0, mode.checker, mode.grammar, found, partial=True)
+        if part.fixed is not None:
+            start = part.fixed
+            base["autofix"] = {
+                "round": 0,
+                "partial": True,
+                "edits": [e.to_dict() for e in part.edits],
+            }
+    msgs = asker.repair_messages(q.question, start)
+    gen = asker._generate(msgs, max_tokens, mode)
+    base["tokens"] += gen.n_tokens
+    base["seconds"] += gen.seconds
+    base["repaired"] = True
+    base["repair_sql"] = gen.sql
+    done, found, af = fixed_or_none(gen.sql)
+    if af is not None and done is not None:
+        base["autofix"] = {"round": 1, "edits": [e.to_dict() for e in af.edits]}
+    return {
+        **base,
+        "sql": done,
+        "refused": done is None,
+        "violation_kinds": sorted({v.kind for v in found}),
+    }
+
+
 def engine_trace(exc: BaseException) -> str:
     """The grid_sql frames of an engine error's stack, its innermost frame and the error
     (the report quotes it; sqlglot's hundreds of recursive frames are left out)."""
@@ -452,7 +538,9 @@ def scope_option_name() -> str | None:
     return next((o for o in SCOPE_OPTIONS if o in params), None)
 
 
-def make_asker(db: Path, backend: Backend, max_tokens: int, *, scopes: bool) -> Asker:
+def make_asker(
+    db: Path, backend: Backend, max_tokens: int, *, scopes: bool, autofix: bool = False
+) -> Asker:
     """The arm's Asker: audit off, repair available, scope-aware masks ``scopes``.
 
     Through the Asker's own option when it has one; otherwise the role grammar is swapped for
@@ -468,7 +556,7 @@ def make_asker(db: Path, backend: Backend, max_tokens: int, *, scopes: bool) -> 
         # the arms measure the model's repair round: the Asker's deterministic autofix (on by
         # default since it exists) is off here; bench/autofix_offline.py measures it
         if "autofix" in inspect.signature(Asker.__init__).parameters:
-            kw["autofix"] = False
+            kw["autofix"] = autofix
         return Asker(db, model=backend, audit=False, max_tokens=max_tokens, **kw)
     try:
         from grid_sql.policy.scopes import role_scopes
@@ -521,8 +609,12 @@ def evaluate(
     spider_dir: Path = SPIDER_DIR,
     log: Any = None,
     label: str | None = None,
+    first_round: Path | None = None,
 ) -> int:
     """Run the missing (question, arm) pairs; returns how many records were written.
+
+    ``first_round``: the file whose ``scope`` records the autofix arms start from (default
+    ``out``).
 
     ``model`` is what :func:`load_backend` resolves (registry name or GGUF path); ``label``
     names it in the records (default ``model``).
@@ -531,6 +623,11 @@ def evaluate(
 
     name = label or model
     have = done_keys(read_jsonl(out), name)
+    firsts = {
+        r["qid"]: r
+        for r in read_jsonl(first_round or out)
+        if r.get("model") == name and r["arm"] == "scope"
+    }
     todo = [q for q in questions if any((q.qid, a) not in have for a in arms)]
     if not todo:
         return 0
@@ -553,6 +650,26 @@ def evaluate(
             if a is None:
                 a = askers[key] = make_asker(db, backend, max_tokens, scopes=scoped[first])
             return a
+
+        for arm in (a for a in AUTOFIX_ARMS if a in arms and (q.qid, a) not in have):
+            first_rec = firsts.get(q.qid)
+            if first_rec is None:
+                if log is not None:
+                    print(f"q{q.qid}: no scope record to start from; {arm} skipped", file=log)
+                continue
+            r = run_autofix_repair(
+                asker_for("scope"), q, first_rec, max_tokens, partial=arm.startswith("partial")
+            )
+            gold = run_sqlite(db, q.gold)
+            rec = _record(q, arm, name, **r, **_score(q, db, r["sql"], gold))
+            rec.update(question=q.question, gold=q.gold, commit=commit)
+            append_jsonl(out, [rec])
+            written += 1
+            if log is not None:
+                mark = "EX" if rec["ex"] else ("ok" if rec["executes"] else "--")
+                print(f"[{i}/{len(todo)}] q{q.qid} {q.db_id}: {arm}:{mark}", file=log, flush=True)
+        if not any(a in ARMS for a in arms):
+            continue
 
         gold_rows = run_sqlite(db, q.gold)
         recs: list[dict[str, Any]] = []
@@ -817,10 +934,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--ids", type=int, nargs="*", help="dev.json indices (overrides --n)")
     ap.add_argument("--max-tokens", type=int, default=256)
-    ap.add_argument("--arms", nargs="*", default=list(DEFAULT_ARMS), choices=ARMS)
+    ap.add_argument("--arms", nargs="*", default=list(DEFAULT_ARMS), choices=ARMS + AUTOFIX_ARMS)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--spider-dir", type=Path, default=SPIDER_DIR)
     ap.add_argument("--report", action="store_true", help="render the table from --out")
+    ap.add_argument(
+        "--first-round",
+        type=Path,
+        default=None,
+        help="the autofix arms start from this file's scope records (default --out)",
+    )
     ap.add_argument(
         "--refusal-places",
         action="store_true",
@@ -881,6 +1004,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spider_dir=args.spider_dir,
         log=sys.stderr,
         label=args.label,
+        first_round=args.first_round,
     )
     sys.stdout.write(report(read_jsonl(out), name, report_arms))
     return 0
