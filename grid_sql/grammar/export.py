@@ -112,6 +112,18 @@ def _lark_name(n: str, prefix: str) -> str:
     return prefix + n if n.startswith("_") else n
 
 
+def _same_regex_aliases(g: Grammar, terms: list[Terminal]) -> dict[str, str]:
+    """Terminal name -> the first (by name) terminal with the same regex, for terminals
+    without a lexicon: those the exports may write as one lexeme without changing the
+    language (lexicon terminals differ by their word sets, ignored ones by their role)."""
+    alias: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for t in sorted(terms, key=lambda t: t.name):
+        if not t.ignored and _lexicon_words(g, t) is None:
+            alias[t.name] = first.setdefault(t.pattern, t.name)
+    return alias
+
+
 def to_llguidance_lark(grammar: Grammar, *, merge_same_regex: bool = False) -> GrammarExport:
     """The grammar in llguidance's Lark dialect (also what vLLM's ``guidance`` backend takes).
 
@@ -137,18 +149,12 @@ def to_llguidance_lark(grammar: Grammar, *, merge_same_regex: bool = False) -> G
     ]
     terms = _exported_terminals(g)
     names = {t.name for t in g.terminals}
-    alias: dict[str, str] = {}
-    if merge_same_regex:
-        first: dict[str, str] = {}
-        for t in sorted(terms, key=lambda t: t.name):
-            if not t.ignored and _lexicon_words(g, t) is None:
-                alias[t.name] = first.setdefault(t.pattern, t.name)
-        merged = sorted(k for k, a in alias.items() if k != a)
-        if merged:
-            notes.append(
-                "terminals with identical regexes merged into one lexeme "
-                f"({', '.join(f'{k}->{alias[k]}' for k in merged)}); same llguidance language"
-            )
+    alias = _same_regex_aliases(g, terms) if merge_same_regex else {}
+    if merged := sorted(k for k, a in alias.items() if k != a):
+        notes.append(
+            "terminals with identical regexes merged into one lexeme "
+            f"({', '.join(f'{k}->{alias[k]}' for k in merged)}); same llguidance language"
+        )
 
     def sym(s: str) -> str:
         return _lark_name(alias.get(s, s), "T") if s in names else _lark_name(s, "r")
@@ -509,18 +515,12 @@ def to_ebnf(
     elif style != "gbnf":
         raise GrammarExportError(f"unknown EBNF style {style!r} (known: gbnf, xgrammar)")
     sp = "sp " if ignored else ""
-    alias: dict[str, str] = {}
-    if merge_same_regex:
-        first: dict[str, str] = {}
-        for t in sorted(terms, key=lambda t: t.name):
-            if not t.ignored and _lexicon_words(g, t) is None:
-                alias[t.name] = first.setdefault(t.pattern, t.name)
-        merged = sorted(k for k, a in alias.items() if k != a)
-        if merged:
-            notes.append(
-                "terminals with identical regexes written as one rule "
-                f"({', '.join(f'{k}->{alias[k]}' for k in merged)}); same language"
-            )
+    alias = _same_regex_aliases(g, terms) if merge_same_regex else {}
+    if merged := sorted(k for k, a in alias.items() if k != a):
+        notes.append(
+            "terminals with identical regexes written as one rule "
+            f"({', '.join(f'{k}->{alias[k]}' for k in merged)}); same language"
+        )
 
     def sym(s: str) -> str:
         if s in names:
