@@ -119,8 +119,31 @@ def fix_records(
         rep = finals.get((qid, FIRST_ROUND[arm][1]))
         if rep is not None:
             done = bool(rec.get("autofix") and rec["autofix"]["complete"])
-            # an autofixed question costs the first round only; else the repair arm's record
+            # an autofixed question costs the first round only; else the repair arm's record,
+            # whose refused statement gets autofix too (the Asker applies it in every round)
             both = dict(rec if done else rep, arm=COMBINED[arm], autofix=rec.get("autofix"))
+            if not done and rep.get("refused") and rep.get("generated_sql"):
+                db = _db(rep, spider_dir)
+                asker = askers.get((str(db), scoped)) or Asker(db, audit=False, scopes=scoped)
+                askers[(str(db), scoped)] = asker
+                found = asker.checker.check(rep["generated_sql"])
+                af = autofix(rep["generated_sql"], asker.checker, asker.grammar, found)
+                if found and af.complete and af.fixed is not None:
+                    gk = (str(db), qid)
+                    if gk not in gold_rows:
+                        gold_rows[gk] = se.run_sqlite(db, r["gold"])
+                    q = se.Question(qid, r["db_id"], r.get("question", ""), r["gold"])
+                    both.update(sql=af.fixed, refused=False, violation_kinds=[])
+                    both.update(se._score(q, db, af.fixed, gold_rows[gk]))
+                    both["autofix"] = {
+                        "round": 1,
+                        "complete": True,
+                        "edits": [e.to_dict() for e in af.edits],
+                    }
+                    counts[f"{arm}: repair round's refusal fixed completely"] += 1
+                    counts[f"{arm}: repair round's refusal fixed completely, EX"] += bool(
+                        both["ex"]
+                    )
             out.append(both)
     return out, counts
 
