@@ -29,7 +29,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -53,6 +53,7 @@ class _Analysed(NamedTuple):
     start_state: int
     end_state: int
     nonterminal_ids: dict[str, int]
+    derived: dict[str, Any]  # see LALRTables.derived
 
 
 def kernel_lalr_enabled() -> bool:
@@ -116,6 +117,9 @@ class LALRTables:
     n_terminals: int
     nonterminal_ids: dict[str, int]
     grammar_fingerprint: str = field(repr=False)
+    #: Shapes derived from the arrays alone (the parser runtime's Python rows), shared by
+    #: every grammar these analysed tables were memoized for; filled by their users.
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -165,7 +169,7 @@ class LALRTables:
                     _memo.popitem(last=False)
         return cls(
             a.action, a.goto, a.rule_lhs, a.rule_len, a.start_state, a.end_state,
-            len(grammar.terminals), a.nonterminal_ids, grammar.fingerprint,
+            len(grammar.terminals), a.nonterminal_ids, grammar.fingerprint, a.derived,
         )  # fmt: skip
 
 
@@ -219,7 +223,7 @@ def _analyse_kernel(grammar: Grammar) -> _Analysed | None:
     goto = np.frombuffer(goto_b, dtype="<i4").astype(np.int32).reshape(n_states, max(1, n_nt))
     rule_lhs, rule_len = _rule_arrays(list(grammar.lark_rules), nt_ids)
     _freeze(action, goto, rule_lhs, rule_len)
-    return _Analysed(action, goto, rule_lhs, rule_len, int(start), int(end), nt_ids)
+    return _Analysed(action, goto, rule_lhs, rule_len, int(start), int(end), nt_ids, {})
 
 
 def _analyse_lark(grammar: Grammar) -> _Analysed:
@@ -284,4 +288,4 @@ def _analyse_lark(grammar: Grammar) -> _Analysed:
     _freeze(action, goto, rule_lhs, rule_len)
     start_state = canon[lark_start]
     end_state = canon[table.end_states[grammar.start]]
-    return _Analysed(action, goto, rule_lhs, rule_len, start_state, end_state, nt_ids)
+    return _Analysed(action, goto, rule_lhs, rule_len, start_state, end_state, nt_ids, {})

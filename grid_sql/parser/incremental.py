@@ -11,7 +11,9 @@ The exact semantics are written down in ``docs/design/foundation.md`` §2.
 from __future__ import annotations
 
 import hashlib
+import threading
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
 from ..grammar.scope import ROOT_CONTEXT, Context, ScopeRules
+from ..grammar.tables import LALRTables
 from .stack import StackNode
 
 
@@ -69,6 +72,84 @@ class Configuration:
         return self.stack.hash
 
 
+class _Rows(dict[int, list[int]]):
+    """Rows of a table as Python lists, converted on first access (``rows[state]``).
+
+    A role grammar has ~550 states, and converting all of them (action, goto and the
+    non-error terminals per state) cost ~2.5-5 ms of every re-specialization, while a
+    request touches a few dozen states. Indexing is a dict lookup: as fast as a list's
+    on the hot path once a row exists. Concurrent first accesses compute equal rows.
+    """
+
+    __slots__ = ("_arr",)
+
+    def __init__(self, arr: np.ndarray) -> None:
+        super().__init__()
+        self._arr = arr
+
+    def __missing__(self, state: int) -> list[int]:
+        if not 0 <= state < len(self._arr):  # a list would raise too; never grow the dict
+            raise IndexError(f"state {state} out of range ({len(self._arr)} states)")
+        row: list[int] = self._arr[state].tolist()
+        self[state] = row
+        return row
+
+    def __len__(self) -> int:
+        return len(self._arr)
+
+    def __iter__(self) -> Iterator[list[int]]:  # type: ignore[override]
+        return (self[s] for s in range(len(self._arr)))
+
+
+class _RowTerms(dict[int, tuple[int, ...]]):
+    """Per state, the terminals with a non-error action (``$END`` excluded), on first use."""
+
+    __slots__ = ("_arr",)
+
+    def __init__(self, action: np.ndarray, n_terminals: int) -> None:
+        super().__init__()
+        self._arr = action[:, :n_terminals]
+
+    def __missing__(self, state: int) -> tuple[int, ...]:
+        if not 0 <= state < len(self._arr):
+            raise IndexError(f"state {state} out of range ({len(self._arr)} states)")
+        terms: tuple[int, ...] = tuple(np.flatnonzero(self._arr[state]).tolist())
+        self[state] = terms
+        return terms
+
+
+@dataclass(frozen=True, slots=True)
+class _TableRows:
+    action: _Rows
+    goto: _Rows
+    rule_lhs: list[int]
+    rule_len: list[int]
+    row_terms: _RowTerms
+
+
+_rows_lock = threading.Lock()
+
+
+def _rows_of(tables: LALRTables) -> _TableRows:
+    """The lazily converted rows of ``tables``, kept in ``tables.derived``: the tables memo
+    (grammar/tables.py) hands the same analysis to every grammar with the same productions
+    (a role's L2 and L3 grammars, a repeated role), so their runtimes share the rows
+    converted so far."""
+    with _rows_lock:
+        rows = tables.derived.get("parser_rows")
+        if rows is None:
+            rows = _TableRows(
+                _Rows(tables.action),
+                _Rows(tables.goto),
+                tables.rule_lhs.tolist(),
+                tables.rule_len.tolist(),
+                _RowTerms(tables.action, tables.n_terminals),
+            )
+            tables.derived["parser_rows"] = rows
+    assert isinstance(rows, _TableRows)
+    return rows
+
+
 class ParserRuntime:
     """Per-grammar tables in the shapes the Python hot path reads fastest."""
 
@@ -88,17 +169,14 @@ class ParserRuntime:
         lexer = grammar.lexer
         self.n_terminals = tables.n_terminals
         self.end_id = tables.n_terminals
-        self.action: list[list[int]] = tables.action.tolist()
-        self.goto: list[list[int]] = tables.goto.tolist()
-        self.rule_lhs: list[int] = tables.rule_lhs.tolist()
-        self.rule_len: list[int] = tables.rule_len.tolist()
+        rows = _rows_of(tables)
+        self.action: _Rows = rows.action
+        self.goto: _Rows = rows.goto
+        self.rule_lhs: list[int] = rows.rule_lhs
+        self.rule_len: list[int] = rows.rule_len
         self.end_state = tables.end_state
         # terminals with a non-error action per state (the $END column excluded)
-        states, terms = (tables.action[:, : self.n_terminals] != 0).nonzero()
-        cuts = np.searchsorted(states, np.arange(1, len(self.action))).tolist()
-        self.row_terms: list[tuple[int, ...]] = [
-            tuple(part.tolist()) for part in np.split(terms, cuts)
-        ]
+        self.row_terms: _RowTerms = rows.row_terms
         self.trans = lexer.trans
         self.accept_masks = lexer.accept_masks
         self.live_masks = lexer.live_masks
