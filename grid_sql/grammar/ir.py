@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     from .tables import LALRTables
 
 PRAGMA_RE = re.compile(r"^\s*//!\s*category\s+(.*)$", re.MULTILINE)
+# (terminal pattern, word set) pairs whose every word fullmatches the pattern
+_validated: set[tuple[str, frozenset[bytes]]] = set()
+_validated_lock = threading.Lock()
+_VALIDATED_LIMIT = 256
 
 
 def _json_fingerprint(kind: str, obj: Any) -> str:
@@ -41,6 +46,14 @@ def _json_fingerprint(kind: str, obj: Any) -> str:
     h = hashlib.blake2b(digest_size=32, person=b"grid-sql-fp")
     h.update(kind.encode() + b"\0")
     h.update(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())
+    return h.hexdigest()
+
+
+def _hex_fingerprint(kind: str, encoded: str) -> str:
+    """:func:`_json_fingerprint` of a value whose canonical JSON is ``encoded``."""
+    h = hashlib.blake2b(digest_size=32, person=b"grid-sql-fp")
+    h.update(kind.encode() + b"\0")
+    h.update(encoded.encode())
     return h.hexdigest()
 
 
@@ -131,9 +144,13 @@ class Grammar:
         name: str = "",
         scopes: ScopeTable | None = None,
         _sorted_rhs: Sequence[tuple[str, tuple[str, ...]]] | None = None,
+        _same_body: Grammar | None = None,
     ) -> None:
         # _sorted_rhs (internal, from _derive): lark_rules are already in canonical order and
         # these are their (lhs, rhs names), so a re-specialization skips re-sorting them.
+        # _same_body (internal, from _derive): a grammar with these very terminals and lark
+        # rules, whose rules, encoded body and tables key are reused (a lexicon that removes
+        # no production, the L3 step of every role).
         self.terminals: tuple[Terminal, ...] = tuple(terminals)
         self.terminal_ids: dict[str, int] = {t.name: t.id for t in self.terminals}
         self.start = start
@@ -142,36 +159,60 @@ class Grammar:
         self.lexicon = lexicon
         self.scopes = scopes  # scope-aware column lexicons (grammar/scope.py); None: off
         self._is_reduced = False  # set by _derive: rules are the output of _reduce
-        if _sorted_rhs is not None and len(_sorted_rhs) == len(lark_rules):
-            self._lark_rules: tuple[LarkRule, ...] = tuple(lark_rules)
-            self.rules: tuple[Rule, ...] = tuple(
-                Rule(i, lhs, rhs) for i, (lhs, rhs) in enumerate(_sorted_rhs)
-            )
+        same = _same_body
+        if same is not None and (
+            same.start != start
+            or same.terminals != self.terminals
+            or len(same._lark_rules) != len(lark_rules)
+            or any(a is not b for a, b in zip(same._lark_rules, lark_rules, strict=True))
+        ):
+            same = None
+        if same is not None:
+            self._lark_rules: tuple[LarkRule, ...] = same._lark_rules
+            self.rules: tuple[Rule, ...] = same.rules
+            self.nonterminals: tuple[str, ...] = same.nonterminals
+            self._body_json: str = same._body_json
+            if "tables_key" in same.__dict__:
+                self.__dict__["tables_key"] = same.__dict__["tables_key"]
+            if "_rule_positions" in same.__dict__:
+                self.__dict__["_rule_positions"] = same.__dict__["_rule_positions"]
         else:
-            self._lark_rules = tuple(
-                sorted(lark_rules, key=lambda r: (r.origin.name, _lark_rule_rhs(r)))
-            )
-            self.rules = tuple(
-                Rule(i, r.origin.name, _lark_rule_rhs(r)) for i, r in enumerate(self._lark_rules)
-            )
-        self.nonterminals: tuple[str, ...] = tuple(sorted({r.lhs for r in self.rules}))
-        body = {
-            "start": start,
-            "terminals": [
-                [t.name, t.pattern, t.priority, t.is_string, t.ignored, t.category]
-                for t in self.terminals
-            ],
-            "rules": [[r.lhs, r.rhs] for r in self.rules],  # tuples encode as JSON lists
-        }
-        self.l1_fingerprint = l1_fingerprint or _json_fingerprint("grammar-l1", body)
-        fp_body: dict[str, Any] = {
-            "l1": self.l1_fingerprint,
-            "body": body,
-            "lexicon": lexicon.fingerprint if lexicon else None,
-        }
+            if _sorted_rhs is not None and len(_sorted_rhs) == len(lark_rules):
+                self._lark_rules = tuple(lark_rules)
+                self.rules = tuple(Rule(i, lhs, rhs) for i, (lhs, rhs) in enumerate(_sorted_rhs))
+            else:
+                self._lark_rules = tuple(
+                    sorted(lark_rules, key=lambda r: (r.origin.name, _lark_rule_rhs(r)))
+                )
+                self.rules = tuple(
+                    Rule(i, r.origin.name, _lark_rule_rhs(r))
+                    for i, r in enumerate(self._lark_rules)
+                )
+            self.nonterminals = tuple(sorted({r.lhs for r in self.rules}))
+            body = {
+                "start": start,
+                "terminals": [
+                    [t.name, t.pattern, t.priority, t.is_string, t.ignored, t.category]
+                    for t in self.terminals
+                ],
+                "rules": [[r.lhs, r.rhs] for r in self.rules],  # tuples encode as JSON lists
+            }
+            # The canonical JSON of the body, kept: it is the prefix of the fingerprint's
+            # encoding below, and derived grammars with the same body reuse it.
+            self._body_json = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        self.l1_fingerprint = l1_fingerprint or _hex_fingerprint("grammar-l1", self._body_json)
+        # = _json_fingerprint("grammar", {"body": body, "l1": ..., "lexicon": ...,
+        # ["scopes": ...]}) written out in sorted key order around the kept body encoding
+        # (tests/grammar/test_lalr_compile.py checks it against the generic encoder).
+        dumps = json.dumps
+        enc = (
+            '{"body":' + self._body_json
+            + ',"l1":' + dumps(self.l1_fingerprint)
+            + ',"lexicon":' + dumps(lexicon.fingerprint if lexicon else None)
+        )  # fmt: skip
         if scopes is not None:  # absent when off: fingerprints of unscoped grammars unchanged
-            fp_body["scopes"] = scopes.fingerprint
-        self.fingerprint: str = _json_fingerprint("grammar", fp_body)
+            enc += ',"scopes":' + dumps(scopes.fingerprint)
+        self.fingerprint: str = _hex_fingerprint("grammar", enc + "}")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -294,6 +335,7 @@ class Grammar:
             last = p
             known.append((rules[p].lhs, rules[p].rhs))
         rhs = known if len(known) == len(lark_rules) else None
+        same = rhs is not None and len(known) == len(mine)  # every rule of self, in order
         g = Grammar(
             self.terminals if terminals is None else terminals,
             lark_rules,
@@ -304,6 +346,7 @@ class Grammar:
             name=self.name,
             scopes=self.scopes,
             _sorted_rhs=rhs,
+            _same_body=self if same else None,
         )
         g._is_reduced = True  # both callers pass the output of _reduce
         g.validate()
@@ -317,8 +360,11 @@ class Grammar:
         )
         if unknown:
             raise GrammarError(f"projection names unknown symbols: {unknown}")
-        rules = [r for r in self._lark_rules if r.origin.name not in drop]
-        rules = [r for r in rules if not any(s.name in drop for s in r.expansion)]
+        rules = [
+            lr
+            for lr, r in zip(self._lark_rules, self.rules, strict=True)
+            if r.lhs not in drop and drop.isdisjoint(r.rhs)
+        ]
         if projection.keep_statements is not None:
             stmt = projection.statement_rule
             alts = {
@@ -353,8 +399,7 @@ class Grammar:
             )
         # dropped ignored terminals (comments) are no longer skipped: nothing can shift them
         terminals = tuple(
-            replace(t, ignored=False) if t.ignored and t.name in drop else t
-            for t in self.terminals
+            replace(t, ignored=False) if t.ignored and t.name in drop else t for t in self.terminals
         )
         return self._derive(self._reduce(rules, self.lexicon), merged, self.lexicon, terminals)
 
@@ -398,9 +443,16 @@ class Grammar:
                 g.__dict__[attr] = self.__dict__[attr]
         return g
 
-    def _validate_words(self, term: Terminal, words: Iterable[bytes], fold: bool) -> None:
+    def _validate_words(self, term: Terminal, words: frozenset[bytes], fold: bool) -> None:
         import regex
 
+        # Word sets already checked against this pattern pass without a regex match per
+        # word: every role of a schema repeats most of its categories (FUNCTION_NAME: the
+        # dialect's ~500 function spellings), ~0.5 ms of matching per re-specialization.
+        memo_key = (term.pattern, words)
+        with _validated_lock:
+            if memo_key in _validated:
+                return
         pat = regex.compile(term.pattern.encode())
         for w in sorted(words):
             if not w:
@@ -414,10 +466,12 @@ class Grammar:
                     f"(regex {term.pattern!r}){hint}; names outside the identifier regex "
                     "must be listed in quoted form"
                 )
+        with _validated_lock:
+            if len(_validated) >= _VALIDATED_LIMIT:
+                _validated.clear()
+            _validated.add(memo_key)
 
-    def _reduce(
-        self, rules: list[LarkRule], lexicon: SchemaLexicon | None
-    ) -> list[LarkRule]:
+    def _reduce(self, rules: list[LarkRule], lexicon: SchemaLexicon | None) -> list[LarkRule]:
         """Useless-symbol elimination: drop unproductive, then unreachable symbols.
 
         Linear time (each rule counts its not-yet-productive symbols; a worklist settles
@@ -426,18 +480,29 @@ class Grammar:
         unusable = set()
         if lexicon is not None:
             unusable = {n for n, c in lexicon.categories.items() if not c.words}
-        terms = set(self.terminal_ids) - unusable
-        lhs_of = [r.origin.name for r in rules]
+        term_ids = self.terminal_ids
+        terms = set(term_ids) - unusable
+        # (lhs, rhs names) of each rule: this grammar's own Rule when the lark rule is one of
+        # its own (always, for project/with_lexicon), else read from the lark rule
+        pos, own = self._rule_positions, self.rules
+        shapes: list[tuple[str, tuple[str, ...]]] = []
+        for r in rules:
+            p = pos.get(id(r))
+            if p is not None and self._lark_rules[p] is r:
+                shapes.append((own[p].lhs, own[p].rhs))
+            else:
+                shapes.append((r.origin.name, _lark_rule_rhs(r)))
+        lhs_of = [lhs for lhs, _ in shapes]
         pending: list[int] = []
         users: dict[str, list[int]] = {}
         queue: list[str] = []
-        for i, r in enumerate(rules):
-            needs = {s.name for s in r.expansion if s.name not in terms}
+        for i, (lhs, rhs) in enumerate(shapes):
+            needs = {s for s in rhs if s not in terms}
             pending.append(len(needs))
             for n in needs:
                 users.setdefault(n, []).append(i)
             if not needs:
-                queue.append(lhs_of[i])
+                queue.append(lhs)
         productive: set[str] = set()
         while queue:
             n = queue.pop()
@@ -462,10 +527,10 @@ class Grammar:
         while todo:
             nt = todo.pop()
             for i in by_lhs.get(nt, ()):
-                for sym in rules[i].expansion:
-                    if not sym.is_term and sym.name not in reach:
-                        reach.add(sym.name)
-                        todo.append(sym.name)
+                for sym in shapes[i][1]:
+                    if sym not in term_ids and sym not in reach:
+                        reach.add(sym)
+                        todo.append(sym)
         return [rules[i] for i in kept if lhs_of[i] in reach]
 
     # ------------------------------------------------------------------ derived artifacts
@@ -478,6 +543,13 @@ class Grammar:
         from .tables import LALRTables
 
         return LALRTables.build(self)
+
+    @cached_property
+    def tables_key(self) -> bytes:
+        """What the LALR tables depend on (``tables.structure_key``), computed once."""
+        from .tables import structure_key
+
+        return structure_key(self)
 
     @cached_property
     def lexer(self) -> LexerTables:
@@ -532,9 +604,7 @@ class Grammar:
 
         lex: dict[str, tuple[frozenset[bytes], bool]] = {}
         if self.lexicon is not None:
-            lex = {
-                n: (c.words, c.fold_bare_case) for n, c in self.lexicon.categories.items()
-            }
+            lex = {n: (c.words, c.fold_bare_case) for n, c in self.lexicon.categories.items()}
         return SpecGrammar(
             terminals=tuple(
                 SpecTerminal(t.name, t.pattern, t.priority, t.is_string) for t in self.terminals

@@ -34,6 +34,9 @@ START = 1
 
 _CACHE: dict[str, LexerTables] = {}
 _CACHE_LOCK = threading.Lock()
+# (name, pattern, resolution key) per terminal -> (DFA store key, tables key)
+_KEYS: dict[tuple[tuple[str, str, tuple[int, int, str]], ...], tuple[str, str]] = {}
+_KEYS_LIMIT = 64
 
 
 def _row_ints(words_le: bytes, n_rows: int, n_words: int) -> tuple[int, ...]:
@@ -77,10 +80,22 @@ class LexerTables:
         # The automaton depends on the patterns (in order) only, so the on-disk store is keyed
         # by them; the tables' candidate lists also depend on the resolution order, so two
         # terminal sets that differ only in priorities must not share one LexerTables.
-        dfa_key = fingerprint("lexer", [[t.name, t.pattern] for t in terminals])
-        key = fingerprint(
-            "lexer-tables", [dfa_key, [list(t.resolution_key) for t in terminals]]
-        )
+        # The two digests (~0.6 ms of canonical JSON) are memoized on exactly what they read:
+        # every role grammar of a dialect asks again with new Terminal objects.
+        what = tuple((t.name, t.pattern, t.resolution_key) for t in terminals)
+        with _CACHE_LOCK:
+            keys = _KEYS.get(what)
+        if keys is None:
+            dfa_key = fingerprint("lexer", [[t.name, t.pattern] for t in terminals])
+            key = fingerprint(
+                "lexer-tables", [dfa_key, [list(t.resolution_key) for t in terminals]]
+            )
+            with _CACHE_LOCK:
+                if len(_KEYS) >= _KEYS_LIMIT:
+                    _KEYS.clear()
+                _KEYS[what] = (dfa_key, key)
+        else:
+            dfa_key, key = keys
         with _CACHE_LOCK:
             hit = _CACHE.get(key)
         if hit is not None:

@@ -152,7 +152,7 @@ class LALRTables:
 
         Raises :class:`GrammarConflictError` if the grammar is not LALR(1).
         """
-        key = structure_key(grammar)
+        key = grammar.tables_key
         with _memo_lock:
             a = _memo.get(key)
             if a is not None:

@@ -9,6 +9,7 @@ lookaheads), in which case lark runs and reports.
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -213,6 +214,18 @@ def test_grammar_fingerprints_are_the_canonical_ones() -> None:
     assert g.l1_fingerprint == l1.l1_fingerprint
     assert g.fingerprint == generic_grammar_fingerprints(g)[1]
     assert g.tables.grammar_fingerprint == g.fingerprint
+    # with scope-aware lexicons the fingerprint adds the scope table's (sorted key order)
+    from grid_sql.grammar.scope import ScopeTable
+
+    sc = g.with_scopes(ScopeTable({"album": ["title"]}))
+    assert sc.scopes is not None
+    fp_body: dict[str, object] = {
+        "l1": sc.l1_fingerprint,
+        "body": json.loads(sc._body_json),
+        "lexicon": sc.lexicon.fingerprint if sc.lexicon else None,
+        "scopes": sc.scopes.fingerprint,
+    }
+    assert sc.fingerprint == fingerprint("grammar", fp_body) != g.fingerprint
 
 
 def test_reduce_keeps_exactly_the_useful_rules() -> None:

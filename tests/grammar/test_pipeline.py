@@ -89,6 +89,32 @@ def test_lexicon_validation_errors(crud: Grammar) -> None:
         crud.with_lexicon(SchemaLexicon({"IDENT": [b"x"]}))
 
 
+def test_validation_memo_never_admits_a_bad_word(crud: Grammar) -> None:
+    # validated word sets are memoized per terminal pattern; a failing set must fail every
+    # time, and a set that passed once passes again without changing the result
+    bad = SchemaLexicon({"TABLE_NAME": [b"t", b"Official_ratings_(millions)"]})
+    for _ in range(2):
+        with pytest.raises(LexiconError, match="quoted form"):
+            crud.with_lexicon(bad)
+    good = SchemaLexicon({"TABLE_NAME": [b"t", b'"Official_ratings_(millions)"']})
+    a, b = crud.with_lexicon(good), crud.with_lexicon(good)
+    assert a.fingerprint == b.fingerprint
+    assert accepts(b, b'select * from "Official_ratings_(millions)"')
+
+
+def test_lexicon_step_shares_the_parent_rules() -> None:
+    # a lexicon that removes no production reuses the projection's rules, encoded body and
+    # tables key; the fingerprint is still the canonical one (checked in test_lalr_compile)
+    l2 = Grammar.dialect("sqlite").project(RoleProjection.select_only())
+    l3 = l2.with_lexicon(SchemaLexicon({"TABLE_NAME": [b"album"], "COLUMN_NAME": [b"title"]}))
+    assert l3.rules is l2.rules and l3.lark_rules is l2.lark_rules
+    assert l3.tables_key == l2.tables_key and l3.fingerprint != l2.fingerprint
+    assert l3.tables.action is l2.tables.action
+    # a lexicon that empties a used terminal takes the full path
+    red = l2.with_lexicon(SchemaLexicon({"TABLE_NAME": [b"album"], "COLUMN_NAME": []}))
+    assert len(red.rules) < len(l2.rules) and red.tables_key != l2.tables_key
+
+
 def test_empty_lexicon_category_reduces_grammar(crud: Grammar) -> None:
     g = crud.with_lexicon(SchemaLexicon({"COLUMN_NAME": []}))
     assert accepts(g, b"select * from t")
