@@ -79,15 +79,30 @@ class Phase:
 
 
 def clear_memos() -> None:
-    """Forget what a fresh process would not have: tables, lexer DFAs, tries."""
+    """Forget what a fresh process would not have: tables, lexer DFAs and their keys,
+    validated lexicon word sets, tries (and with them their Rust copies)."""
     from grid_sql.grammar import lexer, tables
     from grid_sql.mask import trie
 
     tables.clear_memo()
+    clear_role_memos()
     with lexer._CACHE_LOCK:
         lexer._CACHE.clear()
+        lexer._KEYS.clear()
     with trie._cache_lock:
         trie._cache.clear()
+
+
+def clear_role_memos() -> None:
+    """Forget what only an earlier role taught the process: analysed LALR tables and the
+    word sets already validated against their terminals (FUNCTION_NAME's are the same for
+    every role of a dialect, so a server that has seen any role skips them; a role "never
+    seen" here pays them)."""
+    from grid_sql.grammar import ir, tables
+
+    tables.clear_memo()
+    with ir._validated_lock:
+        ir._validated.clear()
 
 
 def chinook_role() -> tuple[Any, Any]:
@@ -201,7 +216,7 @@ def bench_grammar(repeats: int) -> dict[str, Any]:
 
 def bench_vocab(vname: str, repeats: int, l1: Any, log: Callable[[str], None]) -> dict[str, Any]:
     import grid_sql as gs
-    from grid_sql.grammar import Grammar, tables
+    from grid_sql.grammar import Grammar
     from grid_sql.grammar.export import to_llguidance_lark
     from grid_sql.mask.trie import TokenTrie, get_token_trie
     from grid_sql.policy.grammar import role_grammar
@@ -241,8 +256,8 @@ def bench_vocab(vname: str, repeats: int, l1: Any, log: Callable[[str], None]) -
         # L1 to a ready matcher with the tokenizer loaded (grammar compile is timed apart)
         n_l1, _ = P["l1_ready"].run(lambda: grid_ready(l1, v, trie))  # noqa: B023
         n_llg_l1, _ = P["llg_l1"].run(lambda: llg_ready(tok, l1_text))  # noqa: B023
-        # Chinook role: never seen (tables memo cleared), then the same role again
-        tables.clear_memo()
+        # Chinook role: never seen (tables and word-validation memos cleared), then again
+        clear_role_memos()
         rg = P["role_new"].run(lambda: role_grammar(L1, snap, policy))
         P["role_repeat"].run(lambda: role_grammar(L1, snap, policy))
         from grid_sql.mask.cache import MaskCache
@@ -276,34 +291,50 @@ def bench_vocab(vname: str, repeats: int, l1: Any, log: Callable[[str], None]) -
     return out
 
 
-def best_cpu_ms(fn: Callable[[], Any], n: int) -> float:
-    """Smallest thread CPU time of ``n`` runs (the least disturbed by co-tenants)."""
+def best_cpu_ms(fn: Callable[[], Any], n: int, setup: Callable[[], Any] | None = None) -> float:
+    """Smallest thread CPU time of ``n`` runs (the least disturbed by co-tenants);
+    ``setup`` runs untimed before each."""
     best = float("inf")
     for _ in range(n):
+        if setup is not None:
+            setup()
         t0 = time.thread_time()
         fn()
         best = min(best, time.thread_time() - t0)
     return best * 1e3
 
 
-def breakdown(vnames: list[str], n: int) -> list[tuple[str, str, float]]:
-    """Best-of-n CPU ms of each piece of a re-specialization, for the reading."""
+def breakdown(vnames: list[str], n: int) -> tuple[list[tuple[str, str, float]], dict[str, int]]:
+    """Best-of-n CPU ms of each piece of a re-specialization, for the reading; and the
+    bytes every guide of a vocabulary shares instead of copying (Rust trie, union DFA)."""
     import grid_sql as gs
     from grid_sql.grammar import Grammar, tables
+    from grid_sql.grammar.lexicon import SchemaLexicon
+    from grid_sql.mask.cache import MaskCache
+    from grid_sql.mask.guide import Guide
     from grid_sql.mask.trie import TokenTrie
-    from grid_sql.mask.walk import Walker
+    from grid_sql.mask.walk import Walker, scan_dfa
     from grid_sql.parser.incremental import ParserRuntime
     from grid_sql.policy.grammar import role_grammar
 
     snap, policy = chinook_role()
     L1 = Grammar.dialect("sqlite")
     rg = role_grammar(L1, snap, policy)
+    assert rg.projection is not None and rg.lexicon is not None
+    l2 = L1.project(rg.projection)
+    lexicon = rg.lexicon
+    words = {name: sorted(c.words) for name, c in lexicon.categories.items()}
     rows: list[tuple[str, str, float]] = []
+    shared: dict[str, int] = {}
 
     def fresh_tables() -> None:
         tables.clear_memo()
         rg.__dict__.pop("tables", None)
         _ = rg.tables
+
+    def new_runtime() -> ParserRuntime:
+        fresh_tables()  # the rows of fresh tables are converted on first use only
+        return ParserRuntime(rg)
 
     rows.append(
         (
@@ -315,10 +346,31 @@ def breakdown(vnames: list[str], n: int) -> list[tuple[str, str, float]]:
     rows.append(
         (
             "-",
-            "  of which L1.project(role projection)",
-            best_cpu_ms(lambda: L1.project(rg.projection), n),
+            "role_grammar, role never seen (tables + validation memos cleared)",
+            best_cpu_ms(lambda: role_grammar(L1, snap, policy), n, setup=clear_role_memos),
         )
-    )  # type: ignore[arg-type]
+    )
+    rows.append(
+        (
+            "-",
+            "  of which L1.project(role projection) (tables memo hit)",
+            best_cpu_ms(lambda: L1.project(rg.projection), n),  # type: ignore[arg-type]
+        )
+    )
+    rows.append(
+        (
+            "-",
+            "  of which SchemaLexicon(words) (grammar/lexicon.py, called by the policy)",
+            best_cpu_ms(lambda: SchemaLexicon(words, fold_bare_case=True), n),
+        )
+    )
+    rows.append(
+        (
+            "-",
+            "  of which L2.with_lexicon(lexicon), words validated before",
+            best_cpu_ms(lambda: l2.with_lexicon(lexicon), n),
+        )
+    )
     rows.append(
         (
             "-",
@@ -329,30 +381,62 @@ def breakdown(vnames: list[str], n: int) -> list[tuple[str, str, float]]:
     rows.append(
         (
             "-",
-            "ParserRuntime(role grammar) (parser/incremental.py)",
-            best_cpu_ms(lambda: ParserRuntime(rg), n),
+            "ParserRuntime(role grammar), fresh tables (parser/incremental.py)",
+            best_cpu_ms(lambda: ParserRuntime(rg), n, setup=fresh_tables),
         )
     )
-    rt = ParserRuntime(rg)
+    rt = new_runtime()
     for vn in vnames:
         v = gs.Vocabulary.from_gguf(TOKENIZERS / f"ggml-vocab-{vn}.gguf")
         trie = TokenTrie.build(v)
         rows.append(
             (
                 vn,
-                "Walker(runtime, trie): Python lists of the trie (mask/walk.py)",
+                "Walker(runtime, trie) (mask/walk.py)",
                 best_cpu_ms(lambda trie=trie: Walker(rt, trie), n),
+            )
+        )
+        rows.append(
+            (
+                vn,
+                "  first Rust copy of the trie, once per vocabulary (TokenTrie.kernel_arrays)",
+                best_cpu_ms(
+                    trie.kernel_arrays,
+                    n,
+                    setup=lambda trie=trie: object.__setattr__(trie, "_kernel_arrays", None),
+                ),
             )
         )
         w = Walker(rt, trie)
         rows.append(
             (
                 vn,
-                "Walker._build_kernel(): TrieWalker copies the trie arrays",
+                "Walker._build_kernel(): TrieWalker over the shared trie + DFA",
                 best_cpu_ms(w._build_kernel, n),
             )
         )
-    return rows  # fmt: skip
+        holder: list[Any] = []
+
+        def new_guide(v: Any = v, trie: Any = trie, holder: list[Any] = holder) -> None:
+            fresh_tables()
+            ParserRuntime._cache.pop(rg, None)  # a runtime over the fresh tables
+            holder[:] = [Guide(rg, v, cache=MaskCache(), trie=trie)]
+            holder[0].walker.kernel()
+
+        def first_fill(holder: list[Any] = holder) -> None:
+            m = holder[0].matcher()
+            m.fill_next_token_bitmask(m.allocate_bitmask())
+
+        rows.append(
+            (
+                vn,
+                "first mask with the walker built (cold trie walk + table rows it reads)",
+                best_cpu_ms(first_fill, n, setup=new_guide),
+            )
+        )
+        shared[f"trie_{vn}"] = int(trie.kernel_arrays().nbytes)
+    shared["dfa"] = int(scan_dfa(rt, max(1, (len(rg.terminals) + 63) // 64)).nbytes)
+    return rows, shared
 
 
 def host_info() -> dict[str, Any]:
@@ -397,7 +481,13 @@ def fmt(p: Phase) -> str:
 
 
 def render(
-    cmd: str, host: dict[str, Any], load: tuple[Any, Any], gram: dict, vres: list, rows: list
+    cmd: str,
+    host: dict[str, Any],
+    load: tuple[Any, Any],
+    gram: dict,
+    vres: list,
+    rows: list,
+    shared: dict[str, int],
 ) -> str:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     L = [
@@ -474,7 +564,7 @@ def render(
             f"| Chinook role_grammar, same role again (tables memo hit) | "
             f"{fmt(P['role_repeat'])} | | |",
             f"| Guide(role grammar) | {fmt(P['guide'])} | | |",
-            f"| first mask (matcher + fill; builds the Rust TrieWalker) | "
+            f"| first mask (matcher + fill; builds the Rust TrieWalker over the shared trie) | "
             f"{fmt(P['first_fill'])} | | |",
             f"| role grammar export to llguidance Lark (input of the next row) | "
             f"{fmt(P['export'])} | | |",
@@ -503,6 +593,18 @@ def render(
             "|---|---|---|",
         ]
         L += [f"| {v} | {what} | {ms:.1f} |" for v, what, ms in rows]
+        L.append("")
+    if shared:
+        L.append(
+            "Shared, not copied, by every further guide (bytes): Rust union DFA "
+            f"{shared['dfa']:,} (one per lexer); "
+            + "; ".join(
+                f"Rust trie {k[5:]} {b:,} (one per vocabulary)"
+                for k, b in shared.items()
+                if k.startswith("trie_")
+            )
+            + "."
+        )
         L.append("")
     return "\n".join(L)
 
@@ -536,10 +638,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 os.environ[ENV] = old_env
     log("breakdown")
-    rows = breakdown(args.vocab, args.breakdown) if args.breakdown else []
+    rows, shared = breakdown(args.vocab, args.breakdown) if args.breakdown else ([], {})
     load1 = tuple(round(x, 2) for x in os.getloadavg())
     cmd = "python bench/compile.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = render(cmd, host_info(), (load0, load1), gram, vres, rows)
+    text = render(cmd, host_info(), (load0, load1), gram, vres, rows, shared)
     if args.out:
         args.out.write_text(text)
     print(text)
