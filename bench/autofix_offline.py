@@ -194,7 +194,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--model", required=True, help="the model label in the records")
     ap.add_argument("--out", type=Path, default=None, help="write the autofix arms' records")
     ap.add_argument("--spider-dir", type=Path, default=se.SPIDER_DIR)
+    ap.add_argument(
+        "--table",
+        nargs="+",
+        default=None,
+        help="only print the paired table of these arms over every record loaded (e.g. a "
+        "spider_eval.py autofix+repair run next to the recorded arms and the offline ones)",
+    )
     args = ap.parse_args(argv)
+    if args.table:
+        recs = [r for p in args.records for r in se.read_jsonl(p) if r.get("model") == args.model]
+        sys.stdout.write(table(recs, args.table))
+        return 0
     recs = [r for p in args.records for r in se.read_jsonl(p)]
     fixed, counts = fix_records(recs, args.model, args.spider_dir)
     commit = se.git_commit()
