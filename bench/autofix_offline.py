@@ -12,7 +12,10 @@ the LLM repair arm (``repair``, ``scope+repair``): executes %, EX %, paired EX d
 95% interval and McNemar's exact p (``spider_eval.paired_difference``).
 
 Partial fixes (some but not all violations certain) are counted, not scored: they only matter
-for what the repair round is then given (``bench/spider_eval.py --arms autofix+repair``).
+for what the repair round is then given (``bench/spider_eval.py --arms
+partial-autofix+repair``). The combined arms (``autofix+repair``, ``scope+autofix+repair``)
+take the recorded repair round where autofix leaves a refusal, and apply autofix to its
+refused statement too, as the Asker does in every round.
 
     python bench/autofix_offline.py bench/results/spider-qwen2.5-coder-0.5b.jsonl \
         --model qwen2.5-coder-0.5b \
