@@ -215,3 +215,37 @@ def test_recorded_spider_generations():
     # `T1.dog_id = T2.dog_id` -> `T2.dog_id = T2.dog_id` would be a cross join: left alone;
     # `T2.city` -> `T1.city` is certain, so the statement is only partly fixed
     assert not r.complete and r.fixed == sql.replace("T2.city", "T1.city")
+
+
+def test_postgres_folding_and_quoted_names():
+    """PostgreSQL folds unquoted names: `T1."Name"` moves to the one table with a column
+    exactly `Name`, written with the alias as the query spells it; an unquoted `T1.Name`
+    means `name`, which no table has, so nothing is certain."""
+    from grid_sql.policy.model import Policy, TablePolicy
+    from grid_sql.schema import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+
+    album = TableInfo("album", "table", (ColumnInfo("id", "int4"), ColumnInfo("artist_id", "int4")))
+    artist = TableInfo("artist", "table", (ColumnInfo("id", "int4"), ColumnInfo("Name", "text")))
+    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("public", (album, artist)),))
+    pol = Policy(
+        "postgresql",
+        "r",
+        "public",
+        tuple(
+            TablePolicy(
+                "public",
+                t.name,
+                "table",
+                frozenset({"select"}),
+                tuple((c.name, frozenset({"select"})) for c in t.columns),
+            )
+            for t in (album, artist)
+        ),
+        frozenset({"select"}),
+    )
+    checker = Checker(snap, pol)
+    join = 'FROM album AS T1 JOIN artist AS "Ar" ON T1.artist_id = "Ar".id'
+    r = autofix(f'SELECT T1."Name" {join}', checker, None)
+    assert r.complete and r.fixed == f'SELECT "Ar"."Name" {join}'
+    r = autofix(f"SELECT T1.Name {join}", checker, None)
+    assert r.fixed is None and [v.kind for v in r.remaining] == ["unknown_column"]
