@@ -5,11 +5,12 @@ edit list is detected (real Chinook role grammar, real Qwen2 vocabulary, no mode
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 
 import pytest
 
-from grid_sql.audit import AuditLog, AuditRecord, AuditStore, Verifier, refs_for
+from grid_sql.audit import AuditLog, AuditRecord, AuditStore, Verifier, audit_main, refs_for
 from grid_sql.audit.log import GENESIS, chain_link, seal_hash
 from grid_sql.grammar import Grammar
 from grid_sql.mask.guide import Guide
@@ -74,6 +75,12 @@ def test_autofixed_record_verifies_and_rederives(role, tmp_path: Path) -> None:
     assert rep.ok and not rep.warnings, rep.describe()
     # the stored record round-trips the seal exactly
     assert store.get(rec.audit_id).seal == rec.seal
+    # and `grid-sql audit verify ID --db FILE` says so (exit 0)
+    out = io.StringIO()
+    assert (
+        audit_main(["verify", rec.audit_id, "--db", str(tmp_path / "audit.sqlite")], out=out) == 0
+    )
+    assert "1/1 record(s) verified" in out.getvalue()
 
 
 def test_tampered_final_sql_is_detected(role, tmp_path: Path) -> None:
