@@ -611,13 +611,22 @@ class Asker:
             model_id=backend.model_id,
         )
 
-    def _seal(self, gen: _Gen, question: str, mode: _Mode) -> str | None:
+    def _seal(
+        self,
+        gen: _Gen,
+        question: str,
+        mode: _Mode,
+        *,
+        seal_mode: str = "loop",
+        flags: tuple[str, ...] = (),
+    ) -> str | None:
         """Seal one generation. With ``gen.fix`` the final SQL is the autofixed statement and
         the seal carries the generated SQL and the edits; the schema and policy are archived
-        so ``audit verify`` re-derives the fix from them."""
+        so ``audit verify`` re-derives the fix from them. ``seal_mode``/``flags``: how the
+        tokens were produced (the remote Asker seals ``processor`` mode with its flags)."""
         fix = gen.fix
         store = self.audit
-        if store is None:
+        if store is None or gen.guide is None:
             return None
         from ..audit.log import ArtifactRefs, AuditLog
 
@@ -635,7 +644,8 @@ class Asker:
             final_sql=fix.fixed if fix is not None and fix.fixed is not None else gen.sql,
             question=question,
             user=self.user,
-            mode="loop",
+            mode=seal_mode,
+            flags=flags,
             dialect=self.dialect,
             autofix=None
             if fix is None

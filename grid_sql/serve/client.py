@@ -482,31 +482,18 @@ class RemoteAsker(Asker):
             g = self._replay_guides[grammar.fingerprint] = Guide(grammar, vocab)
         return g
 
-    def _seal(self, gen: _Gen, question: str, mode: _Mode) -> str | None:
-        store = self.audit
-        if store is None or gen.guide is None:
-            return None
-        from ..audit.log import ArtifactRefs, AuditLog
-
-        log = AuditLog()
-        log.extend(gen.records)
-        record = log.seal(
-            stop_reason=gen.stop_reason,
-            artifacts=ArtifactRefs(
-                grammar=gen.guide.grammar.fingerprint,
-                tokenizer=gen.guide.vocab.fingerprint,
-                policy=mode.policy.fingerprint,
-                schema=self.snapshot.fingerprint,
-                model_id=gen.model_id or None,
-            ),
-            final_sql=gen.sql,
-            question=question,
-            user=self.user,
-            mode="processor",  # masks on the server: EOS-only-at-ACCEPT termination
-            flags=("remote-replay", f"remote:{self.mode}"),
-            dialect=self.dialect,
-        )
-        return store.append(record, grammar=gen.guide.grammar, vocab=gen.guide.vocab)
+    def _seal(
+        self,
+        gen: _Gen,
+        question: str,
+        mode: _Mode,
+        *,
+        seal_mode: str = "processor",  # masks on the server: EOS-only-at-ACCEPT termination
+        flags: tuple[str, ...] = (),
+    ) -> str | None:
+        """The local Asker's seal (autofix edits included), marked as a remote replay."""
+        flags = ("remote-replay", f"remote:{self.mode}", *flags)
+        return super()._seal(gen, question, mode, seal_mode=seal_mode, flags=flags)
 
     # -- results carry the mode ---------------------------------------------------------------
     def generate_sql(self, question: str, **options: Any) -> RemoteGeneratedSQL:

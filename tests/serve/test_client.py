@@ -126,3 +126,42 @@ def test_options_are_checked(server: GridServer) -> None:
         RemoteAsker(chinook_path(), server.url, policy=POLICY, mode="local")  # type: ignore[arg-type]
     with pytest.raises(OptionError):
         ServerClient("ftp://x")
+
+
+def test_remote_autofix_is_sealed_with_its_edits_and_verified(
+    server: GridServer, tmp_path: Path
+) -> None:
+    """A remote generation fixed by autofix is sealed like a local one: the replayed tokens
+    spell the generated SQL, the seal carries the edits and the fixed final SQL, and
+    ``audit verify`` re-derives the fix (tests/front/test_autofix_ask.py, locally)."""
+    import sqlite3
+
+    from grid_sql.audit.store import AuditStore
+    from grid_sql.audit.verify import verify
+    from grid_sql.front.prompt import Example
+    from tests.front.test_autofix_ask import QUESTION, SCHEMA, WRONG
+
+    db = tmp_path / "music.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(SCHEMA)
+    con.commit()
+    con.close()
+    store = AuditStore(tmp_path / "audit.sqlite")
+    asker = RemoteAsker(
+        db,
+        server.url,
+        max_tokens=48,
+        audit=store,
+        vocabulary=server.backend.vocab,
+        examples=[Example(QUESTION, WRONG)],
+    )
+    res = asker.ask(QUESTION)
+    (rep,) = res.repairs
+    assert rep.kind == "autofix" and rep.sql.rstrip(";").strip() == WRONG  # greedy copy
+    assert res.sql.startswith(WRONG.replace("T1.name", "T2.name"))
+    rec = store.get(res.audit_id)
+    assert rec.seal["mode"] == "processor"
+    assert rec.seal["flags"] == ["remote-replay", "remote:grid-processor"]
+    assert rec.final_sql == res.sql and rec.seal["autofix"]["generated_sql"] == rep.sql
+    report = verify(store, res.audit_id)
+    assert report.ok, report.describe()
