@@ -30,13 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
-
 from grid_sql.grammar.ir import Grammar
 from grid_sql.parser.incremental import accepts
-from grid_sql.policy.checker import Checker, Violation, _Run
+from grid_sql.policy.checker import Checker, Violation
 from grid_sql.policy.conformance import CertainEdit, apply_edits, certain_fixes
 
 FIXABLE_KINDS = frozenset({"unknown_column", "ambiguous_column"})
@@ -107,16 +103,10 @@ def proposed_edits(sql: str, checker: Checker) -> list[FixEdit]:
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        try:
-            stmts = [s for s in sqlglot.parse(sql, read=checker._read) if s]
-        except (ParseError, TokenError):
+        stmt = checker.parse_query(sql)  # the checker's own reading (SQLite `"word"` strings)
+        if stmt is None:
             return []
-        if len(stmts) != 1 or not isinstance(stmts[0], exp.Query):
-            return []
-        stmt: exp.Expr = stmts[0]
-        if checker.dialect == "sqlite":  # the same view of `"word"` strings as the checker's
-            stmt = _Run(checker, sql)._sqlite_string_fallback(stmt)
-        found: list[CertainEdit] = certain_fixes(stmt, sql, checker._view)
+        found: list[CertainEdit] = certain_fixes(stmt, sql, checker.schema_view)
     except RecursionError:
         return []
     finally:

@@ -231,6 +231,26 @@ class Checker:
         self._view = SchemaView(snapshot, policy, self.dialect)
 
     # ------------------------------------------------------------------ public API
+    @property
+    def schema_view(self) -> SchemaView:
+        """What the role may read, as the conformance pass resolves names against it."""
+        return self._view
+
+    def parse_query(self, sql: str) -> exp.Expr | None:
+        """The single query of ``sql`` as this checker reads it (its sqlglot dialect; SQLite's
+        double-quoted-string fallback applied), or None when ``sql`` is not exactly one query
+        that parses. For passes that must see the statement exactly as the checker did
+        (grid_sql/policy/autofix.py). sqlglot errors, including RecursionError, give None."""
+        try:
+            stmts = [s for s in sqlglot.parse(sql, read=self._read) if s]
+        except (ParseError, TokenError, RecursionError):
+            return None
+        if len(stmts) != 1 or not isinstance(stmts[0], exp.Query):
+            return None
+        if self.dialect == "sqlite":
+            return _Run(self, sql)._sqlite_string_fallback(stmts[0])
+        return stmts[0]
+
     def check(self, sql: str) -> list[Violation]:
         """Every violation in ``sql`` (empty list: the statement is allowed)."""
         run = _Run(self, sql)
