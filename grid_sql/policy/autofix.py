@@ -10,8 +10,9 @@ model and cannot invent anything.
 Only two fixes are made (:class:`~grid_sql.policy.conformance.CertainEdit`):
 
 * ``requalify`` — ``q.c`` whose table lacks ``c`` while exactly one other FROM item visible
-  at that point (the same level or, for correlation, an enclosing one, by the checker's own
-  resolution rules) has ``c``, and every FROM item's columns are known;
+  at that point (this level or an enclosing one, by the checker's own resolution rules) has
+  ``c``, both are FROM items of the same level (never a new or lost correlation), and every
+  FROM item's columns are known;
 * ``equal_join`` — an ambiguous bare ``c`` whose candidates are all joined by ``=`` on ``c``
   (inner joins only, one declared type), so that every candidate holds the same value.
 

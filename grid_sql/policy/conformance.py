@@ -578,8 +578,9 @@ class _Conformance:
     ) -> None:
         """``q.c`` where ``q`` lacks ``c``: requalify when exactly one other FROM item visible
         here (this level or an enclosing one, by the same resolution rules as the finding)
-        has ``c``, every item's columns are known, and the new qualifier binds to that item
-        at this point (no inner item of the same name shadows it)."""
+        has ``c``, that item and ``q``'s are both FROM items of this level (moving a reference
+        between levels would change what the subquery correlates to), every item's columns
+        are known, and the new qualifier binds to that item at this point."""
         if pos is None:
             return
         swap = self._swap.get(id(scope))
@@ -594,6 +595,9 @@ class _Conformance:
         if len(owners) != 1:
             return
         o = owners[0]
+        own = self.sources(scope)
+        if own.get(o.key) is not o or own.get(src.key) is not src:
+            return  # across query levels the edit would add or drop a correlation: a guess
         if o.written is None or (o.info is not None and not self._readable(o, key)):
             return  # never point a reference at a column the role may not read
         bound = next((srcs[o.key] for _, srcs in self._chain(scope, col) if o.key in srcs), None)

@@ -65,12 +65,26 @@ def test_requalify_in_an_on_clause_but_never_into_a_tautology(role):
     _untouched(role, "SELECT T2.Name FROM Album AS T1 JOIN Artist AS T2 ON T1.Name = T2.Name")
 
 
-def test_requalify_to_an_enclosing_query_and_shadowing(role):
-    sql = (
+def test_never_across_query_levels_and_shadowing(role):
+    # Album has no Name; the outer Artist has. `A.Name` would run, but it turns a filter on
+    # the album (most likely its Title) into a correlation to the artist: a guess, not a fix
+    _untouched(
+        role,
         "SELECT Name FROM Artist AS A WHERE EXISTS "
-        "(SELECT 1 FROM Album AS B WHERE B.ArtistId = A.ArtistId AND B.Name LIKE 'A%')"
+        "(SELECT 1 FROM Album AS B WHERE B.ArtistId = A.ArtistId AND B.Name LIKE 'A%')",
     )
-    assert _fixed(role, sql) == sql.replace("B.Name", "A.Name")
+    # nor the other way: an outer alias lacking the column, an inner table having it
+    _untouched(
+        role,
+        "SELECT Title FROM Album AS A WHERE EXISTS "
+        "(SELECT 1 FROM Artist AS B WHERE B.ArtistId = A.ArtistId AND A.Name LIKE 'A%')",
+    )
+    # within the subquery's own level it is still certain
+    sql = (
+        "SELECT Name FROM Artist AS A WHERE EXISTS (SELECT 1 FROM Album AS B JOIN Track AS C "
+        "ON C.AlbumId = B.AlbumId WHERE B.ArtistId = A.ArtistId AND B.Milliseconds > 1)"
+    )
+    assert _fixed(role, sql) == sql.replace("B.Milliseconds", "C.Milliseconds")
     # the outer alias is shadowed by an inner one of the same name: `T1.Name` would bind to
     # the inner Album again, so nothing is certain
     _untouched(
