@@ -21,52 +21,8 @@
 //!   grammar is never LR(k) (DeRemer and Pennello), so lark rejects it anyway: the builder
 //!   declines ([`LalrError::ReadsCycle`]) and the caller lets lark report the conflict.
 
-use std::collections::HashMap;
+use crate::fxhash::FxMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// FxHash (rustc's hasher): the maps below are keyed by small integers and item-id
-/// vectors built here, so SipHash's flooding resistance buys nothing and it was ~15% of a
-/// role grammar's build (callgrind). Iteration order never reaches the output (the only
-/// iterated map's keys are sorted first), so the tables do not depend on the hasher.
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(w));
-        }
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A production: left-hand nonterminal index (`0..n_nonterminals`) and right-hand symbols.
 #[derive(Clone, Debug)]

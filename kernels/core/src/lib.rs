@@ -9,9 +9,11 @@
 //!   all terminals, with per-state `accept` and `live` pattern bitsets.
 //! - [`fingerprint`]: hex BLAKE2b-256 of canonical byte encodings (design §5).
 //! - [`lalr`]: LALR(1) table construction (lark's analysis, canonical state numbering).
+//! - [`fxhash`]: the hasher of the kernels' internal maps and sets.
 //! - [`walk`]: the cold token-trie walk (paper §4.1–§4.2): CI ids and CD residue of a key.
 
 pub mod fingerprint;
+pub mod fxhash;
 pub mod lalr;
 pub mod lexer;
 pub mod walk;

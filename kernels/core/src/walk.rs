@@ -16,10 +16,10 @@
 //! The allowed set A is a little-endian bitset over terminal ids (`u64` words; missing
 //! high words read as zero).
 
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::fxhash::FxSet;
 use crate::lexer::{DEAD, START};
 
 /// Bytes that open a quoted identifier: such lexemes are compared exactly even when the
@@ -38,19 +38,19 @@ pub fn fold_lexeme(lexeme: &[u8], fold_bare_case: bool) -> Vec<u8> {
 /// The allowed words of one category terminal with their prefix closure (`CategoryWords`).
 #[derive(Debug, Clone)]
 pub struct Lexicon {
-    words: HashSet<Vec<u8>>,
-    prefixes: HashSet<Vec<u8>>,
+    words: FxSet<Vec<u8>>,
+    prefixes: FxSet<Vec<u8>>,
     fold_bare_case: bool,
 }
 
 impl Lexicon {
     /// Words are folded on entry, exactly as `CategoryWords.__post_init__` does.
     pub fn new<I: IntoIterator<Item = Vec<u8>>>(words: I, fold_bare_case: bool) -> Self {
-        let words: HashSet<Vec<u8>> = words
+        let words: FxSet<Vec<u8>> = words
             .into_iter()
             .map(|w| fold_lexeme(&w, fold_bare_case))
             .collect();
-        let mut prefixes = HashSet::new();
+        let mut prefixes = FxSet::default();
         for w in &words {
             for i in 0..=w.len() {
                 prefixes.insert(w[..i].to_vec());
