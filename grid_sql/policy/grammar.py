@@ -20,6 +20,7 @@ INDEX ... ON) use ``TABLE_NAME`` and so are limited to readable tables.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 import regex
@@ -63,21 +64,37 @@ def _quoted(name: str, q: str) -> str:
     return q + name.replace(q, q + q) + q
 
 
-def _forms(grammar: Grammar, terminal: str, name: str, dialect: str) -> list[bytes]:
-    """Every spelling of ``name`` the terminal can scan: bare (if legal) and quoted."""
-    pat = regex.compile(grammar.terminals[grammar.terminal_ids[terminal]].pattern.encode())
-    out: list[bytes] = []
-    bare = name.encode()
-    # PostgreSQL folds bare names to lower case: a bare spelling only names a lower-case name
-    if pat.fullmatch(bare) and (dialect != "postgresql" or name == name.lower()):
-        out.append(bare.lower())
-    for q in QUOTES.get(dialect, ('"',)):
-        if q == "[" and "]" in name:
-            continue
-        w = _quoted(name, q).encode()
-        if pat.fullmatch(w):
-            out.append(w)
-    return out
+@functools.lru_cache(maxsize=64)
+def _pattern(pattern: str) -> regex.Pattern[bytes]:
+    return regex.compile(pattern.encode())
+
+
+@functools.lru_cache(maxsize=16)
+def _spellings(pattern: str, names: frozenset[str], dialect: str) -> tuple[bytes, ...]:
+    """Every spelling of each name a terminal with ``pattern`` can scan: bare (if legal) and
+    quoted, sorted. Memoized: the function-name set is the same for every role of a dialect,
+    and a role re-specialized with the same tables asks again."""
+    pat = _pattern(pattern)
+    out: set[bytes] = set()
+    for name in names:
+        bare = name.encode()
+        # PostgreSQL folds bare names to lower case: a bare spelling only names a lower-case name
+        if pat.fullmatch(bare) and (dialect != "postgresql" or name == name.lower()):
+            out.add(bare.lower())
+        for q in QUOTES.get(dialect, ('"',)):
+            if q == "[" and "]" in name:
+                continue
+            w = _quoted(name, q).encode()
+            if pat.fullmatch(w):
+                out.add(w)
+    return tuple(sorted(out))
+
+
+def spellings(grammar: Grammar, terminal: str, names: Iterable[str], dialect: str) -> list[bytes]:
+    """The lexicon words of ``names`` for ``terminal`` of ``grammar``: every bare and quoted
+    spelling its pattern scans (what :func:`role_grammar` puts in the lexicon)."""
+    pattern = grammar.terminals[grammar.terminal_ids[terminal]].pattern
+    return list(_spellings(pattern, frozenset(names), dialect))
 
 
 def role_grammar(
@@ -129,5 +146,5 @@ def role_grammar(
         names_of["FUNCTION_NAME"] = set(dialect_function_names(dialect)) | set(extra_functions)
     for term, names in names_of.items():
         if term in g.terminal_ids:
-            words[term] = sorted({w for n in names for w in _forms(g, term, n, dialect)})
+            words[term] = spellings(g, term, names, dialect)
     return g.with_lexicon(SchemaLexicon(words, fold_bare_case=True))

@@ -90,23 +90,19 @@ def lexicon_grammar(
     from grid_sql.grammar.lexicon import SchemaLexicon
     from grid_sql.grammar.scope import ScopeTable
     from grid_sql.policy.functions import dialect_function_names
-    from grid_sql.policy.grammar import _forms
+    from grid_sql.policy.grammar import spellings
 
     g = Grammar.dialect(dialect)
     tables = dict(table_columns)
     words = {
-        "TABLE_NAME": sorted({w for t in tables for w in _forms(g, "TABLE_NAME", t, dialect)}),
-        "COLUMN_NAME": sorted(
-            {w for cs in tables.values() for c in cs for w in _forms(g, "COLUMN_NAME", c, dialect)}
+        "TABLE_NAME": spellings(g, "TABLE_NAME", tables, dialect),
+        "COLUMN_NAME": spellings(
+            g, "COLUMN_NAME", {c for cs in tables.values() for c in cs}, dialect
         ),
     }
     if functions:
-        words["FUNCTION_NAME"] = sorted(
-            {
-                w
-                for f in dialect_function_names(dialect)
-                for w in _forms(g, "FUNCTION_NAME", f, dialect)
-            }
+        words["FUNCTION_NAME"] = spellings(
+            g, "FUNCTION_NAME", dialect_function_names(dialect), dialect
         )
     g = g.with_lexicon(SchemaLexicon(words, fold_bare_case=True))
     return g.with_scopes(ScopeTable(tables)) if scopes else g
