@@ -104,6 +104,10 @@ def clear_role_memos() -> None:
     if hasattr(ir, "_validated"):  # absent before 7b29d27 (A/B runs against older trees)
         with ir._validated_lock:
             ir._validated.clear()
+    from grid_sql.policy import grammar as pg
+
+    if hasattr(pg, "_spellings"):  # absent before f9f60f4
+        pg._spellings.cache_clear()
 
 
 def chinook_role() -> tuple[Any, Any]:
