@@ -473,8 +473,11 @@ class _Conformance:
         for col in scope.find_all(exp.Column):
             if not isinstance(col.this, exp.Identifier | exp.Star):
                 continue
-            if col.args.get("db") or col.args.get("catalog"):
-                continue  # schema.table.column: rare, left to the policy checker
+            if col.args.get("catalog"):
+                continue  # catalog.schema.table.column: left to the policy checker
+            if col.args.get("db"):
+                self._three_part(scope, col)
+                continue
             if col.args.get("table") is not None:
                 self._qualified(scope, col)
             elif isinstance(col.this, exp.Identifier):
@@ -972,6 +975,51 @@ class _Conformance:
                 msg + ".",
                 fix,
                 table=qual,
+                column=col.name,
+                position=pos,
+                snippet=written if pos is not None else None,
+                edits=edits,
+            )
+        )
+
+    def _three_part(self, scope: Scope, col: exp.Column) -> None:
+        """``a.b.c`` is ``schema.table.column``. When ``a`` names no schema of this database
+        the reference cannot resolve anywhere (SQLite: "no such column: a.b.c"), however the
+        rest reads — typically a model that wrote ``table.column`` and went on with ``. x``.
+        A real schema is left to the policy checker, as before."""
+        db = self.view.ident(col.args["db"])
+        schemas = {self.view.key(sc.name) for sc in self.view.snapshot.schemas}
+        if self.view.dialect == "sqlite":
+            schemas |= {"main", "temp"}
+        if db in schemas or isinstance(col.this, exp.Star):
+            return
+        start, _ = _span(col.args["db"], self.sql)
+        cpos, ctext = _span(col.this, self.sql)
+        pos: int | None = None
+        if start is not None and cpos is not None and ctext is not None:
+            written, pos = self.sql[start : cpos + len(ctext)], start
+        else:
+            written = f"{col.args['db'].name}.{col.table}.{col.name}"
+        msg = (
+            f"`{written}`: `{col.args['db'].name}` is not a schema of this database, so this "
+            "three-part name (schema.table.column) cannot resolve; a column is written "
+            "`table.column` or `alias.column`"
+        )
+        fix = None
+        edits: tuple[tuple[int, int, str], ...] = ()
+        src = next((srcs[db] for _, srcs in self._chain(scope, col) if db in srcs), None)
+        middle = self.view.ident(col.args["table"])
+        if src is not None and src.provides(self.view, middle):
+            new = f"{src.alias}.{self.q(_col_name(src, middle, col.table))}"
+            fix = f"replace `{written}` with `{new}`"
+            if pos is not None:
+                edits = ((pos, pos + len(written), new),)
+        self.add(
+            Finding(
+                "unknown_column",
+                msg + ".",
+                fix,
+                table=col.args["db"].name,
                 column=col.name,
                 position=pos,
                 snippet=written if pos is not None else None,

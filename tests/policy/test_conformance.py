@@ -344,3 +344,21 @@ def test_sqlite_subquery_group_and_order_by_do_not_see_outer_columns(chinook):
     assert v.kind == "unknown_column" and v.snippet == "ReportsTo"
     assert v.position == bad[0].index("GROUP BY ReportsTo") + len("GROUP BY ")
     con.close()
+
+
+def test_three_part_name_whose_first_part_is_no_schema(chinook):
+    """`a.b.c` is schema.table.column: with `a` no schema it cannot resolve (SQLite: "no such
+    column"), which the checker used to pass (Spider runs: `TV_Channel.id . ID`)."""
+    import sqlite3
+
+    sql = "SELECT T1.ArtistId . Name FROM Artist AS T1"
+    v = _one(chinook, sql)
+    assert v.kind == "unknown_column" and v.snippet == "T1.ArtistId . Name"
+    assert "`T1` is not a schema of this database" in v.message
+    assert v.fix == "replace `T1.ArtistId . Name` with `T1.ArtistId`"  # `b` is a column of `a`
+    with pytest.raises(sqlite3.OperationalError, match="no such column"):
+        sqlite3.connect(chinook_path()).execute(sql)
+    v = _one(chinook, "SELECT Name FROM Artist WHERE x.y.z = 1")
+    assert v.kind == "unknown_column" and v.fix is None
+    # a real schema: resolved as before (SQLite's main; the policy checker judges the rest)
+    assert chinook.check("SELECT main.Artist.Name FROM Artist") == []
