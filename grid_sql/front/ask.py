@@ -401,22 +401,11 @@ class Asker:
                         edits=[e.to_dict() for e in fix.edits],
                     )
                 )
+            if (fix is not None and fix.fixed is not None) or (not found and not params):
                 timings["total"] = time.perf_counter() - t_start
                 return GeneratedSQL(
                     question=q,
-                    sql=fix.fixed,
-                    stop_reason=gen.stop_reason,
-                    audit_id=audit_id,
-                    audit_ids=audit_ids,
-                    repairs=repairs,
-                    timings=timings,
-                    tokens=tokens,
-                )
-            if not found and not params:
-                timings["total"] = time.perf_counter() - t_start
-                return GeneratedSQL(
-                    question=q,
-                    sql=gen.sql,
+                    sql=fix.fixed if fix is not None and fix.fixed is not None else gen.sql,
                     stop_reason=gen.stop_reason,
                     audit_id=audit_id,
                     audit_ids=audit_ids,
