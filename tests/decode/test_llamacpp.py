@@ -189,3 +189,33 @@ def test_forced_span_is_written_without_sampling_and_fed_as_one_batch(
     assert calls[1] == len(span)  # after the prompt: the whole span in one forward call
     assert accepts(g, gen.text)
     replay(guide, gen)
+
+
+def test_prompt_logits_do_not_depend_on_the_cached_prefix() -> None:
+    """Greedy output must not depend on what the process generated before. llama.cpp's
+    logits depend on how a prompt is chunked (a lone re-fed last token takes another kernel
+    path than a batch: Qwen2.5-Coder Q4_K_M moved by up to 0.39), so prefill reuses only
+    whole ``n_batch`` chunks of a cached prefix. n_batch=64 here so reuse really happens."""
+    from grid_sql.decode.models import fetch_model
+
+    path = fetch_model("qwen2.5-coder-0.5b")
+    schema = " ".join(f"CREATE TABLE t{i} (a{i} INT, b{i} TEXT);" for i in range(20))
+    sys_msg = {"role": "system", "content": "You write SQLite. " + schema}
+    p1 = [sys_msg, {"role": "user", "content": "How many rows are in t1?"}]
+    p2 = [sys_msg, {"role": "user", "content": "List the b3 values of t3."}]
+
+    def fresh(msgs: list[dict[str, str]]) -> np.ndarray:
+        b = LlamaCppBackend(str(path), n_ctx=1024, n_batch=64)
+        return b.prefill(b.chat_prompt(msgs)).copy()
+
+    want = fresh(p2)
+    b = LlamaCppBackend(str(path), n_ctx=1024, n_batch=64)
+    first = b.prefill(b.chat_prompt(p1)).copy()
+    b.step([int(first.argmax())])
+    ids1, ids2 = b.chat_prompt(p1), b.chat_prompt(p2)
+    shared = next(i for i, (x, y) in enumerate(zip(ids1, ids2, strict=False)) if x != y)
+    assert shared >= 128  # whole 64-token chunks of the cached prefix are reused
+    after_other = b.prefill(ids2).copy()
+    again = b.prefill(b.chat_prompt(p2)).copy()  # same prompt: the old code re-fed one token
+    assert np.array_equal(after_other, want)
+    assert np.array_equal(again, want)
