@@ -30,7 +30,7 @@ from ..errors import AuditError, GridSQLError
 from ..grammar.ir import Grammar, RoleProjection, Terminal
 from ..grammar.lexicon import SchemaLexicon
 from ..mask.vocab import Vocabulary
-from ..policy.model import Policy, TablePolicy
+from ..policy.model import Policy
 from ..schema.model import SchemaSnapshot
 from .log import ArtifactRefs
 
@@ -274,25 +274,7 @@ def rebuild_policy(art: Artifact) -> Policy:
     """The exact effective policy an artifact describes (provenance is not archived: it
     explains, it does not decide); raises AuditError if it was altered."""
     try:
-        d = json.loads(zlib.decompress(art.payload))
-        pol = Policy(
-            dialect=d["dialect"],
-            role=d["role"],
-            default_schema=d["default_schema"],
-            tables=tuple(
-                TablePolicy(
-                    schema=t["schema"],
-                    name=t["name"],
-                    kind=t["kind"],
-                    verbs=frozenset(t["verbs"]),
-                    columns=tuple((c, frozenset(v)) for c, v in t["columns"]),
-                )
-                for t in d["tables"]
-            ),
-            statement_verbs=frozenset(d["statement_verbs"]),
-            banned_functions=frozenset(d["banned_functions"]),
-            banned_clauses=frozenset(d["banned_clauses"]),
-        )
+        pol = Policy.from_dict(json.loads(zlib.decompress(art.payload)))
     except (ValueError, KeyError, TypeError, zlib.error) as e:
         raise AuditError(f"policy artifact {art.fingerprint[:16]} is unreadable: {e}") from e
     if pol.fingerprint != art.fingerprint:

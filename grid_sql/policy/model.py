@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 from grid_sql.schema.model import TableKind
 
@@ -264,6 +264,29 @@ class Policy:
                 for t in self.tables
             ],
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Policy:
+        """Inverse of :meth:`to_dict` (provenance is not part of the canonical form). Raises
+        KeyError/TypeError/ValueError on malformed data; callers type the error."""
+        return cls(
+            dialect=d["dialect"],
+            role=d["role"],
+            default_schema=d["default_schema"],
+            tables=tuple(
+                TablePolicy(
+                    schema=t["schema"],
+                    name=t["name"],
+                    kind=t["kind"],
+                    verbs=frozenset(t["verbs"]),
+                    columns=tuple((c, frozenset(v)) for c, v in t["columns"]),
+                )
+                for t in d["tables"]
+            ),
+            statement_verbs=frozenset(d["statement_verbs"]),
+            banned_functions=frozenset(d["banned_functions"]),
+            banned_clauses=frozenset(d["banned_clauses"]),
+        )
 
     @cached_property
     def fingerprint(self) -> str:

@@ -47,7 +47,7 @@ from ..grammar.ir import Grammar
 from ..mask.cache import MaskCache
 from ..mask.guide import Guide
 from ..mask.vocab import Vocabulary
-from ..policy.model import Policy, TablePolicy
+from ..policy.model import Policy
 from ..schema.model import SchemaSnapshot
 
 SPEC_VERSION = 1
@@ -69,29 +69,6 @@ def _canon_dialect(name: str) -> str | None:
         return canonical_dialect(name)
     except GridSQLError:
         return None
-
-
-def _policy_from_dict(d: Mapping[str, Any]) -> Policy:
-    """Inverse of :meth:`Policy.to_dict` (provenance is not part of the canonical form)."""
-    tables = tuple(
-        TablePolicy(
-            schema=t["schema"],
-            name=t["name"],
-            kind=t["kind"],
-            verbs=frozenset(t["verbs"]),
-            columns=tuple((c, frozenset(v)) for c, v in t["columns"]),
-        )
-        for t in d["tables"]
-    )
-    return Policy(
-        dialect=d["dialect"],
-        role=d["role"],
-        default_schema=d["default_schema"],
-        tables=tables,
-        statement_verbs=frozenset(d["statement_verbs"]),
-        banned_functions=frozenset(d["banned_functions"]),
-        banned_clauses=frozenset(d["banned_clauses"]),
-    )
 
 
 @dataclass(frozen=True)
@@ -126,7 +103,7 @@ class GuideSpec:
         if not isinstance(self.policy, Mapping) or not isinstance(self.schema, Mapping):
             raise GuideSpecError("guide spec: policy and schema must be JSON objects")
         try:
-            policy = _policy_from_dict(self.policy)
+            policy = Policy.from_dict(self.policy)
             snap = SchemaSnapshot.from_dict(dict(self.schema))
         except (KeyError, TypeError, ValueError, AssertionError, AttributeError) as e:
             raise GuideSpecError(f"guide spec: malformed policy or schema ({e!r})") from e
