@@ -8,6 +8,7 @@ INSERT/UPDATE too) so it never races the db-layer fixtures.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -119,3 +120,19 @@ def my_front() -> Callable[[str], sa.URL]:
         return admin.url.set(database=FRONT_DB, username=user, password=PASSWORD)
 
     return url
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """SmolLM2-135M through llama.cpp, loaded once per module (fails under CI=true when the
+    model is not cached: `make models` fetches it there)."""
+    from grid_sql.decode.models import cached_path
+
+    if not cached_path("smollm2-135m").is_file():
+        msg = "smollm2-135m is not cached (make models)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    from grid_sql.decode.backend import load_backend
+
+    return load_backend("smollm2-135m", backend="llama.cpp")

@@ -8,8 +8,6 @@ executes only when it passed), not answer accuracy.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import sqlalchemy as sa
 
@@ -154,21 +152,6 @@ def shop_db(tmp_path_factory):
     con.commit()
     con.close()
     return path
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    """SmolLM2-135M through llama.cpp (the decode engineer's backend), loaded once."""
-    from grid_sql.decode.models import cached_path
-
-    if not cached_path("smollm2-135m").is_file():
-        msg = "smollm2-135m is not cached (make models)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    from grid_sql.decode.backend import load_backend
-
-    return load_backend("smollm2-135m", backend="llama.cpp")
 
 
 @pytest.fixture(scope="module")

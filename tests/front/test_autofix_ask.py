@@ -5,7 +5,6 @@ the typed refusal is unchanged."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 
 import pytest
@@ -23,20 +22,6 @@ INSERT INTO album VALUES (1, 'Back in Black', 1), (2, 'Balls to the Wall', 2);
 """
 QUESTION = "Which artist made each album?"
 WRONG = "SELECT T1.title, T1.name FROM album AS T1 JOIN artist AS T2 ON T1.artist_id = T2.artist_id"
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    from grid_sql.decode.models import cached_path
-
-    if not cached_path("smollm2-135m").is_file():
-        msg = "smollm2-135m is not cached (make models)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    from grid_sql.decode.backend import load_backend
-
-    return load_backend("smollm2-135m", backend="llama.cpp")
 
 
 @pytest.fixture(scope="module")
