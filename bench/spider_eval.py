@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 SPIDER_DIR = Path("/work/shared/data/spider")
 CHINOOK_QUESTIONS = Path(__file__).resolve().parent / "chinook_questions.json"
-ARMS = ("unconstrained", "constrained", "repair", "scope", "scope+repair")
+ARMS = ("unconstrained", "constrained", "repair", "scope", "scope+repair", "bind", "bind+repair")
 # Deterministic autofix (issue #8 §1), both on the recorded ``scope`` first round of the same
 # --out file (greedy: a re-run would spell the same statement): the model runs only where
 # autofix leaves a refusal. ``autofix+repair`` repairs the statement as generated;
@@ -78,8 +78,14 @@ ARMS = ("unconstrained", "constrained", "repair", "scope", "scope+repair")
 # have one, and repairs the partly fixed statement.
 AUTOFIX_ARMS = ("autofix+repair", "partial-autofix+repair")
 DEFAULT_ARMS = ("unconstrained", "constrained", "repair")
-# (first-round arm, final arm, scope-aware masks on): each pair is one generate_sql call
-ARM_PAIRS = (("constrained", "repair", False), ("scope", "scope+repair", True))
+# (first-round arm, final arm, scope-aware masks: "" off, "scope" the scope rule as
+# measured before select-list obligations, "bind" with them): each pair is one
+# generate_sql call
+ARM_PAIRS = (
+    ("constrained", "repair", ""),
+    ("scope", "scope+repair", "scope"),
+    ("bind", "bind+repair", "bind"),
+)
 # Asker keywords that may turn the scope-aware identifier masks on or off (issue #8 §2); the
 # first one the Asker accepts is used, else the bench sets the role grammar's scopes itself
 SCOPE_OPTIONS = ("scope_masks", "scopes", "scope_aware", "scoped")
@@ -539,9 +545,16 @@ def scope_option_name() -> str | None:
 
 
 def make_asker(
-    db: Path, backend: Backend, max_tokens: int, *, scopes: bool, autofix: bool = False
+    db: Path,
+    backend: Backend,
+    max_tokens: int,
+    *,
+    scopes: bool,
+    autofix: bool = False,
+    bind: bool = False,
 ) -> Asker:
-    """The arm's Asker: audit off, repair available, scope-aware masks ``scopes``.
+    """The arm's Asker: audit off, repair available, scope-aware masks ``scopes`` (with
+    select-list obligations when ``bind``).
 
     Through the Asker's own option when it has one; otherwise the role grammar is swapped for
     ``grammar.with_scopes(role_scopes(snapshot))`` (or ``with_scopes(None)``), the public
@@ -555,8 +568,13 @@ def make_asker(
         kw: dict[str, Any] = {opt: scopes}
         # the arms measure the model's repair round: the Asker's deterministic autofix (on by
         # default since it exists) is off here; bench/autofix_offline.py measures it
-        if "autofix" in inspect.signature(Asker.__init__).parameters:
+        params = inspect.signature(Asker.__init__).parameters
+        if "autofix" in params:
             kw["autofix"] = autofix
+        if "bind_select_list" in params:
+            kw["bind_select_list"] = bind
+        elif bind:
+            raise SystemExit("the bind arms need Asker(bind_select_list=...)")
         return Asker(db, model=backend, audit=False, max_tokens=max_tokens, **kw)
     try:
         from grid_sql.policy.scopes import role_scopes
@@ -636,7 +654,7 @@ def evaluate(
             from grid_sql.policy.scopes import role_scopes  # noqa: F401
         except ImportError:
             raise SystemExit("the scope arms need grid_sql.policy.scopes") from None
-    scoped = {first: on for first, _final, on in ARM_PAIRS}
+    scoped = {first: mode for first, _final, mode in ARM_PAIRS}
     commit = git_commit()
     backend = load_backend(model)
     askers: dict[tuple[str, str], Asker] = {}
@@ -648,7 +666,10 @@ def evaluate(
             key = (str(db), first)
             a = askers.get(key)
             if a is None:
-                a = askers[key] = make_asker(db, backend, max_tokens, scopes=scoped[first])
+                mode = scoped[first]
+                a = askers[key] = make_asker(
+                    db, backend, max_tokens, scopes=bool(mode), bind=mode == "bind"
+                )
             return a
 
         for arm in (a for a in AUTOFIX_ARMS if a in arms and (q.qid, a) not in have):

@@ -83,6 +83,8 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             "tables": {t: sorted(c) for t, c in grammar.scopes.columns.items()},
             "schemas": sorted(grammar.scopes.schemas),
         }
+        if grammar.scopes.bind_select_list:  # absent in archives written before the rule
+            body["scopes"]["bind_select_list"] = True
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -133,7 +135,13 @@ def rebuild_grammar(art: Artifact) -> Grammar:
         if sc is not None:
             from ..grammar.scope import ScopeTable
 
-            g = g.with_scopes(ScopeTable(sc["tables"], sc["schemas"]))
+            g = g.with_scopes(
+                ScopeTable(
+                    sc["tables"],
+                    sc["schemas"],
+                    bind_select_list=bool(sc.get("bind_select_list", False)),
+                )
+            )
     except AuditError:
         raise
     except (GridSQLError, ValueError, KeyError, TypeError, IndexError, zlib.error) as e:

@@ -76,7 +76,7 @@ OnStep = Callable[[StepRecord], None]
 MAX_QUESTION_CHARS = 4000
 _GUIDES: dict[tuple[str, str], Guide] = {}
 _GUIDES_LOCK = threading.Lock()
-_ROLE_GRAMMARS: dict[tuple[str, str, str, bool], Grammar] = {}
+_ROLE_GRAMMARS: dict[tuple[str, str, str, bool, bool], Grammar] = {}
 
 DB = str | Path | sa.URL | Engine | Connection
 
@@ -120,22 +120,28 @@ def guide_for(grammar: Grammar, backend: Backend) -> Guide:
         return guide
 
 
-def role_grammar_for(snapshot: SchemaSnapshot, policy: Policy, *, scopes: bool = False) -> Grammar:
+def role_grammar_for(
+    snapshot: SchemaSnapshot,
+    policy: Policy,
+    *,
+    scopes: bool = False,
+    bind_select_list: bool = True,
+) -> Grammar:
     """The role grammar of (schema, policy), compiled once per process and shared.
 
     Why: projection and LALR table construction take seconds, and every Asker (one per
     DB-API connection, notebook, request...) on the same role and schema needs the same one.
     ``scopes``: with scope-aware column lexicons (``docs/scope.md``) when the role has a
-    column lexicon.
+    column lexicon; ``bind_select_list``: with them, the select-list obligations too.
     """
-    key = (snapshot.dialect, snapshot.fingerprint, policy.fingerprint, scopes)
+    key = (snapshot.dialect, snapshot.fingerprint, policy.fingerprint, scopes, bind_select_list)
     with _GUIDES_LOCK:
         hit = _ROLE_GRAMMARS.get(key)
     if hit is not None:
         return hit
     grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy)
     if scopes and grammar.lexicon is not None and "COLUMN_NAME" in grammar.lexicon:
-        grammar = grammar.with_scopes(role_scopes(snapshot))
+        grammar = grammar.with_scopes(role_scopes(snapshot, bind_select_list=bind_select_list))
     with _GUIDES_LOCK:
         return _ROLE_GRAMMARS.setdefault(key, grammar)
 
@@ -171,8 +177,14 @@ class Asker:
         examples: Sequence[Example] = (),
         scopes: bool = True,
         autofix: bool = True,
+        bind_select_list: bool = True,
     ) -> None:
-        """``autofix``: apply the checker's deterministic fixes (requalifying a column read
+        """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
+        with them, a FROM clause cannot close while a column the select list names (``T2.x``,
+        or a bare ``x``) is bound by no FROM item, so the model writes the join it referred
+        to instead of a statement the checker refuses.
+
+        ``autofix``: apply the checker's deterministic fixes (requalifying a column read
         through the wrong FROM item; qualifying an ambiguous name whose candidates are joined
         equal) before, and instead of, the LLM repair round when they resolve every
         violation, in every round. On by default because, measured on recorded rounds of
@@ -194,6 +206,7 @@ class Asker:
         self.repair = repair
         self.autofix = autofix
         self.scopes = scopes  # scope-aware column lexicons (docs/scope.md)
+        self.bind_select_list = bind_select_list
         self.examples = tuple(examples)
         self._model_arg = model
         self._backend: Backend | None = None
@@ -289,7 +302,9 @@ class Asker:
             if not writes and not pol.read_only:
                 pol = narrow(pol, _SELECT_ONLY, self.snapshot)
             try:
-                grammar = role_grammar_for(self.snapshot, pol, scopes=self.scopes)
+                grammar = role_grammar_for(
+                    self.snapshot, pol, scopes=self.scopes, bind_select_list=self.bind_select_list
+                )
             except EmptyLanguageError as exc:
                 what = "" if writes else " without allow_writes"
                 raise PolicyViolation(

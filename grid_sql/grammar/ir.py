@@ -57,6 +57,20 @@ def _hex_fingerprint(kind: str, encoded: str) -> str:
     return h.hexdigest()
 
 
+# Keyword terminals (string terminals of these names) reserved in SQLite, PostgreSQL and
+# MySQL/MariaDB alike: none of them accepts one bare as a table alias. Where a select-list
+# obligation blocks such a keyword (``grammar/scope.py``), a word spelled like it is not
+# read as an identifier instead (``FROM t WHERE`` does not name an alias ``WHERE``).
+RESERVED_WORDS = frozenset(
+    {
+        "ALL", "AND", "AS", "CASE", "CHECK", "COLLATE", "CONSTRAINT", "CREATE", "DEFAULT",
+        "DISTINCT", "ELSE", "EXCEPT", "FOREIGN", "FROM", "GROUP", "HAVING", "IN", "INTERSECT",
+        "INTO", "IS", "JOIN", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER", "PRIMARY",
+        "REFERENCES", "SELECT", "TABLE", "THEN", "UNION", "UNIQUE", "USING", "WHEN", "WHERE",
+    }
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Terminal:
     """A grammar terminal with its regular lexeme language (a regex over bytes)."""
@@ -68,6 +82,11 @@ class Terminal:
     is_string: bool
     ignored: bool
     category: bool
+
+    @property
+    def reserved(self) -> bool:
+        """A keyword no unquoted identifier may be spelled as (``RESERVED_WORDS``)."""
+        return self.is_string and self.name in RESERVED_WORDS
 
     @property
     def resolution_key(self) -> tuple[int, int, str]:
@@ -615,7 +634,7 @@ class Grammar:
             lexicon=lex,
             scopes=None
             if self.scopes is None
-            else (dict(self.scopes.columns), self.scopes.schemas),
+            else (dict(self.scopes.columns), self.scopes.schemas, self.scopes.bind_select_list),
         )
 
     def __repr__(self) -> str:

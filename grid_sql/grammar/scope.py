@@ -24,7 +24,7 @@ function, a CTE, a table renamed with a column list, a table the schema does not
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LexiconError
@@ -43,6 +43,16 @@ WILDCARD = "*"  # an item bound to an unknown name (matches every qualifier)
 KEYWORD_ARGS = frozenset(
     {"microsecond", "second", "minute", "hour", "day", "week", "month", "quarter", "year"}
 )
+
+# Bare select-list words every table answers without listing them as columns, and
+# PostgreSQL's reserved ``user`` (the current role even where a table has a ``user``
+# column): never an obligation of the FROM clause.
+PSEUDO_COLUMNS = frozenset(
+    {"rowid", "oid", "_rowid_", "ctid", "xmin", "xmax", "cmin", "cmax", "tableoid", "user"}
+)
+# At most this many distinct select-list references are tracked per level; beyond, the
+# select list has no obligations (keeps stack values small on very long select lists).
+MAX_REFS = 32
 
 # Level states of a query level (one per SELECT on the stack).
 NONE, OPEN, DONE, QB = 0, 1, 2, 3
@@ -70,21 +80,35 @@ class ScopeTable:
 
     ``ScopeTable({"singer": ["Singer_ID", "Name"], ...})``. Tables of the same name in
     different schemas should be merged by the caller (the union is sound).
+
+
+    ``bind_select_list``: also refuse to close a FROM clause while a reference of the select
+    list before it is bound nowhere (``docs/scope.md``, "Select-list obligations"). It is
+    part of the language, so it is part of the fingerprint (only when on: fingerprints of
+    tables without it are unchanged).
     """
 
-    def __init__(self, tables: Mapping[str, Iterable[str]], schemas: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        tables: Mapping[str, Iterable[str]],
+        schemas: Iterable[str] = (),
+        *,
+        bind_select_list: bool = False,
+    ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
             cols.setdefault(norm_name(t), set()).update(norm_name(c) for c in cs)
         self.columns: dict[str, frozenset[str]] = {t: frozenset(c) for t, c in sorted(cols.items())}
         self.schemas: frozenset[str] = DEFAULT_SCHEMAS | {norm_name(s) for s in schemas}
-        self.fingerprint: str = fingerprint(
-            "scope-table",
-            {
-                "tables": {t: sorted(c) for t, c in self.columns.items()},
-                "schemas": sorted(self.schemas),
-            },
-        )
+        self.bind_select_list = bind_select_list
+        self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
+        body: dict[str, Any] = {
+            "tables": {t: sorted(c) for t, c in self.columns.items()},
+            "schemas": sorted(self.schemas),
+        }
+        if bind_select_list:
+            body["bind_select_list"] = True
+        self.fingerprint: str = fingerprint("scope-table", body)
 
     def __repr__(self) -> str:
         return f"ScopeTable({len(self.columns)} tables, fp={self.fingerprint[:12]})"
@@ -96,6 +120,7 @@ class ScopeTable:
 #   ("t", name, schema | None)      table_name
 #   ("a", alias, renames_columns)   table_alias
 #   Bag                             everything else that carries scope information
+#   Ref (in Bag.refs)               a column reference of a select list before its FROM
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +135,38 @@ class Item:
 
 
 @dataclass(frozen=True, slots=True)
+class Ref:
+    """A column reference written in a select list before its FROM: ``q.c`` (``qualifier``
+    normalized, ``spelled`` as written) or a bare ``c`` (qualifier None); ``column`` is
+    ``*`` for ``q.*``. Equal by (qualifier, column) only: the spelling is what the
+    termination reserve writes as an alias, never part of the rule."""
+
+    qualifier: str | None
+    column: str
+    spelled: bytes = field(default=b"", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Bag:
-    """The scope-relevant content of a subtree: FROM items, output aliases, CTE names."""
+    """The scope-relevant content of a subtree: FROM items, output aliases, CTE names, and
+    the select list's column references (None: more than ``MAX_REFS``, not tracked)."""
 
     items: tuple[Item, ...] = ()
     aliases: tuple[str, ...] = ()
     ctes: tuple[str, ...] = ()
+    refs: tuple[Ref, ...] | None = ()
+
+
+def _merge_refs(parts: list[tuple[Ref, ...] | None]) -> tuple[Ref, ...] | None:
+    out: dict[Ref, None] = {}
+    for p in parts:
+        if p is None:
+            return None
+        for r in p:
+            out.setdefault(r, None)
+    if len(out) > MAX_REFS:
+        return None
+    return tuple(out)
 
 
 EMPTY_BAG = Bag()
@@ -123,11 +174,12 @@ EMPTY_BAG = Bag()
 
 @dataclass(frozen=True, slots=True)
 class Level:
-    """One query level of the scope context."""
+    """One query level of the scope context (``refs``: its select list's references)."""
 
     state: int
     items: tuple[Item, ...] = ()
     aliases: tuple[str, ...] = ()
+    refs: tuple[Ref, ...] | None = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,10 +268,19 @@ class ScopeRules:
         # per rule: how its value is synthesized
         self.rule_kind: list[str] = []
         self.rule_rhs: list[tuple[str, ...]] = []
+        # select-list obligations (ScopeTable.bind_select_list): FROM clauses are closed by
+        # the reduction of this nonterminal (as a grammar-local id, not a stack symbol)
+        self.bind = table.bind_select_list
+        self.nt_from_clause = nts.get("from_clause", -1)
         for r in grammar.rules:
-            self.rule_rhs.append(tuple(str(s) for s in r.rhs))
+            rhs = tuple(str(s) for s in r.rhs)
+            self.rule_rhs.append(rhs)
             name = r.lhs
-            if name == "query":
+            if name == "column_ref":
+                kind = "column_ref"
+            elif name == "select_item" and rhs[-2:] == ("DOT", "STAR"):
+                kind = "star_ref"
+            elif name == "query":
                 kind = "reset"
             elif name in ("table_name", "table_alias", "table_primary", "alias", "cte"):
                 kind = name
@@ -230,9 +291,22 @@ class ScopeRules:
             self.rule_kind.append(kind)
 
     # ------------------------------------------------------------------ values
-    def reduce(self, rule: int, children: list[Any]) -> Any:
-        """The value of rule ``rule``'s left-hand side from its children's values."""
+    def records_refs(self, rule: int) -> bool:
+        """Whether rule ``rule`` yields a select-list reference (then :meth:`reduce` needs to
+        know whether it is reduced in a select list before its FROM)."""
+        return self.bind and self.rule_kind[rule] in ("column_ref", "star_ref")
+
+    def reduce(self, rule: int, children: list[Any], in_select_list: bool = False) -> Any:
+        """The value of rule ``rule``'s left-hand side from its children's values.
+
+        ``in_select_list``: the reduction happens in a select list before its FROM (read
+        only for the rules of :meth:`records_refs`)."""
         kind = self.rule_kind[rule]
+        if kind in ("column_ref", "star_ref"):
+            if not (in_select_list and self.bind):
+                return None  # no Bag below a column reference: what a merge would give
+            ref = self._ref(kind, children)
+            return None if ref is None else Bag(refs=(ref,))
         if kind == "merge":
             bags = [c for c in children if isinstance(c, Bag)]
             if not bags:
@@ -243,6 +317,7 @@ class ScopeRules:
                 tuple(i for b in bags for i in b.items),
                 tuple(a for b in bags for a in b.aliases),
                 tuple(c for b in bags for c in b.ctes),
+                _merge_refs([b.refs for b in bags]),
             )
         if kind == "reset":
             return None
@@ -284,6 +359,81 @@ class ScopeRules:
             return Bag((Item(names, None, True),))
         return Bag((Item((a_name,) if a_name is not None else (WILDCARD,), None, True),))
 
+    def _ref(self, kind: str, children: list[Any]) -> Ref | None:
+        """The reference a ``column_ref`` / ``q.*`` reduction writes (None: no obligation:
+        a three-part name, a bare name some table answers without listing it, a bare
+        double-quoted name (SQLite reads an unmatched one as a string), or a bare name no
+        table of the schema has, which no FROM item could bind: an obligation there could
+        never be met)."""
+        if kind == "star_ref":
+            q = children[0]
+            return Ref(norm_name(q), WILDCARD, q) if isinstance(q, bytes) else None
+        if len(children) == 1:
+            c = children[0]
+            if not isinstance(c, bytes) or c[:1] == b'"':
+                return None
+            cn = norm_name(c)
+            if cn in KEYWORD_ARGS or cn in PSEUDO_COLUMNS or cn not in self.table.all_columns:
+                return None
+            return Ref(None, cn, c)
+        if len(children) == 3:
+            q, c = children[0], children[2]
+            if isinstance(q, bytes) and isinstance(c, bytes):
+                return Ref(norm_name(q), norm_name(c), q)
+        return None
+
+    def unbound_refs(self, ctx: Context) -> tuple[Ref, ...]:
+        """The select-list references no FROM item binds, read at the node that closes a
+        FROM clause (``ctx``: its context, the level just DONE on top); () when every
+        reference may bind or the rule cannot decide.
+
+        Decided only when every enclosing level's FROM is complete too (a correlated
+        reference binds there; an enclosing select list, derived table, ``ON`` or
+        ``ORDER BY`` subquery leaves it open). A bare ``c`` binds when some FROM item of any
+        level has ``c`` (or is not a catalog table, or is named ``c``: a whole-row
+        reference), or ``c`` is an output alias; ``q.c`` / ``q.*`` when ``q`` names a FROM
+        item of any level or is a schema. The column of ``q.c`` is not checked: an
+        obligation must always be satisfiable by more FROM items (``, t AS q``), or a
+        position would have no completion.
+        """
+        levels = ctx.levels
+        if not self.bind or not levels:
+            return ()
+        top = levels[-1]
+        if top.state != DONE or not top.refs:
+            return ()
+        if any(lv.state != DONE for lv in levels[:-1]):
+            return ()
+        items = [i for lv in levels for i in lv.items]
+        aliases = {a for lv in levels for a in lv.aliases}
+        names = {n for i in items for n in i.names}
+        wild = WILDCARD in names  # an item of unknown name binds every qualifier
+        cols = self.table.columns
+        have: set[str] = set()
+        opaque = False
+        for i in items:
+            if self._item_opaque(i, ctx.ctes):
+                opaque = True
+            elif i.table is not None:
+                have |= cols[i.table]
+        schemas = self.table.schemas | {i.schema for i in items if i.schema}
+        out: list[Ref] = []
+        for r in top.refs:
+            if r.qualifier is None:
+                if (
+                    opaque
+                    or WILDCARD in aliases
+                    or r.column in aliases
+                    or r.column in have
+                    or wild
+                    or r.column in names
+                ):
+                    continue
+            elif wild or r.qualifier in names or r.qualifier in schemas:
+                continue
+            out.append(r)
+        return tuple(out)
+
     # ------------------------------------------------------------------ contexts
     def step(self, ctx: Context, symbol: int, value: Any, parent_symbol: int) -> Context:
         """The context of a node pushing ``symbol``/``value`` over a node with ``ctx``."""
@@ -303,16 +453,19 @@ class ScopeRules:
         top = levels[-1]
         if symbol == self.n_select_list and top.state == NONE:
             bag = value if isinstance(value, Bag) else EMPTY_BAG
-            return Context((*levels[:-1], Level(NONE, (), bag.aliases)), ctx.ctes)
+            return Context((*levels[:-1], Level(NONE, (), bag.aliases, bag.refs)), ctx.ctes)
         if parent_symbol == self.n_select_list and top.state == NONE:
             if symbol == self.t_from:
-                return Context((*levels[:-1], Level(OPEN, (), top.aliases)), ctx.ctes)
+                return Context((*levels[:-1], Level(OPEN, (), top.aliases, top.refs)), ctx.ctes)
             if symbol == self.n_from_clause:
                 bag = value if isinstance(value, Bag) else EMPTY_BAG
-                return Context((*levels[:-1], Level(DONE, bag.items, top.aliases)), ctx.ctes)
+                return Context(
+                    (*levels[:-1], Level(DONE, bag.items, top.aliases, top.refs)), ctx.ctes
+                )
         if top.state == OPEN and symbol in self.from_items and isinstance(value, Bag):
             return Context(
-                (*levels[:-1], Level(OPEN, top.items + value.items, top.aliases)), ctx.ctes
+                (*levels[:-1], Level(OPEN, top.items + value.items, top.aliases, top.refs)),
+                ctx.ctes,
             )
         return ctx
 

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import MaskError, TokenRejected
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
+from ..grammar.scope import NONE
 from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime
 from ..parser.stack import StackNode
 from .cache import KIND_GENERIC, KIND_IDENT, MaskCache, MaskEntry, MaskKey
@@ -324,9 +325,10 @@ class Guide:
         rt = self.runtime
         sem = rt.sem
         assert sem is not None
-        s = rt.shift(stack, term).state  # interned: cheap, and the CD pass shifts it anyway
-        row = rt.action[s]
+        top = rt.shift(stack, term)  # interned: cheap, and the CD pass shifts it anyway
+        row = rt.action[top.state]
         mode = 0
+        listed: bool | None = None  # shifted into a select list before its FROM
         for a in row:
             if a > 0:
                 return 2
@@ -334,6 +336,17 @@ class Guide:
                 r = -a - 1
                 if r in sem.qualifier_rules:
                     mode = 1
+                elif sem.rule_kind[r] in ("column_ref", "star_ref"):
+                    # a column reference: read (select-list obligations) only in a select
+                    # list before its FROM; elsewhere dropped like a merge
+                    if not sem.bind:
+                        continue
+                    if listed is None:
+                        assert top.parent is not None
+                        levels = rt.ctx_at(top.parent).levels
+                        listed = bool(levels) and levels[-1].state == NONE
+                    if listed:
+                        return 2
                 elif sem.rule_kind[r] not in ("merge", "reset"):
                     return 2
         return mode

@@ -50,6 +50,7 @@ from ..errors import MaskError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import fold_lexeme
+from ..grammar.scope import MAX_REFS, Ref, norm_name
 from ..parser.incremental import Configuration, ParserRuntime
 from ..parser.stack import StackNode
 from .vocab import Vocabulary, greedy_token_ids
@@ -469,7 +470,12 @@ class ReserveTable:
         terms = self._expand(syms)
         tokens: list[int] = self._spell(ext) if ext else []
         data = ext
-        for t in terms:
+        binds = rt.pending_refs(node)
+        for t in (*terms, rt.end_id) if binds else terms:
+            if binds:
+                data = self._bind_refs(cfg, data, tokens, t)
+                if t == rt.end_id:
+                    break
             word = self._scoped_word(cfg, data, t) if rt.sem is not None else None
             if word is None:
                 tokens.extend(self.piece[t])
@@ -484,6 +490,62 @@ class ReserveTable:
                 f"{cfg.scan.rem!r} (terminals {[self.grammar.terminals[t].name for t in terms]})"
             )
         return Completion(tuple(tokens), data)
+
+    def _bind_refs(self, cfg: Configuration, data: bytes, tokens: list[int], tid: int) -> bytes:
+        """Select-list obligations (``docs/scope.md``): if reading ``tid`` after ``data``
+        would close a FROM clause with a select-list reference bound nowhere, first write
+        FROM items that bind them (``, t AS q`` for ``q.c``, ``, t`` with a table ``t`` that
+        has ``c`` for a bare ``c``); their tokens are appended to ``tokens``. The grammar
+        completion after them is unchanged: they only extend the FROM list it closes."""
+        rt = self.rt
+        for _ in range(MAX_REFS + 1):
+            at = rt.advance(cfg, data) if data else cfg
+            node = None if at is None else rt.finalize(at)
+            if node is None:
+                return data
+            refs = rt.unbound_on(node, tid)
+            if not refs:
+                return data
+            for piece in self._bind_pieces(refs[0]):
+                nxt = rt.advance(cfg, data + piece)
+                n2 = None if nxt is None else rt.finalize(nxt)
+                if n2 is not None and len(rt.unbound_on(n2, tid)) < len(refs):
+                    tokens.extend(self._spell(piece))
+                    data += piece
+                    break
+            else:
+                return data  # nothing binds it: the final check reports the completion
+        return data
+
+    def _bind_pieces(self, ref: Ref) -> list[bytes]:
+        """Candidate FROM items binding ``ref``, best first (tables having its column)."""
+        rt = self.rt
+        assert rt.sem is not None
+        tables = rt.sem.table.columns
+        tids = self.grammar.terminal_ids
+        comma = self.lexeme.get(tids.get("COMMA", -1), b",")
+        as_kw = self.lexeme.get(tids.get("AS", -1), b"AS")
+        spelled: dict[str, list[bytes]] = {}
+        words = rt.lexicon.get(tids.get("TABLE_NAME", -1))
+        for w in sorted(words.words, key=lambda w: (len(w), w)) if words is not None else ():
+            spelled.setdefault(norm_name(w), []).append(w)
+        sep = self.sep
+
+        def spell(t: str) -> list[bytes]:
+            return spelled.get(t, []) if words is not None else [t.encode()]
+
+        out: list[bytes] = []
+        if ref.qualifier is not None and ref.qualifier in tables:
+            out += [sep + comma + sep + w for w in spell(ref.qualifier)]
+        having = sorted(t for t, cs in tables.items() if ref.column in cs or ref.column == "*")
+        rest = sorted(t for t in tables if t not in having)
+        for t in having + rest:
+            for w in spell(t)[:1]:
+                if ref.qualifier is None:
+                    out.append(sep + comma + sep + w)
+                else:
+                    out.append(sep + comma + sep + w + sep + as_kw + sep + ref.spelled)
+        return out[:64]
 
     def _scoped_word(self, cfg: Configuration, data: bytes, tid: int) -> bytes | None:
         """Under scope-aware lexicons (grammar/scope.py) the fixed shortest lexeme of a

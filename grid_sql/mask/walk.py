@@ -127,7 +127,7 @@ class Walker:
         self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
         self.alias_ids = trie.alias_ids
         self.use_kernel = kernels_enabled()
-        self.n_words = max(1, (len(runtime.grammar.terminals) + 63) // 64)
+        self.n_words = runtime.term_words  # terminal words; stop bits follow (resolve)
         self._kernel: Any = None
         self._kernel_lock = threading.Lock()
         # scoped lexicon views (parser/incremental.py LexiconView.fp) -> their Rust walker
@@ -193,6 +193,12 @@ class Walker:
             self.trie.kernel_arrays(),
         )
 
+    def _allowed_bytes(self, allowed: int) -> bytes:
+        """``allowed`` as the kernel reads it: the terminal words, then the stop bits
+        (``ParserRuntime.stop_shift``) only when there are any."""
+        nw = self.n_words
+        return allowed.to_bytes((2 * nw if allowed >> (64 * nw) else nw) * 8, "little")
+
     def walk_payload(
         self, node0: int, frame0: ScanFrame, allowed: int, lex: LexiconView | None = None
     ) -> tuple[np.ndarray, tuple[tuple[int, int, bytes], ...]]:
@@ -206,7 +212,7 @@ class Walker:
                 frame0.rem,
                 frame0.la_len,
                 frame0.la_state,
-                allowed.to_bytes(self.n_words * 8, "little"),
+                self._allowed_bytes(allowed),
             )
             return np.frombuffer(ids, dtype="<i4"), tuple(residue)
         r = self.walk_py(node0, frame0, allowed, lex)
@@ -222,7 +228,7 @@ class Walker:
             frame0.rem,
             frame0.la_len,
             frame0.la_state,
-            allowed.to_bytes(self.n_words * 8, "little"),
+            self._allowed_bytes(allowed),
         )
         return WalkResult(
             np.frombuffer(ids, dtype="<i4"),

@@ -23,7 +23,7 @@ from ..errors import ParseError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
-from ..grammar.scope import ROOT_CONTEXT, Context, ScopeRules
+from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRules
 from ..grammar.tables import LALRTables
 from .stack import StackNode
 
@@ -207,6 +207,16 @@ class ParserRuntime:
             for w in cw.words:
                 index.setdefault(norm_name(w), set()).add(w)
             self._col_index = {k: frozenset(v) for k, v in index.items()}
+        # Stop bits: above the terminal words of an allowed set, bit ``stop_shift + t``
+        # marks a reserved keyword ``t`` a select-list obligation blocks; a lexeme whose
+        # candidates reach it resolves to nothing (no fallback to an identifier). The Rust
+        # scanner reads them at the same place (after its terminal words).
+        self.term_words = max(1, (len(grammar.terminals) + 63) // 64)
+        self.stop_shift = 64 * self.term_words
+        self.reserved_mask = 0
+        for t in grammar.terminals:
+            if t.reserved:
+                self.reserved_mask |= 1 << t.id
         self.root = StackNode(tables.start_state, None, 0)
         self.initial = Configuration(self.root, EMPTY_SCAN)
         # Hash-consing of pushes: (parent, state, symbol) -> the node. Equal stacks built
@@ -286,14 +296,46 @@ class ParserRuntime:
                         b, ov = base.ancestor(n - len(overlay)), ()
                     top = ov[-1] if ov else b.state
                     work.append((b, (*ov, goto[top][lhs[r]]), ts))
+            if self.sem is not None and self.sem.bind and m:
+                m = self._drop_unbound_closers(node, m)
             node.allowed = m
         return m
+
+    def pending_refs(self, node: StackNode) -> bool:
+        """Whether the stack holds select-list references an obligation may still read
+        (``unbound_on`` can only answer non-empty below such a stack)."""
+        if self.sem is None or not self.sem.bind:
+            return False
+        m: StackNode | None = node
+        while m is not None:
+            v = m.value
+            if isinstance(v, Bag) and v.refs:
+                return True
+            m = m.parent
+        return False
+
+    def _drop_unbound_closers(self, node: StackNode, m: int) -> int:
+        """``m`` without the terminals that would close a FROM clause while a reference of
+        its select list is bound nowhere (``docs/scope.md``, select-list obligations)."""
+        ctx = self.ctx_at(node)
+        if not ctx.levels or ctx.levels[-1].state != OPEN or not ctx.levels[-1].refs:
+            return m
+        out = m
+        bits = m
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            if self.unbound_on(node, low.bit_length() - 1):
+                out ^= low
+                if low & self.reserved_mask:
+                    out |= low << self.stop_shift
+        return out
 
     def accepts_end(self, node: StackNode) -> bool:
         """Whether ``$END`` reduces to ACCEPT from ``node`` (memoized per node)."""
         e = node.eos
         if e is None:
-            e = self._simulate(node, self.end_id)
+            e = self._simulate(node, self.end_id) and not self.unbound_on(node, self.end_id)
             node.eos = e
         return e
 
@@ -315,19 +357,69 @@ class ParserRuntime:
             if a == 0:  # unreachable when allowed_mask was consulted
                 raise ParseError(f"terminal {self.grammar.terminals[tid].name} not shiftable")
             r = -a - 1
-            n = rlen[r]
             if sem is None:
-                base = node.ancestor(n)
-                val = None
+                base = node.ancestor(rlen[r])
+                node = push(base, goto[base.state][lhs[r]], sym_base + lhs[r])
             else:
-                kids: list[Any] = [None] * n
-                base = node
-                for i in range(n - 1, -1, -1):
-                    kids[i] = base.value
-                    assert base.parent is not None, "popped below the stack root"
-                    base = base.parent
-                val = sem.reduce(r, kids)
-            node = push(base, goto[base.state][lhs[r]], sym_base + lhs[r], val)
+                node = self._reduce_valued(node, r, sem)
+
+    def _reduce_valued(self, node: StackNode, r: int, sem: ScopeRules) -> StackNode:
+        """Reduce rule ``r`` on ``node`` with its semantic value (scope-aware lexicons)."""
+        n = self.rule_len[r]
+        kids: list[Any] = [None] * n
+        base = node
+        for i in range(n - 1, -1, -1):
+            kids[i] = base.value
+            assert base.parent is not None, "popped below the stack root"
+            base = base.parent
+        if sem.records_refs(r):
+            levels = self.ctx_at(base).levels
+            val = sem.reduce(r, kids, bool(levels) and levels[-1].state == NONE)
+        else:
+            val = sem.reduce(r, kids)
+        a = self.rule_lhs[r]
+        return self._push(base, self.goto[base.state][a], self.n_terminals + 1 + a, val)
+
+    def unbound_on(self, node: StackNode, tid: int) -> tuple[Ref, ...]:
+        """The select-list references left unbound if ``tid`` (or ``$END``) is read next
+        at ``node``: non-empty only when its reduce chain closes a FROM clause that binds
+        none of them (``ScopeRules.unbound_refs``; ``ScopeTable.bind_select_list``)."""
+        sem = self.sem
+        if sem is None or not sem.bind:
+            return ()
+        ctx = self.ctx_at(node)
+        if not ctx.levels or ctx.levels[-1].state != OPEN or not ctx.levels[-1].refs:
+            return ()
+        # the chain by states first (cheap); values only for a chain closing the FROM
+        action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
+        fc = sem.nt_from_clause
+        overlay: list[int] = []
+        base = node
+        while True:
+            top = overlay[-1] if overlay else base.state
+            a = action[top][tid]
+            if a >= 0:
+                return ()
+            r = -a - 1
+            if lhs[r] == fc:
+                break
+            n = rlen[r]
+            if n <= len(overlay):
+                if n:
+                    del overlay[-n:]
+            else:
+                base = base.ancestor(n - len(overlay))
+                overlay.clear()
+            top = overlay[-1] if overlay else base.state
+            g = goto[top][lhs[r]]
+            if g == self.end_state:
+                return ()
+            overlay.append(g)
+        while True:
+            r = -action[node.state][tid] - 1
+            node = self._reduce_valued(node, r, sem)
+            if lhs[r] == fc:
+                return sem.unbound_refs(self.ctx_at(node))
 
     def _push(self, parent: StackNode, state: int, symbol: int, value: Any = None) -> StackNode:
         """The interned node ``state`` over ``parent`` (see ``_interned``)."""
@@ -423,12 +515,15 @@ class ParserRuntime:
         (returns -1) or in ``allowed``; None if no candidate is viable. ``lex``: the
         lexicons in force (default: the grammar's own)."""
         lexicon = self.lexicon if lex is None else lex.words
+        stops = allowed >> self.stop_shift
         for tid in self.candidates[la_state]:
             words = lexicon.get(tid)
             if words is not None and not words.admits(lexeme):
                 continue
             if (self.ignored_mask >> tid) & 1:
                 return -1
+            if stops and (stops >> tid) & 1:
+                return None  # a blocked reserved keyword: no identifier fallback
             if (allowed >> tid) & 1:
                 return tid
         return None

@@ -10,17 +10,19 @@ from ..grammar.scope import ScopeTable
 from ..schema.model import SchemaSnapshot
 
 
-def role_scopes(snapshot: SchemaSnapshot) -> ScopeTable:
+def role_scopes(snapshot: SchemaSnapshot, *, bind_select_list: bool = True) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
     Columns are not filtered by the policy here: the scope rule only narrows the role's
     ``COLUMN_NAME`` lexicon (which already holds just the columns the role may name), so the
     words admitted at a position are (columns of the tables in scope) ∩ (role's lexicon).
     Tables of the same name in several schemas are merged (a union only widens).
+    ``bind_select_list``: a FROM clause may not close while a select-list reference before
+    it is bound nowhere (``docs/scope.md``, select-list obligations).
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
     for schema, t in snapshot.iter_tables():
         schemas.append(schema)
         tables.setdefault(t.name, []).extend(t.column_names)
-    return ScopeTable(tables, schemas)
+    return ScopeTable(tables, schemas, bind_select_list=bind_select_list)

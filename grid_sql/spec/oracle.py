@@ -46,6 +46,15 @@ Lexicon = Mapping[str, tuple[frozenset[bytes], bool]]
 END = "$END"
 
 
+# SQL keywords reserved in SQLite, PostgreSQL and MySQL alike (string terminals of these
+# names): where an obligation blocks one, its spelling is not read as an identifier.
+SPEC_RESERVED_WORDS = frozenset(
+    "ALL AND AS CASE CHECK COLLATE CONSTRAINT CREATE DEFAULT DISTINCT ELSE EXCEPT FOREIGN FROM "
+    "GROUP HAVING IN INTERSECT INTO IS JOIN LIMIT NOT NULL ON OR ORDER PRIMARY REFERENCES "
+    "SELECT TABLE THEN UNION UNIQUE USING WHEN WHERE".split()
+)
+
+
 @dataclass(frozen=True)
 class SpecTerminal:
     name: str
@@ -64,7 +73,7 @@ class SpecGrammar:
     lexicon: Mapping[str, tuple[frozenset[bytes], bool]] = field(default_factory=dict)
     # scope-aware column lexicons (docs/scope.md): (table -> column names, schema names),
     # names lower-case and unquoted; None: off
-    scopes: tuple[Mapping[str, frozenset[str]], frozenset[str]] | None = None
+    scopes: tuple[Mapping[str, frozenset[str]], frozenset[str], bool] | None = None
 
     @classmethod
     def from_lark(
@@ -129,6 +138,11 @@ class SpecOracle:
             for t in sorted(grammar.terminals, key=lambda t: (-t.priority, not t.is_string, t.name))
         ]
         self.lexicon = self._check_lexicon(grammar.lexicon)
+        # a word spelled like a reserved keyword that a select-list obligation blocks is
+        # not read as an identifier ranked below it
+        self.reserved = frozenset(
+            t.name for t in grammar.terminals if t.is_string and t.name in SPEC_RESERVED_WORDS
+        )
         terms = set(self.names)
         rules: list[Rule] = []
         order: dict[str, int] = {}
@@ -155,6 +169,7 @@ class SpecOracle:
             None if grammar.scopes is None else ScopeSpec(*grammar.scopes)
         )
         self._view: dict[str, tuple[frozenset[bytes], bool]] | None = None  # scoped lexicon
+        self._forest: tuple[Any, ...] = ()  # parse forest of the last scoped scan
 
     def _check_lexicon(self, lexicon: Lexicon) -> dict[str, tuple[frozenset[bytes], bool]]:
         out = {}
@@ -277,9 +292,11 @@ class SpecOracle:
 
     def _shift_tree(
         self, stack: Stack, forest: tuple[Any, ...], term: str, lexeme: bytes
-    ) -> tuple[Stack, tuple[Any, ...]] | None:
+    ) -> tuple[Stack, tuple[Any, ...]] | bool | None:
         """:meth:`shift` that also keeps the parse forest of the stack: a token is
-        ``(name, lexeme)``, a reduced nonterminal ``(name, children)``."""
+        ``(name, lexeme)``, a reduced nonterminal ``(name, children)``. None on error, or
+        when the chain closes a FROM clause leaving a select-list reference unbound
+        (:meth:`ScopeSpec.unbound`); True when ``term`` is $END and the chain accepts."""
         st, fo = list(stack), list(forest)
         while True:
             act = self.table[st[-1]].get(term)
@@ -287,14 +304,28 @@ class SpecOracle:
                 return None
             kind, arg = act
             if kind is Shift:
+                assert term != END
                 return tuple(st + [arg]), tuple(fo + [(term, lexeme)])
             n = len(arg.expansion)
             kids = tuple(fo[len(fo) - n :]) if n else ()
             if n:
                 del st[-n:]
                 del fo[-n:]
-            st.append(self.table[st[-1]][arg.origin.name][1])
+            goto = self.table[st[-1]][arg.origin.name][1]
+            st.append(goto)
             fo.append((arg.origin.name, kids))
+            if arg.origin.name == "from_clause" and self._scope is not None:
+                if self._scope.unbound(tuple(fo)):
+                    return None
+            if term == END and goto == self.end_state:
+                return True
+
+    def _allowed_scoped(self, stack: Stack, forest: tuple[Any, ...]) -> frozenset[str]:
+        """A(stack) under select-list obligations: the terminals whose chain shifts without
+        closing a FROM clause that leaves a select-list reference unbound."""
+        return frozenset(
+            t for t in self.allowed(stack) if self._shift_tree(stack, forest, t, b"") is not None
+        )
 
     def _scan_scoped(self, w: bytes, eos: bool) -> tuple[Stack, bytes] | None:
         """:meth:`scan` under scope-aware column lexicons: the lexicon in force before each
@@ -319,15 +350,19 @@ class SpecOracle:
                     if name in self.g.ignored:
                         nxt: tuple[Stack, tuple[Any, ...]] | None = (stack, forest)
                         break
-                    nxt = self._shift_tree(stack, forest, name, lexeme)
-                    if nxt is not None:
+                    got = self._shift_tree(stack, forest, name, lexeme)
+                    if isinstance(got, tuple):
+                        nxt = got
                         break
+                    if name in self.reserved and name in self.allowed(stack):
+                        return None  # a reserved keyword an obligation blocks: no fallback
             else:
                 return None
             assert nxt is not None
             stack, forest = nxt
             self._view = self._scope.view(self, stack, forest)
             i += size
+        self._forest = forest
         return stack, w[i:]
 
     def scan(self, w: bytes, eos: bool = False) -> tuple[Stack, bytes] | None:
@@ -361,10 +396,14 @@ class SpecOracle:
         if res is None:
             return None
         stack, r = res
-        if r and not any(
-            self.live(t, r) for t in self.names if t in self.g.ignored or t in self.allowed(stack)
-        ):
-            return None
+        if r:
+            allowed = (
+                self.allowed(stack)
+                if self._scope is None
+                else self._allowed_scoped(stack, self._forest)
+            )
+            if not any(self.live(t, r) for t in self.names if t in self.g.ignored or t in allowed):
+                return None
         return res
 
     def is_viable_prefix(self, w: bytes) -> bool:
@@ -381,11 +420,17 @@ class SpecOracle:
         res = self.config(w)
         if res is None:
             raise ValueError(f"not a viable prefix: {w!r}")
+        if self._scope is not None:
+            return self._allowed_scoped(res[0], self._forest)
         return self.allowed(res[0])
 
     def accepts(self, w: bytes) -> bool:
         res = self.scan(bytes(w), eos=True)
-        return res is not None and self.shift(res[0], END) is True
+        if res is None:
+            return False
+        if self._scope is not None:
+            return self._shift_tree(res[0], self._forest, END, b"") is True
+        return self.shift(res[0], END) is True
 
     def next_bytes(self, w: bytes) -> frozenset[int]:
         """Bytes b such that w+b is still a viable prefix (reference for a byte-level mask)."""
@@ -397,6 +442,10 @@ SCOPE_DEFAULT_SCHEMAS = frozenset({"main", "temp", "public", "pg_catalog", "info
 SCOPE_KEYWORD_ARGS = frozenset(
     {"microsecond", "second", "minute", "hour", "day", "week", "month", "quarter", "year"}
 )
+SCOPE_PSEUDO_COLUMNS = frozenset(
+    {"rowid", "oid", "_rowid_", "ctid", "xmin", "xmax", "cmin", "cmax", "tableoid", "user"}
+)
+SCOPE_MAX_REFS = 32
 _IDENT_TERMINALS = (
     "FUNCTION_NAME",
     "TABLE_NAME",
@@ -431,6 +480,7 @@ class _Level:
     state: str  # "select-list" | "from" | "after-from" | "query-tail"
     items: list[tuple[frozenset[str], str | None, bool, str | None]]
     aliases: list[str]
+    refs: frozenset[tuple[str | None, str]] | None = frozenset()  # None: too many
 
 
 class ScopeSpec:
@@ -438,9 +488,13 @@ class ScopeSpec:
     tokens and partial trees), written independently of ``grammar/scope.py``'s synthesized
     values: FROM items and output aliases are collected by walking subtrees."""
 
-    def __init__(self, tables: Mapping[str, frozenset[str]], schemas: frozenset[str]) -> None:
+    def __init__(
+        self, tables: Mapping[str, frozenset[str]], schemas: frozenset[str], bind: bool = False
+    ) -> None:
         self.tables = tables
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
+        self.bind = bind
+        self.all_columns = {c for cs in tables.values() for c in cs}
 
     def _walk(self, x: Any, want: str) -> list[Any]:
         """``want`` subtrees of ``x`` (not looking inside nested queries or ``want``s)."""
@@ -483,7 +537,66 @@ class ScopeSpec:
             out.append(_norm(last[1]) if _tok(last, "IDENT") else "*")
         return out
 
-    def restriction(self, forest: tuple[Any, ...]) -> tuple[frozenset[str] | None, bool]:
+    def _refs(self, select_list: Any) -> frozenset[tuple[str | None, str]] | None:
+        """The references a select list makes of its FROM: ``q.c`` and ``q.*`` as (q, c),
+        bare ``c`` as (None, c) unless double-quoted (SQLite reads an unmatched one as a
+        string), a pseudo-column, a date-unit word, or in no table at all; None if more
+        than SCOPE_MAX_REFS distinct."""
+        if not self.bind:
+            return frozenset()
+        out: set[tuple[str | None, str]] = set()
+        for cr in self._walk(select_list, "column_ref"):
+            kids = cr[1]
+            if len(kids) == 1:
+                lx = kids[0][1]
+                c = _norm(lx)
+                if lx[:1] == b'"' or c in SCOPE_KEYWORD_ARGS | SCOPE_PSEUDO_COLUMNS:
+                    continue
+                if c in self.all_columns:
+                    out.add((None, c))
+            elif len(kids) == 3:
+                out.add((_norm(kids[0][1][0][1]), _norm(kids[2][1])))
+        for si in self._walk(select_list, "select_item"):
+            kids = si[1]
+            if len(kids) == 3 and _tok(kids[2], "STAR"):
+                out.add((_norm(kids[0][1][0][1]), "*"))
+        return None if len(out) > SCOPE_MAX_REFS else frozenset(out)
+
+    def unbound(self, forest: tuple[Any, ...]) -> bool:
+        """``forest`` ends with a FROM clause just reduced: does it leave a reference of the
+        select list before it bound by no FROM item of any level (decided only when every
+        enclosing level is past its FROM too)?"""
+        if not self.bind:
+            return False
+        levels, ctes = self._levels(forest)
+        if not levels or levels[-1].state != "after-from" or not levels[-1].refs:
+            return False
+        if any(lv.state != "after-from" for lv in levels[:-1]):
+            return False
+        items = [it for lv in levels for it in lv.items]
+        names = {n for it in items for n in it[0]}
+        aliases = {a for lv in levels for a in lv.aliases}
+        schemas = self.schemas | {it[3] for it in items if it[3]}
+        columns = {c for it in items for c in self.tables.get(it[1] or "", ())}
+        some_opaque = any(self._opaque(it, ctes) for it in items)
+        for q, c in levels[-1].refs:
+            if "*" in names:
+                continue
+            if q is not None:
+                if q not in names and q not in schemas:
+                    return True
+            elif not (some_opaque or "*" in aliases or c in aliases or c in columns or c in names):
+                return True
+        return False
+
+    def _opaque(
+        self, it: tuple[frozenset[str], str | None, bool, str | None], ctes: list[str]
+    ) -> bool:
+        _, table, renamed, _ = it
+        return renamed or table is None or table not in self.tables or "*" in ctes or table in ctes
+
+    def _levels(self, forest: tuple[Any, ...]) -> tuple[list[_Level], list[str]]:
+        """The query levels of a parse forest (outermost first) and the CTE names seen."""
         levels: list[_Level] = []
         ctes: list[str] = []
         prev: Any = None
@@ -492,7 +605,7 @@ class ScopeSpec:
                 if x[0] in ("SELECT", "UPDATE", "DELETE"):
                     # UPDATE/DELETE: a target a nested SELECT may correlate to, not modelled:
                     # a level whose binding is unknown, as a select list before its FROM
-                    levels.append(_Level("select-list", [], []))
+                    levels.append(_Level("select-list", [], [], frozenset()))
                 elif x[0] == "WITH":
                     ctes.append("*")
                 elif (
@@ -502,7 +615,7 @@ class ScopeSpec:
                     and prev is not None
                     and _tree(prev, "select_list")
                 ):
-                    levels[-1] = _Level("from", [], levels[-1].aliases)
+                    levels[-1] = _Level("from", [], levels[-1].aliases, levels[-1].refs)
             elif x[0] in ("select_core", "query_body", "query_term"):
                 levels.append(_Level("query-tail", self._items(x), self._aliases(x)))
             elif x[0] == "with_clause":
@@ -510,26 +623,27 @@ class ScopeSpec:
             elif levels:
                 top = levels[-1]
                 if x[0] == "select_list" and top.state == "select-list":
-                    levels[-1] = _Level("select-list", [], self._aliases(x))
+                    levels[-1] = _Level("select-list", [], self._aliases(x), self._refs(x))
                 elif (
                     x[0] == "from_clause"
                     and top.state == "select-list"
                     and prev is not None
                     and _tree(prev, "select_list")
                 ):
-                    levels[-1] = _Level("after-from", self._items(x), top.aliases)
+                    levels[-1] = _Level("after-from", self._items(x), top.aliases, top.refs)
                 elif top.state == "from" and (
                     x[0] in ("table_primary", "table_ref", "join_clause", "from_list")
                     or x[0].startswith("__from_list")
                 ):
-                    levels[-1] = _Level("from", top.items + self._items(x), top.aliases)
+                    levels[-1] = _Level("from", top.items + self._items(x), top.aliases, top.refs)
             prev = x
+        return levels, ctes
+
+    def restriction(self, forest: tuple[Any, ...]) -> tuple[frozenset[str] | None, bool]:
+        levels, ctes = self._levels(forest)
 
         def opaque(it: tuple[frozenset[str], str | None, bool, str | None]) -> bool:
-            names, table, renamed, _ = it
-            return (
-                renamed or table is None or table not in self.tables or "*" in ctes or table in ctes
-            )
+            return self._opaque(it, ctes)
 
         if not levels:
             return None, False

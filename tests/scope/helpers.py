@@ -105,7 +105,7 @@ def lexicon_grammar(
             g, "FUNCTION_NAME", dialect_function_names(dialect), dialect
         )
     g = g.with_lexicon(SchemaLexicon(words, fold_bare_case=True))
-    return g.with_scopes(ScopeTable(tables)) if scopes else g
+    return g.with_scopes(ScopeTable(tables, bind_select_list=True)) if scopes else g
 
 
 def defog_gold(dialect: str) -> list[tuple[str, str]]:

@@ -21,6 +21,9 @@ EXTRA = [
     "T3.Singer_ID JOIN concert AS T2 ON T3.concert_ID = T2.concert_ID WHERE T1.Age > 30",
     "SELECT Name FROM singer AS T1 WHERE EXISTS (SELECT 1 FROM singer_in_concert AS T3 "
     "WHERE T3.Singer_ID = T1.Singer_ID)",
+    # select-list obligations read the names of the select list (CD tokens like `Name,`)
+    "SELECT T2.Theme,T1.Name,Age FROM singer AS T1 JOIN concert AS T2 ON "
+    "T1.Singer_ID=T2.concert_ID",
 ]
 
 
@@ -64,6 +67,14 @@ def test_masks_exact_against_brute_force_on_samples() -> None:
         b"SELECT * FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.concert_ID WHERE T",
         b"SELECT * FROM singer AS T1 WHERE T1.Age > 1 AND Singer_ID IN (SELECT T",
         b"SELECT T1",
+        # select-list obligations: closers and EOS blocked until T2 / Theme are bound
+        b"SELECT T2.Name FROM singer AS T1 ",
+        b"SELECT T2.Name FROM singer AS T1",
+        b"SELECT Theme,Name FROM singer",
+        b"SELECT Theme FROM singer AS s ",
+        b"SELECT Theme FROM singer ",  # stop bits: ` WHERE` may only grow into an alias
+        b"SELECT T2.Name FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.concert_ID",
+        b"SELECT Name, T1.Age FROM singer AS T1 WHERE Age IN (SELECT T9.Age FROM concert",
     ]
     for p in prefixes:
         m = gk.matcher()

@@ -19,6 +19,13 @@ PREFIXES = [
     b"SELECT * FROM concert WHERE concert.",
     b"SELECT * FROM concert WHERE Th",
     b"SELECT Name FROM singer GROUP BY ",
+    # select-list obligations: the reserve binds the references before closing the FROM
+    b"SELECT T2.Name FROM singer AS T1",
+    b"SELECT T2.Theme , T3.* FROM singer AS T1 ",
+    b"SELECT Theme FROM singer",
+    b"SELECT Theme , T2.Name FROM singer JOIN stad",
+    b"SELECT T1.Name FROM singer AS T1 WHERE T1.Age > (SELECT T9.Age FROM concert",
+    b"SELECT T2.Name FROM",
 ]
 
 
@@ -35,3 +42,5 @@ def test_reserve_completion_is_legal_with_scopes(prefix: bytes) -> None:
         m.accept_token(t)
     assert m.is_accepting(), (prefix, comp.data)
     assert comp.cost == len(comp.tokens)
+    if b"T2.Name" in prefix:
+        assert b" AS T2" in comp.data, comp.data  # bound, not merely closed

@@ -25,6 +25,16 @@ EXTRA = [
     "SELECT d.n FROM (SELECT Name AS n FROM singer) AS d WHERE d.n = 'x'",
     "SELECT Name AS Theme FROM singer WHERE Theme = 'x' UNION SELECT Theme FROM concert ORDER BY 1",
     "SELECT * FROM singer WHERE main.singer.Age > 1 AND singer.Age < 9",
+    # select-list obligations (bound, unbound, correlated, q.*, quoted, nested)
+    "SELECT T2.Name , T1.Theme FROM concert AS T1 JOIN singer AS T2 ON T1.concert_ID = "
+    "T2.Singer_ID WHERE T2.Age > 1",
+    "SELECT T3.Name , Theme FROM singer AS T1 WHERE T1.Age > 3 ORDER BY Theme",
+    'SELECT Name , "Theme" , rowid FROM concert , singer GROUP BY Name',
+    "SELECT T2.* , (SELECT T1.Name FROM stadium) FROM singer AS T1 , concert AS T2",
+    "SELECT Age FROM singer AS T1 WHERE Age > (SELECT avg(T1.Age) FROM concert WHERE "
+    "T1.Age > 1) UNION SELECT Capacity FROM concert",
+    "SELECT " + " , ".join(f"T{i}.Name" for i in range(1, 34)) + " FROM singer AS T1 WHERE 1",
+    "SELECT " + " , ".join(f"T{i}.Name" for i in range(1, 33)) + " FROM singer AS T1 WHERE 1",
 ]
 
 

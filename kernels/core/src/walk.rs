@@ -304,8 +304,12 @@ impl ScanTables {
 
     /// Contextual resolution (`ParserRuntime.resolve`): the first candidate, in resolution
     /// order, admitted by its lexicon (if any) that is ignored (`Some(Resolved::Ignored)`)
-    /// or allowed (`Some(Resolved::Terminal)`); `None` if no candidate is viable.
+    /// or allowed (`Some(Resolved::Terminal)`); `None` if no candidate is viable, or if the
+    /// first one reached has its stop bit set (bit `64 * n_words + t` of `allowed`, after
+    /// the terminal words: a reserved keyword a select-list obligation blocks).
     pub fn resolve(&self, la_state: u32, lexeme: &[u8], allowed: &[u64]) -> Option<Resolved> {
+        let stop_base = self.dfa.n_words * 64;
+        let stops = allowed.len() > self.dfa.n_words;
         for &t in &self.dfa.candidates[la_state as usize] {
             let tu = t as usize;
             if let Some(lex) = &self.lexicon[tu] {
@@ -315,6 +319,9 @@ impl ScanTables {
             }
             if bit(&self.ignored, tu) {
                 return Some(Resolved::Ignored);
+            }
+            if stops && bit(allowed, stop_base + tu) {
+                return None;
             }
             if bit(allowed, tu) {
                 return Some(Resolved::Terminal(t));

@@ -554,3 +554,36 @@ fn walkers_sharing_one_dfa_and_trie_equal_owned_ones() {
     }
     assert!(differ > 0, "the lexicon must matter in some walk");
 }
+
+#[test]
+fn stop_bits_end_resolution_without_fallback() {
+    // `from` scans as FROM (1) or NAME (2). With FROM not allowed, resolution falls back
+    // to NAME; with FROM's stop bit set (after the terminal words: a reserved keyword a
+    // select-list obligation blocks) the lexeme resolves to nothing.
+    let sc = tables(false);
+    let pats: Vec<String> = PATTERNS.iter().map(|s| s.to_string()).collect();
+    let dfa = UnionDfa::build(&pats).unwrap();
+    let mut st = START;
+    for &b in b"from" {
+        st = dfa.next(st, b);
+    }
+    assert!(dfa.any_accept(st));
+    let nw = dfa.n_words();
+    let name_only = bits(&[2]);
+    assert!(matches!(
+        sc.resolve(st, b"from", &name_only),
+        Some(Resolved::Terminal(2))
+    ));
+    let mut stopped = name_only.clone();
+    stopped.resize(2 * nw, 0);
+    stopped[(nw * 64 + 1) / 64] |= 1 << ((nw * 64 + 1) % 64);
+    assert!(sc.resolve(st, b"from", &stopped).is_none());
+    // a stop bit of a terminal the lexeme does not reach changes nothing
+    let mut other = name_only.clone();
+    other.resize(2 * nw, 0);
+    other[(nw * 64) / 64] |= 1; // SELECT's stop bit
+    assert!(matches!(
+        sc.resolve(st, b"from", &other),
+        Some(Resolved::Terminal(2))
+    ));
+}
