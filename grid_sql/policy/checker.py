@@ -55,6 +55,7 @@ ViolationKind = Literal[
     "unknown_column",
     "ambiguous_column",
     "unknown_function",
+    "duplicate_alias",
 ]
 
 _SQLGLOT_DIALECT = {

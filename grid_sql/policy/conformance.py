@@ -35,13 +35,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sqlglot import exp
+from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from grid_sql.policy.model import Policy
 from grid_sql.schema.model import SchemaSnapshot, TableInfo
 
-FindingKind = Literal["unknown_column", "unknown_table", "ambiguous_column", "unknown_function"]
+FindingKind = Literal[
+    "unknown_column", "unknown_table", "ambiguous_column", "unknown_function", "duplicate_alias"
+]
 
 DIALECT_LABEL = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL/MariaDB"}
 _MAX_LISTED = 15
@@ -1253,5 +1256,19 @@ def _check(query: exp.Expr, sql: str, view: SchemaView) -> _Conformance:
         if isinstance(cte.this, exp.Insert | exp.Update | exp.Delete | exp.Merge)
     }
     for scope in traverse_scope(query):
+        try:
+            scope.selected_sources  # noqa: B018 - sqlglot raises here on a reused name
+        except OptimizeError as exc:
+            name = str(exc).split(": ", 1)[-1]
+            run.add(
+                Finding(
+                    "duplicate_alias",
+                    f"`{name}` names two FROM items of one query; no column can be read "
+                    "through it unambiguously.",
+                    f"give each FROM item its own alias (e.g. `{name}2` for the second).",
+                    table=name,
+                )
+            )
+            continue  # its columns cannot be resolved
         run.scope(scope)
     return run

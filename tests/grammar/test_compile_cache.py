@@ -152,9 +152,18 @@ def test_disabled_and_unwritable_store(tmp_path: Path, monkeypatch: pytest.Monke
 
 # ---------------------------------------------------------------- lexer automaton store
 def fresh_lexer(g: Grammar) -> LexerTables:
+    """``g``'s lexer built past the in-memory cache (store or kernel). The cache is put back
+    afterwards: grammars built later in the session must keep sharing one LexerTables
+    object per lexer (tests/kernels/test_walk_parity.py relies on it)."""
     with lexer_mod._CACHE_LOCK:
+        saved = dict(lexer_mod._CACHE)
         lexer_mod._CACHE.clear()
-    return LexerTables.build(g.terminals)
+    try:
+        return LexerTables.build(g.terminals)
+    finally:
+        with lexer_mod._CACHE_LOCK:
+            lexer_mod._CACHE.clear()
+            lexer_mod._CACHE.update(saved)
 
 
 def same_lexer(a: LexerTables, b: LexerTables) -> None:

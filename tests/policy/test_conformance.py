@@ -362,3 +362,18 @@ def test_three_part_name_whose_first_part_is_no_schema(chinook):
     assert v.kind == "unknown_column" and v.fix is None
     # a real schema: resolved as before (SQLite's main; the policy checker judges the rest)
     assert chinook.check("SELECT main.Artist.Name FROM Artist") == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "name"),
+    [
+        ("SELECT T1.Name FROM Artist AS T1 JOIN Album AS T1 ON 1 = 1", "T1"),
+        ("SELECT Title FROM Album WHERE AlbumId IN (SELECT 1 FROM Track a, Genre a)", "a"),
+    ],
+)
+def test_a_name_bound_twice_is_a_finding_not_a_crash(chinook, sql: str, name: str):
+    """sqlglot's scope raises on a reused FROM name (seen in model output); the checker
+    reports it instead of crashing. PostgreSQL and MySQL refuse such a statement; SQLite
+    runs it, reading the name as whichever item it finds first."""
+    v = _one(chinook, sql)
+    assert v.kind == "duplicate_alias" and f"`{name}` names two FROM items" in v.message
