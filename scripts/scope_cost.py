@@ -4,7 +4,8 @@
 
 Fills the mask at every step of the first ``n`` Spider dev gold queries of a database
 (greedy tokenization), twice (cold caches, then warm), for the select-only role grammar and
-the same grammar with scopes; prints CPU time per step.
+the same grammar with scopes, without and with select-list obligations; prints CPU time per
+step.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from grid_sql.mask.cache import MaskCache  # noqa: E402
 from grid_sql.mask.guide import Guide  # noqa: E402
+from grid_sql.policy.scopes import role_scopes  # noqa: E402
 from tests.mask.helpers import greedy_tokens, vocab  # noqa: E402
-from tests.scope.helpers import role, scoped, spider_dev  # noqa: E402
+from tests.scope.helpers import role, scoped, snapshot, spider_dev  # noqa: E402
 
 
 def main() -> None:
@@ -33,7 +35,9 @@ def main() -> None:
     a = ap.parse_args()
     qs = [q for d, q in spider_dev() if d == a.db][: a.n]
     toks = [greedy_tokens(a.vocab, q.encode()) for q in qs]
-    for name, g in (("unscoped", role(a.db)), ("scoped", scoped(a.db))):
+    unbound = role(a.db).with_scopes(role_scopes(snapshot(a.db), bind_select_list=False))
+    arms = (("unscoped", role(a.db)), ("scoped", unbound), ("scoped+obligations", scoped(a.db)))
+    for name, g in arms:
         guide = Guide(g, vocab(a.vocab), cache=MaskCache())
         buf = np.zeros(guide.n_words, dtype=np.int32)
         for rnd in ("cold", "warm"):

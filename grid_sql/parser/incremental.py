@@ -217,6 +217,14 @@ class ParserRuntime:
         for t in grammar.terminals:
             if t.reserved:
                 self.reserved_mask |= 1 << t.id
+        # terminals on which some state reduces a FROM clause (only they can close one)
+        self.closers_mask = 0
+        if self.sem is not None and self.sem.bind:
+            fc = [r for r, a in enumerate(self.rule_lhs) if a == self.sem.nt_from_clause]
+            act = np.asarray(tables.action)
+            hit = np.isin(act, [-r - 1 for r in fc]).any(axis=0)
+            for tc in np.flatnonzero(hit).tolist():
+                self.closers_mask |= 1 << tc  # $END (column n_terminals) included
         self.root = StackNode(tables.start_state, None, 0)
         self.initial = Configuration(self.root, EMPTY_SCAN)
         # Hash-consing of pushes: (parent, state, symbol) -> the node. Equal stacks built
@@ -321,7 +329,7 @@ class ParserRuntime:
         if not ctx.levels or ctx.levels[-1].state != OPEN or not ctx.levels[-1].refs:
             return m
         out = m
-        bits = m
+        bits = m & self.closers_mask
         while bits:
             low = bits & -bits
             bits ^= low
@@ -385,7 +393,7 @@ class ParserRuntime:
         at ``node``: non-empty only when its reduce chain closes a FROM clause that binds
         none of them (``ScopeRules.unbound_refs``; ``ScopeTable.bind_select_list``)."""
         sem = self.sem
-        if sem is None or not sem.bind:
+        if sem is None or not sem.bind or not (self.closers_mask >> tid) & 1:
             return ()
         ctx = self.ctx_at(node)
         if not ctx.levels or ctx.levels[-1].state != OPEN or not ctx.levels[-1].refs:
