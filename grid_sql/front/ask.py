@@ -125,7 +125,7 @@ def role_grammar_for(
     policy: Policy,
     *,
     scopes: bool = False,
-    bind_select_list: bool = True,
+    bind_select_list: bool = False,
 ) -> Grammar:
     """The role grammar of (schema, policy), compiled once per process and shared.
 
@@ -177,12 +177,15 @@ class Asker:
         examples: Sequence[Example] = (),
         scopes: bool = True,
         autofix: bool = True,
-        bind_select_list: bool = True,
+        bind_select_list: bool = False,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
-        or a bare ``x``) is bound by no FROM item, so the model writes the join it referred
-        to instead of a statement the checker refuses.
+        or a bare ``x``) is bound by no FROM item. Off by default: measured on Spider with
+        Qwen2.5-Coder-0.5B (bench/RESULTS-spider.md §8) it turns select-list refusals into
+        statements that run but answer nothing better (EX unchanged, 42.0 %), mostly by
+        gluing the blocked keyword into an alias (``FROM countrylanguage ORDERBYPercentage``),
+        while a refusal goes to the repair round with the checker's explanation.
 
         ``autofix``: apply the checker's deterministic fixes (requalifying a column read
         through the wrong FROM item; qualifying an ambiguous name whose candidates are joined

@@ -10,7 +10,7 @@ from ..grammar.scope import ScopeTable
 from ..schema.model import SchemaSnapshot
 
 
-def role_scopes(snapshot: SchemaSnapshot, *, bind_select_list: bool = True) -> ScopeTable:
+def role_scopes(snapshot: SchemaSnapshot, *, bind_select_list: bool = False) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
     Columns are not filtered by the policy here: the scope rule only narrows the role's

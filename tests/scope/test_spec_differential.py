@@ -48,11 +48,12 @@ def _column_swaps(q: str, cols: list[str], rng: random.Random, n: int) -> list[b
 
 
 @pytest.mark.slow
-def test_fast_equals_spec_with_scopes() -> None:
+@pytest.mark.parametrize("bind", [True, False], ids=["obligations", "no-obligations"])
+def test_fast_equals_spec_with_scopes(bind: bool) -> None:
     rng = random.Random(2026)
     checked = 0
     for db in DBS:
-        d = Differential(scoped(db))
+        d = Differential(scoped(db, bind))
         cols = sorted({c for _, t in snapshot(db).iter_tables() for c in t.column_names})
         qs = [q for g, q in spider_dev() if g == db]
         sample = rng.sample(qs, 2) + (EXTRA if db == "concert_singer" else [])
