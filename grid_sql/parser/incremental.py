@@ -237,18 +237,25 @@ class ParserRuntime:
     # ------------------------------------------------------------------ LALR side
     def _simulate(self, node: StackNode, tid: int) -> bool:
         """Run the reduce chain for ``tid`` on a virtual overlay; True iff it shifts/accepts."""
+        return self._chain_rules(node, tid)[1]
+
+    def _chain_rules(self, node: StackNode, tid: int) -> tuple[list[int], bool]:
+        """The rules the reduce chain for ``tid`` reduces (on a virtual overlay of states, in
+        order) and whether it ends in a shift (or, for ``$END``, ACCEPT)."""
         action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
         overlay: list[int] = []
+        rules: list[int] = []
         base = node
         is_end = tid == self.end_id
         while True:
             top = overlay[-1] if overlay else base.state
             a = action[top][tid]
             if a > 0:
-                return not is_end
+                return rules, not is_end
             if a == 0:
-                return False
+                return rules, False
             r = -a - 1
+            rules.append(r)
             n = rlen[r]
             if n <= len(overlay):
                 if n:
@@ -259,7 +266,7 @@ class ParserRuntime:
             top = overlay[-1] if overlay else base.state
             g = goto[top][lhs[r]]
             if is_end and g == self.end_state:
-                return True
+                return rules, True
             overlay.append(g)
 
     def allowed_mask(self, node: StackNode) -> int:
@@ -399,35 +406,16 @@ class ParserRuntime:
         if not ctx.levels or ctx.levels[-1].state != OPEN or not ctx.levels[-1].refs:
             return ()
         # the chain by states first (cheap); values only for a chain closing the FROM
-        action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
+        rules, _ = self._chain_rules(node, tid)
         fc = sem.nt_from_clause
-        overlay: list[int] = []
-        base = node
-        while True:
-            top = overlay[-1] if overlay else base.state
-            a = action[top][tid]
-            if a >= 0:
-                return ()
-            r = -a - 1
-            if lhs[r] == fc:
-                break
-            n = rlen[r]
-            if n <= len(overlay):
-                if n:
-                    del overlay[-n:]
-            else:
-                base = base.ancestor(n - len(overlay))
-                overlay.clear()
-            top = overlay[-1] if overlay else base.state
-            g = goto[top][lhs[r]]
-            if g == self.end_state:
-                return ()
-            overlay.append(g)
-        while True:
-            r = -action[node.state][tid] - 1
+        lhs = self.rule_lhs
+        if not any(lhs[r] == fc for r in rules):
+            return ()
+        for r in rules:
             node = self._reduce_valued(node, r, sem)
             if lhs[r] == fc:
                 return sem.unbound_refs(self.ctx_at(node))
+        raise AssertionError("unreachable: the chain reduces a FROM clause")
 
     def _push(self, parent: StackNode, state: int, symbol: int, value: Any = None) -> StackNode:
         """The interned node ``state`` over ``parent`` (see ``_interned``)."""
