@@ -115,6 +115,7 @@ FIXTURES: list[tuple[tuple[str, ...] | None, str, set[str]]] = [
     (None, "SELECT id FROM ghosts", {"unknown_table"}),
     (None, "SELECT x.id FROM orders o", {"unknown_table"}),
     (None, "SELECT id FROM orders o JOIN customer c ON c.id = o.customer_id", {"ambiguous_column"}),
+    (None, "SELECT o.total FROM orders o JOIN customer o ON 1 = 1", {"duplicate_alias"}),
     (("sqlite",), "SELECT YEAR(total) FROM orders", {"unknown_function"}),
     (("postgresql",), "SELECT ifnull(total, 0) FROM orders", {"unknown_function"}),
     (("mysql",), "SELECT strftime('%Y', total) FROM orders", {"unknown_function"}),
