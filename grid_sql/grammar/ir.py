@@ -85,7 +85,8 @@ class Terminal:
 
     @property
     def reserved(self) -> bool:
-        """A keyword no unquoted identifier may be spelled as (``RESERVED_WORDS``)."""
+        """A keyword reserved in all three dialects (``RESERVED_WORDS``): where a select-list
+        obligation blocks it, its spelling does not fall back to an identifier."""
         return self.is_string and self.name in RESERVED_WORDS
 
     @property

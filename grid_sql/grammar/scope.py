@@ -81,7 +81,6 @@ class ScopeTable:
     ``ScopeTable({"singer": ["Singer_ID", "Name"], ...})``. Tables of the same name in
     different schemas should be merged by the caller (the union is sound).
 
-
     ``bind_select_list``: also refuse to close a FROM clause while a reference of the select
     list before it is bound nowhere (``docs/scope.md``, "Select-list obligations"). It is
     part of the language, so it is part of the fingerprint (only when on: fingerprints of
