@@ -122,17 +122,28 @@ def my_front() -> Callable[[str], sa.URL]:
     return url
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    """SmolLM2-135M through llama.cpp, loaded once per module (fails under CI=true when the
-    model is not cached: `make models` fetches it there)."""
+def _cached_llama(name: str):
+    """Registry model ``name`` through llama.cpp; fails under CI=true when it is not cached
+    (`make models` fetches it there), skips elsewhere."""
     from grid_sql.decode.models import cached_path
 
-    if not cached_path("smollm2-135m").is_file():
-        msg = "smollm2-135m is not cached (make models)"
+    if not cached_path(name).is_file():
+        msg = f"{name} is not cached (make models)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(msg)
         pytest.skip(msg)
     from grid_sql.decode.backend import load_backend
 
-    return load_backend("smollm2-135m", backend="llama.cpp")
+    return load_backend(name, backend="llama.cpp")
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """SmolLM2-135M through llama.cpp, loaded once per module."""
+    return _cached_llama("smollm2-135m")
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    """Qwen2.5-Coder-0.5B through llama.cpp, loaded once per module."""
+    return _cached_llama("qwen2.5-coder-0.5b")

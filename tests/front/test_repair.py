@@ -3,7 +3,6 @@ Qwen2.5-Coder-0.5B) that a wrong-alias statement is repaired through the guide."
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -106,20 +105,6 @@ def test_alias_hints_ignore_table_aliases(chinook):
     )
     (hint,) = alias_hints(bad, chinook)
     assert "The output alias rev cannot be referred to later" in hint
-
-
-@pytest.fixture(scope="module")
-def qwen():
-    from grid_sql.decode.models import cached_path
-
-    if not cached_path("qwen2.5-coder-0.5b").is_file():
-        msg = "qwen2.5-coder-0.5b is not cached (make models)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    from grid_sql.decode.backend import load_backend
-
-    return load_backend("qwen2.5-coder-0.5b", backend="llama.cpp")
 
 
 @pytest.mark.slow  # Qwen2.5-Coder-0.5B on CPU, two generations: ~150 s on a busy 2-core host
