@@ -306,11 +306,15 @@ class Verifier:
                 StepKind.FORCED: n == 1 and tok != eos,
                 StepKind.SAMPLED: tok != eos,
                 StepKind.RESERVE: True,
+                # written for a select-list obligation: one must be pending (decode/bind.py)
+                StepKind.BIND: tok != eos and guide.runtime.pending_refs(m.config.stack),
             }.get(StepKind(s.kind), False)
             if tok == eos and s.kind != StepKind.EOS:
                 kind_ok = False
             if not kind_ok:
                 expect = "eos" if tok == eos else ("forced" if n == 1 else "sampled/reserve")
+                if s.kind == StepKind.BIND and tok != eos:
+                    expect = "no select-list obligation pending: not a bind step"
                 rep.add(Divergence(step, "kind", str(s.kind), expect))
             if first_only and rep.findings:
                 return

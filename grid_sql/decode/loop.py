@@ -28,11 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import BudgetError, MaskError, TokenizerError
+from ..errors import BudgetError, MaskError, TokenizerError, TokenRejected
 from ..mask.guide import Guide, Matcher
 from ..mask.reserve import ReserveTable, reserve_table
 from ..parser.incremental import Configuration
 from .backend import Backend
+from .bind import BindOnClose
 from .records import StepKind, StepRecord, StopReason, mask_digest
 
 __all__ = ["Generation", "Timings", "generate", "pick_token"]
@@ -177,10 +178,14 @@ def generate(
     on_step: OnStep | None = None,
     stop_at_semicolon: bool = True,
     reserve: ReserveTable | None = None,
+    bind: BindOnClose | None = None,
 ) -> Generation:
     """Decode one statement of ``guide``'s language from ``backend`` after ``prompt_ids``.
 
-    ``max_tokens`` bounds the emitted tokens (EOS excluded). Raises :class:`BudgetError` if
+    ``max_tokens`` bounds the emitted tokens (EOS excluded). ``bind`` (grammars with
+    select-list obligations only): where the model's first choice would close a FROM clause
+    an obligation keeps open, write the FROM item it needs (``grid_sql.decode.bind``; tokens
+    of kind ``bind``). Raises :class:`BudgetError` if
     it cannot hold the shortest completion of the empty statement, and
     :class:`TokenizerError` if the guide was compiled for another vocabulary.
     """
@@ -226,6 +231,7 @@ def generate(
     logits = backend.prefill(prompt_ids)
     timings.prefill = time.perf_counter() - t0
     stop: StopReason
+    binds = 0
     while True:
         remaining = max_tokens - len(m.tokens)
         # Jump-forward: a singleton mask chain is written without consulting the model.
@@ -251,6 +257,29 @@ def generate(
             timings.model += time.perf_counter() - t0
             continue
         rec.fill()
+        if bind is not None and binds < bind.max_binds:
+            t0 = time.perf_counter()
+            span = bind.span(m.config, lambda: guide.vocab.spell(m.tokens), int(np.argmax(logits)))
+            toks = bind.tokens(span) if span is not None else []
+            ok = False
+            if toks and len(toks) <= remaining:
+                mark, cfg0 = len(m.tokens), m.config
+                try:
+                    m.accept_tokens(toks)
+                    ok = cost(m.config) <= remaining - len(toks)
+                except TokenRejected:
+                    pass
+                m.rollback(len(m.tokens) - mark)
+                assert m.config is cfg0
+            timings.mask += time.perf_counter() - t0
+            if ok:
+                binds += 1
+                for t in toks:
+                    rec.emit(t, StepKind.BIND)
+                t0 = time.perf_counter()
+                logits = backend.step(toks)
+                timings.model += time.perf_counter() - t0
+                continue
         t0 = time.perf_counter()
         tok = pick_token(logits, rec.buf, temperature, rng)
         timings.mask += time.perf_counter() - t0

@@ -21,6 +21,7 @@ class StepKind(enum.StrEnum):
     SAMPLED = "sampled"  # drawn (or argmax) from the masked distribution
     FORCED = "forced"  # singleton mask: fed without sampling (jump-forward span)
     RESERVE = "reserve"  # part of the reserve completion when the length budget ran out
+    BIND = "bind"  # a FROM item written for a select-list obligation (decode/bind.py)
     EOS = "eos"  # end of sequence, legal only at ACCEPT
 
 

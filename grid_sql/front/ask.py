@@ -70,6 +70,7 @@ from .result import AskResult, GeneratedSQL, Repair
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..audit.store import AuditStore
     from ..decode.backend import Backend
+    from ..decode.bind import BindOnClose
 
 OnStep = Callable[[StepRecord], None]
 
@@ -178,6 +179,7 @@ class Asker:
         scopes: bool = True,
         autofix: bool = True,
         bind_select_list: bool = False,
+        bind_on_close: bool = True,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -186,6 +188,9 @@ class Asker:
         statements that run but answer nothing better (EX unchanged, 42.0 %), mostly by
         gluing the blocked keyword into an alias (``FROM countrylanguage ORDERBYPercentage``),
         while a refusal goes to the repair round with the checker's explanation.
+        ``bind_on_close`` (with ``bind_select_list`` only): where the model tries to close such
+        a FROM clause, write the join it needs (``grid_sql.decode.bind``; foreign keys give
+        the condition).
 
         ``autofix``: apply the checker's deterministic fixes (requalifying a column read
         through the wrong FROM item; qualifying an ambiguous name whose candidates are joined
@@ -210,6 +215,8 @@ class Asker:
         self.autofix = autofix
         self.scopes = scopes  # scope-aware column lexicons (docs/scope.md)
         self.bind_select_list = bind_select_list
+        self.bind_on_close = bind_on_close
+        self._binders: dict[tuple[str, str], BindOnClose] = {}
         self.examples = tuple(examples)
         self._model_arg = model
         self._backend: Backend | None = None
@@ -599,8 +606,11 @@ class Asker:
             guide = guide_for(mode.grammar, backend)
             prompt_ids = backend.chat_prompt(msgs)
             t0 = time.perf_counter()
+            binder = self._binder(guide) if self.bind_select_list and self.bind_on_close else None
             try:
-                out = generate(backend, guide, prompt_ids, max_tokens=max_tokens, on_step=on_step)
+                out = generate(
+                    backend, guide, prompt_ids, max_tokens=max_tokens, on_step=on_step, bind=binder
+                )
             except GridSQLError:
                 raise
             except (RuntimeError, ValueError, OSError) as exc:
@@ -617,6 +627,22 @@ class Asker:
             guide=guide,
             model_id=backend.model_id,
         )
+
+    def _binder(self, guide: Guide) -> BindOnClose:
+        """The bind-on-close policy of ``guide``, with the snapshot's foreign keys."""
+        from ..decode.bind import BindOnClose, JoinLink
+
+        key = (guide.grammar.fingerprint, guide.vocab.fingerprint)
+        b = self._binders.get(key)
+        if b is None:
+            links = [
+                JoinLink(t.name, fk.columns, fk.referred_table, fk.referred_columns)
+                for sch in self.snapshot.schemas
+                for t in sch.tables
+                for fk in t.foreign_keys
+            ]
+            b = self._binders[key] = BindOnClose(guide, links)
+        return b
 
     def _seal(
         self,

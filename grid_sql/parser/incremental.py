@@ -346,6 +346,22 @@ class ParserRuntime:
                     out |= low << self.stop_shift
         return out
 
+    def blocked_closers(self, node: StackNode) -> tuple[int, ...]:
+        """The terminals (``end_id`` for EOS) the grammar would read next at ``node`` but a
+        select-list obligation keeps out: each would close a FROM clause with a reference
+        bound nowhere. Not memoized: callers ask only where a model tries to close."""
+        if self.sem is None or not self.sem.bind or not self.pending_refs(node):
+            return ()
+        out: list[int] = []
+        bits = self.closers_mask
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            t = low.bit_length() - 1
+            if self._simulate(node, t) and self.unbound_on(node, t):
+                out.append(t)
+        return tuple(out)
+
     def accepts_end(self, node: StackNode) -> bool:
         """Whether ``$END`` reduces to ACCEPT from ``node`` (memoized per node)."""
         e = node.eos
@@ -399,22 +415,32 @@ class ParserRuntime:
         """The select-list references left unbound if ``tid`` (or ``$END``) is read next
         at ``node``: non-empty only when its reduce chain closes a FROM clause that binds
         none of them (``ScopeRules.unbound_refs``; ``ScopeTable.bind_select_list``)."""
+        ctx = self.closed_context(node, tid)
+        if ctx is None:
+            return ()
+        assert self.sem is not None
+        return self.sem.unbound_refs(ctx)
+
+    def closed_context(self, node: StackNode, tid: int) -> Context | None:
+        """The scope context right after reading ``tid`` at ``node`` closes a FROM clause
+        whose select list holds references (None if it closes none, or no references):
+        its top level lists the FROM items the clause ends with."""
         sem = self.sem
         if sem is None or not sem.bind or not (self.closers_mask >> tid) & 1:
-            return ()
+            return None
         ctx = self.ctx_at(node)
         if not ctx.levels or ctx.levels[-1].state != OPEN or not ctx.levels[-1].refs:
-            return ()
+            return None
         # the chain by states first (cheap); values only for a chain closing the FROM
         rules, _ = self._chain_rules(node, tid)
         fc = sem.nt_from_clause
         lhs = self.rule_lhs
         if not any(lhs[r] == fc for r in rules):
-            return ()
+            return None
         for r in rules:
             node = self._reduce_valued(node, r, sem)
             if lhs[r] == fc:
-                return sem.unbound_refs(self.ctx_at(node))
+                return self.ctx_at(node)
         raise AssertionError("unreachable: the chain reduces a FROM clause")
 
     def _push(self, parent: StackNode, state: int, symbol: int, value: Any = None) -> StackNode:

@@ -1,0 +1,221 @@
+"""Binding on close: the decode-side half of the select-list obligations (``docs/scope.md``).
+
+With ``ScopeTable(bind_select_list=True)`` the exact mask keeps a FROM clause open while a
+column the select list names (``T2.name``, or a bare ``name`` no FROM table has) is bound by
+no FROM item. The mask says what may *not* follow; it cannot make a small model write the
+join it forgot. Measured (bench/RESULTS-spider.md §8), greedy decoding then glues the
+blocked keyword into an alias (``FROM countrylanguage ORDERBYPercentageDESC``): ``ORDER`` is
+still the exact prefix of a longer alias, so the mask must admit it.
+
+:class:`BindOnClose` acts at exactly that point. When the model's own first choice (its
+unmasked argmax) would close the FROM clause — EOS, ``;``, ``)`` or a word spelling a
+blocked keyword such as ``ORDER`` — it writes the missing FROM item instead:
+``JOIN country AS T2 ON T2.Code = T1.CountryCode`` when a foreign key links the table to
+one already in FROM, else ``JOIN country AS T2 ON`` and the model writes the condition.
+
+Why this is safe to add on top of an exact mask: every written token is checked against
+the exact mask of its own configuration (the loop raises otherwise) and recorded with kind
+``bind``, so the audit trail replays bit-identically and an auditor sees which tokens the
+policy wrote. It changes only *which* admitted tokens are chosen, never what is admitted,
+and it fires only where the grammar has already refused the close.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..errors import OptionError
+from ..grammar.scope import Item, Ref, norm_name
+from ..mask.guide import Guide
+from ..mask.vocab import greedy_token_ids
+from ..parser.incremental import Configuration, StackNode
+
+__all__ = ["BindOnClose", "JoinLink"]
+
+_WORD = re.compile(rb"\s*([A-Za-z_]+)\Z")
+_CLOSE_PUNCT = re.compile(rb"\s*[;)]")
+
+
+@dataclass(frozen=True, slots=True)
+class JoinLink:
+    """A foreign key ``table(columns) -> referred_table(referred_columns)``, names spelled as
+    the catalog spells them (the front builds these from the SchemaSnapshot)."""
+
+    table: str
+    columns: tuple[str, ...]
+    referred_table: str
+    referred_columns: tuple[str, ...]
+
+
+class BindOnClose:
+    """Writes the FROM item a select-list obligation is waiting for, when the model tries to
+    close the FROM clause without it (module docstring). One per guide; stateless per call.
+
+    ``links``: the schema's foreign keys (join conditions are written only along them);
+    ``max_binds``: at most this many items per generation (the loop counts).
+    """
+
+    def __init__(self, guide: Guide, links: Iterable[JoinLink] = (), max_binds: int = 4) -> None:
+        rt = guide.runtime
+        if rt.sem is None or not rt.sem.bind:
+            raise OptionError("BindOnClose needs a grammar with select-list obligations on")
+        self.guide = guide
+        self.rt = rt
+        self.sem = rt.sem
+        self.max_binds = max_binds
+        g = guide.grammar
+        self._keywords = {t.id: t.name.lower() for t in g.terminals if t.is_string}
+        self._cap = min(64, max(len(b) for b in guide.vocab.token_bytes))
+        tid = g.terminal_ids.get("TABLE_NAME")
+        words = rt.lexicon.get(tid) if tid is not None else None
+        self._tables: dict[str, bytes] = {}
+        for w in sorted(words.words, key=lambda w: (len(w), w)) if words is not None else ():
+            self._tables.setdefault(norm_name(w), w)
+        # undirected foreign-key edges: table -> [(its columns, other table, other columns)]
+        self._links: dict[str, list[tuple[tuple[str, ...], str, tuple[str, ...]]]] = {}
+        for k in links:
+            a, b = norm_name(k.table), norm_name(k.referred_table)
+            self._links.setdefault(a, []).append((k.columns, b, k.referred_columns))
+            self._links.setdefault(b, []).append((k.referred_columns, a, k.columns))
+        self._shape: dict[int, str | None] = {}
+
+    # ------------------------------------------------------------------ the trigger
+    def _closing_shape(self, token: int) -> str | None:
+        """What ``token`` looks like: ``"close"`` (EOS, ``;``, ``)``), a lower-cased word
+        (letters only, leading whitespace allowed), or None. Memoized per id."""
+        s = self._shape.get(token, "")
+        if s != "":
+            return s
+        out: str | None = None
+        if token == self.guide.eos_id:
+            out = "close"
+        else:
+            b = self.guide.vocab.token_bytes[token]
+            if _CLOSE_PUNCT.match(b):
+                out = "close"
+            else:
+                w = _WORD.match(b)
+                if w is not None:
+                    out = w.group(1).decode().lower()
+        self._shape[token] = out
+        return out
+
+    def span(self, cfg: Configuration, output: Callable[[], bytes], top: int) -> bytes | None:
+        """The bytes to write at ``cfg`` when the model's first choice is ``top``; None when
+        the policy does not fire. ``output()`` spells the output so far (called only then)."""
+        shape = self._closing_shape(top)
+        if shape is None:
+            return None
+        rt = self.rt
+        if not rt.pending_refs(cfg.stack):
+            return None
+        node = rt.finalize(cfg)
+        if node is None:
+            return None
+        blocked = rt.blocked_closers(node)
+        if not blocked:
+            return None
+        text = output()
+        if shape != "close":
+            b = self.guide.vocab.token_bytes[top]
+            starts_word = b[:1].isspace() or not text or not _ident_byte(text[-1])
+            if not starts_word or not self._spells_blocked(shape, node, blocked):
+                return None
+        ctx = rt.closed_context(node, blocked[0])
+        refs = self.sem.unbound_refs(ctx) if ctx is not None else ()
+        if ctx is None or not refs:
+            return None
+        lead = b"" if text[-1:].isspace() else b" "
+        for piece in self._pieces(ctx.levels[-1].items, text, refs):
+            data = lead + piece
+            if rt.advance(cfg, data) is not None:
+                return data
+        return None
+
+    def _spells_blocked(self, word: str, node: StackNode, blocked: tuple[int, ...]) -> bool:
+        """``word`` is (a prefix of) a keyword the obligation blocks, or that keyword glued
+        to more letters, and not the start of a keyword the grammar admits here (``IN`` of
+        ``INNER``, ``L`` of ``LEFT``)."""
+        kws = [self._keywords[t] for t in blocked if t in self._keywords]
+        if not any(k.startswith(word) or word.startswith(k) for k in kws):
+            return False
+        m = self.rt.allowed_mask(node)
+        for t, k in self._keywords.items():
+            if (m >> t) & 1 and k.startswith(word):
+                return False
+        return True
+
+    # ------------------------------------------------------------------ what to write
+    def _pieces(self, items: tuple[Item, ...], text: bytes, refs: tuple[Ref, ...]) -> list[bytes]:
+        """Candidate FROM items for the first unbound reference's qualifier (or bare
+        column), best first: a foreign key to a FROM item (``items``) gives the condition."""
+        cols = self.sem.table.columns
+        ref = refs[0]
+        in_from = {i.table for i in items if i.table is not None}
+        if ref.qualifier is not None:
+            need = {r.column for r in refs if r.qualifier == ref.qualifier and r.column != "*"}
+            if ref.qualifier in cols:
+                cands = [ref.qualifier]
+            else:
+                cands = sorted(t for t, cs in cols.items() if need <= cs)
+            # as written in the output (stack values are interned: ``Ref.spelled`` may be
+            # another output's spelling of the same name)
+            written = _written(text, ref.qualifier)
+            # ``country.Name``: join ``country`` itself, without an alias
+            same = ref.qualifier in cols and norm_name(written) == ref.qualifier
+            alias: bytes | None = None if same else written
+        else:
+            cands = sorted(t for t, cs in cols.items() if ref.column in cs)
+            alias = None
+        # tables not yet in FROM first, then those with a foreign key into FROM
+        cands.sort(key=lambda t: (t in in_from, not self._linked(t, items)))
+        out: list[bytes] = []
+        for t in cands[:8]:
+            word = self._tables.get(t)
+            if word is None:
+                continue
+            head = b"JOIN " + word + (b" AS " + alias if alias is not None else b"")
+            me = alias if alias is not None else word
+            for cond in self._conditions(t, me, items, text):
+                out.append(head + b" ON " + cond)
+            out.append(head + b" ON")
+        return out
+
+    def _linked(self, table: str, items: tuple[Item, ...]) -> bool:
+        return any(o == i.table for _, o, _ in self._links.get(table, ()) for i in items)
+
+    def _conditions(
+        self, table: str, me: bytes, items: tuple[Item, ...], text: bytes
+    ) -> list[bytes]:
+        """``me.a = n.b`` along each foreign key between ``table`` and a FROM item ``n``."""
+        out: list[bytes] = []
+        for mine, other, theirs in self._links.get(table, ()):
+            for i in items:
+                if i.table != other or not i.names or len(mine) != len(theirs):
+                    continue
+                name = _written(text, i.names[0])
+                parts = [
+                    me + b"." + a.encode() + b" = " + name + b"." + c.encode()
+                    for a, c in zip(mine, theirs, strict=True)
+                ]
+                out.append(b" AND ".join(parts))
+        return out
+
+    def tokens(self, data: bytes) -> list[int]:
+        """``data`` spelled as token ids (longest match; the loop checks every id against
+        the exact mask of its configuration)."""
+        return greedy_token_ids(self.guide.vocab, data, max_len=self._cap)
+
+
+def _ident_byte(b: int) -> bool:
+    return chr(b).isalnum() or b in b'_$"`]'
+
+
+def _written(text: bytes, name: str) -> bytes:
+    """How the output spelled the FROM name ``name`` (normalized): its last whole-word
+    occurrence, so a case-sensitive alias (MySQL) is written back as the model wrote it."""
+    pat = re.compile(rb"(?<![\w`\"])" + re.escape(name.encode()) + rb"(?![\w`\"])", re.I)
+    found = pat.findall(text)
+    return found[-1] if found else name.encode()
