@@ -135,11 +135,12 @@ class BindOnClose:
         return None
 
     def _spells_blocked(self, word: str, node: StackNode, blocked: tuple[int, ...]) -> bool:
-        """``word`` is (a prefix of) a keyword the obligation blocks, or that keyword glued
-        to more letters, and not the start of a keyword the grammar admits here (``IN`` of
-        ``INNER``, ``L`` of ``LEFT``)."""
+        """``word`` is a keyword the obligation blocks, a prefix of it two letters or
+        longer, or the keyword glued to more letters; and not the start of a keyword the
+        grammar admits here (``IN`` of ``INNER``, ``L`` of ``LEFT``)."""
         kws = [self._keywords[t] for t in blocked if t in self._keywords]
-        if not any(k.startswith(word) or word.startswith(k) for k in kws):
+        # one letter is an alias as often as a keyword's start (``JOIN Highschooler H``)
+        if not any((len(word) > 1 and k.startswith(word)) or word.startswith(k) for k in kws):
             return False
         m = self.rt.allowed_mask(node)
         for t, k in self._keywords.items():

@@ -310,3 +310,17 @@ def test_stop_reasons_are_checked_against_the_replay(audited: Audited, verifier:
     bad = verifier.verify_record(sealed(stop_reason="stop_at_accept"))
     assert [d.field for d in bad.findings] == ["stop_reason"]
     assert "complete statement" in bad.describe()
+
+
+def test_a_bind_step_without_an_obligation_is_detected(
+    audited: Audited, verifier: Verifier
+) -> None:
+    # bind steps (decode/bind.py) are legal only while a select-list obligation is pending;
+    # this grammar has none, so relabelling a sampled step as one is a forgery
+    rec = audited[1][0]
+    k = _sampled_step(rec)
+    steps = list(rec.steps)
+    steps[k] = dataclasses.replace(steps[k], kind=StepKind.BIND)
+    forged = verifier.verify_record(_forged(rec, steps))
+    assert forged.first is not None and (forged.first.step, forged.first.field) == (k, "kind")
+    assert "no select-list obligation pending" in str(forged.first)

@@ -96,6 +96,14 @@ CASES = [
     ("world_1", "SELECT T2.Name FROM countrylanguage AS T1", " IN", None),  # INNER
     ("world_1", "SELECT T2.Name FROM countrylanguage", " AS", None),
     ("world_1", "SELECT T2.Name FROM countrylanguage", " T", None),  # an alias
+    # one letter starts HAVING and the alias the model meant (Spider q904)
+    ("network_1", "SELECT H.name FROM Likes L JOIN Highschooler", " H", None),
+    (
+        "network_1",
+        "SELECT H.name FROM Likes L JOIN Highschooler",
+        " having",
+        b" JOIN highschooler AS H ON H.ID = L.liked_id",
+    ),
     # ... or nothing is pending
     ("world_1", "SELECT T2.Name FROM countrylanguage AS T1 JOIN country AS T2", " ORDER", None),
     ("world_1", "SELECT Name FROM country", " ORDER", None),
