@@ -210,6 +210,11 @@ def schema_text(
 
 
 def _system(snapshot: SchemaSnapshot, policy: Policy) -> str:
+    """The rules. Why the quoting rule: a double-quoted word is an identifier in every
+    role grammar (SQLite's fallback of an unknown ``"x"`` to a string is not modelled: under a
+    schema lexicon it would let a forbidden column through as a "string"), so a model that
+    copies ``"AD"`` from a question is kept from ending the statement there and escapes into
+    ``"AD" . x`` (bench/RESULTS-spider.md §9c)."""
     dialect = DIALECT_NAMES.get(snapshot.dialect, snapshot.dialect)
     verbs = sorted(v.upper() for v in policy.statement_verbs)
     allowed = "only SELECT queries" if policy.read_only else "these statements: " + ", ".join(verbs)
@@ -218,7 +223,8 @@ def _system(snapshot: SchemaSnapshot, policy: Policy) -> str:
         f"with exactly one {dialect} SQL statement and nothing else. Use only the tables and "
         f"columns described in the schema. You may write {allowed}. ORDER BY may name an "
         f"output column alias; in WHERE, GROUP BY and HAVING repeat the expression itself "
-        f"(e.g. HAVING SUM(x) > 10)."
+        f"(e.g. HAVING SUM(x) > 10). Write text values in single quotes ('Paris'); double "
+        f"quotes may only enclose a column or table name."
     )
 
 

@@ -49,6 +49,7 @@ def test_only_what_the_role_may_see(chinook):
     assert "CustomerId INTEGER REFERENCES Customer(CustomerId)" in text  # in Invoice
     system = build_messages("q", chinook, pol)[0]["content"]
     assert "SQLite" in system and "only SELECT" in system
+    assert "single quotes ('Paris')" in system  # "x" is an identifier in every role grammar
 
 
 def test_no_sample_rows_unless_asked(chinook):
