@@ -83,7 +83,11 @@ class Generation:
 
 
 def pick_token(
-    logits: np.ndarray, bitmask: np.ndarray, temperature: float, rng: np.random.Generator
+    logits: np.ndarray,
+    bitmask: np.ndarray,
+    temperature: float,
+    rng: np.random.Generator,
+    top: int | None = None,
 ) -> int:
     """Argmax over the allowed ids (temperature 0, lowest id on ties) or a sample from the
     softmax over the allowed ids only (a disallowed token has probability exactly 0: hard
@@ -92,11 +96,12 @@ def pick_token(
     Only allowed ids' logits are read, so ``logits`` need not be masked first (a masked row
     gives the same pick): greedy decoding checks the unmasked argmax against the bitmask
     and falls back to the allowed ids only when the model's favourite is blocked, so the
-    usual step never touches the whole row twice (issue #6: the guard's share).
+    usual step never touches the whole row twice (issue #6: the guard's share). ``top``: the
+    unmasked argmax when the caller has it already.
     """
     size = logits.shape[0]
     if temperature <= 0.0:
-        top = int(np.argmax(logits))
+        top = int(np.argmax(logits)) if top is None else top
         if top < 32 * bitmask.shape[0] and _bit(bitmask, top):
             return top
     bits = np.unpackbits(bitmask.view(np.uint8), bitorder="little", count=size)
@@ -185,9 +190,9 @@ def generate(
     ``max_tokens`` bounds the emitted tokens (EOS excluded). ``bind`` (grammars with
     select-list obligations only): where the model's first choice would close a FROM clause
     an obligation keeps open, write the FROM item it needs (``grid_sql.decode.bind``; tokens
-    of kind ``bind``). Raises :class:`BudgetError` if
-    it cannot hold the shortest completion of the empty statement, and
-    :class:`TokenizerError` if the guide was compiled for another vocabulary.
+    of kind ``bind``). Raises :class:`BudgetError` if it cannot hold the shortest completion
+    of the empty statement, and :class:`TokenizerError` if the guide was compiled for another
+    vocabulary.
     """
     if guide.vocab.fingerprint != backend.vocab.fingerprint:
         raise TokenizerError(
@@ -257,9 +262,11 @@ def generate(
             timings.model += time.perf_counter() - t0
             continue
         rec.fill()
+        top: int | None = None
         if bind is not None and binds < bind.max_binds:
             t0 = time.perf_counter()
-            span = bind.span(m.config, lambda: guide.vocab.spell(m.tokens), int(np.argmax(logits)))
+            top = int(np.argmax(logits))
+            span = bind.span(m.config, lambda: guide.vocab.spell(m.tokens), top)
             toks = bind.tokens(span) if span is not None else []
             ok = False
             if toks and len(toks) <= remaining:
@@ -281,7 +288,7 @@ def generate(
                 timings.model += time.perf_counter() - t0
                 continue
         t0 = time.perf_counter()
-        tok = pick_token(logits, rec.buf, temperature, rng)
+        tok = pick_token(logits, rec.buf, temperature, rng, top)
         timings.mask += time.perf_counter() - t0
         if not (_bit(rec.buf, tok) and logits[tok] > -np.inf):
             raise MaskError(f"every allowed token has a -inf or NaN logit (picked {tok})")

@@ -39,5 +39,7 @@ def test_pick_on_raw_logits_equals_pick_on_masked_logits(temperature: float, see
     b = pick_token(masked, buf, temperature, np.random.default_rng(99))
     assert a == b and a in set(allowed.tolist())
     np.testing.assert_array_equal(raw, logits)  # the row was not written
+    # the caller's unmasked argmax (the bind-on-close policy computes it) changes nothing
+    assert a == pick_token(raw, buf, temperature, np.random.default_rng(99), int(np.argmax(raw)))
     if temperature == 0.0:
         assert a == int(np.argmax(masked))
