@@ -67,6 +67,9 @@ class BindOnClose:
         self.max_binds = max_binds
         g = guide.grammar
         self._keywords = {t.id: t.name.lower() for t in g.terminals if t.is_string}
+        # the keywords that can close a FROM clause at all: a word related to none of them
+        # never triggers, so most tokens are turned away without touching the parser
+        self._closer_words = [k for t, k in self._keywords.items() if (rt.closers_mask >> t) & 1]
         self._cap = min(64, max(len(b) for b in guide.vocab.token_bytes))
         tid = g.terminal_ids.get("TABLE_NAME")
         words = rt.lexicon.get(tid) if tid is not None else None
@@ -84,7 +87,9 @@ class BindOnClose:
     # ------------------------------------------------------------------ the trigger
     def _closing_shape(self, token: int) -> str | None:
         """What ``token`` looks like: ``"close"`` (EOS, ``;``, ``)``), a lower-cased word
-        (letters only, leading whitespace allowed), or None. Memoized per id."""
+        (letters only, leading whitespace allowed) that :meth:`_spells_blocked` could accept
+        for some closing keyword, or None. Memoized per id: the per-step check of an
+        ordinary token is one dictionary lookup."""
         s = self._shape.get(token, "")
         if s != "":
             return s
@@ -97,7 +102,7 @@ class BindOnClose:
                 out = "close"
             else:
                 w = _WORD.match(b)
-                if w is not None:
+                if w is not None and _related(w.group(1).decode().lower(), self._closer_words):
                     out = w.group(1).decode().lower()
         self._shape[token] = out
         return out
@@ -138,9 +143,7 @@ class BindOnClose:
         """``word`` is a keyword the obligation blocks, a prefix of it two letters or
         longer, or the keyword glued to more letters; and not the start of a keyword the
         grammar admits here (``IN`` of ``INNER``, ``L`` of ``LEFT``)."""
-        kws = [self._keywords[t] for t in blocked if t in self._keywords]
-        # one letter is an alias as often as a keyword's start (``JOIN Highschooler H``)
-        if not any((len(word) > 1 and k.startswith(word)) or word.startswith(k) for k in kws):
+        if not _related(word, [self._keywords[t] for t in blocked if t in self._keywords]):
             return False
         m = self.rt.allowed_mask(node)
         for t, k in self._keywords.items():
@@ -208,6 +211,12 @@ class BindOnClose:
         """``data`` spelled as token ids (longest match; the loop checks every id against
         the exact mask of its configuration)."""
         return greedy_token_ids(self.guide.vocab, data, max_len=self._cap)
+
+
+def _related(word: str, keywords: list[str]) -> bool:
+    """``word`` is one of ``keywords``, a prefix of one two letters or longer (one letter is
+    an alias as often as a keyword's start: ``JOIN Highschooler H``), or one glued to more."""
+    return any((len(word) > 1 and k.startswith(word)) or word.startswith(k) for k in keywords)
 
 
 def _ident_byte(b: int) -> bool:
