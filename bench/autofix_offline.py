@@ -39,10 +39,16 @@ import spider_eval as se  # noqa: E402
 FIRST_ROUND = {
     "constrained": ("constrained+autofix", "repair", False),
     "scope": ("scope+autofix", "scope+repair", True),
+    # the Asker's default since bind on close: scope masks + select-list obligations + bind
+    "bind": ("bind+autofix", "bind+repair", True),
 }
 # autofix first, the recorded repair round only where autofix leaves a refusal: exact offline,
 # because decoding is greedy and the repair round gets the same input (complete fixes only)
-COMBINED = {"constrained": "autofix+repair", "scope": "scope+autofix+repair"}
+COMBINED = {
+    "constrained": "autofix+repair",
+    "scope": "scope+autofix+repair",
+    "bind": "bind+autofix+repair",
+}
 
 
 def _db(r: dict[str, Any], spider_dir: Path) -> Path:
@@ -53,14 +59,21 @@ def _db(r: dict[str, Any], spider_dir: Path) -> Path:
     return se.Question(r["qid"], r["db_id"], "", "").db_path(spider_dir)
 
 
+def _asker(db: Path, arm: str) -> Any:
+    """The Asker the arm's first round ran under (its grammar is what autofix must stay in)."""
+    from grid_sql.front.ask import Asker
+
+    scoped = FIRST_ROUND[arm][2]
+    return Asker(db, audit=False, scopes=scoped, bind_select_list=arm == "bind")
+
+
 def fix_records(
     records: Sequence[dict[str, Any]], model: str, spider_dir: Path = se.SPIDER_DIR
 ) -> tuple[list[dict[str, Any]], Counter[str]]:
     """The autofix arms' records (one per first-round record) and outcome counts."""
-    from grid_sql.front.ask import Asker
     from grid_sql.policy.autofix import autofix
 
-    askers: dict[tuple[str, bool], Asker] = {}
+    askers: dict[tuple[str, str], Any] = {}
     gold_rows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
     out: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
@@ -74,13 +87,13 @@ def fix_records(
         if r.get("model") == model and r["arm"] in {v[1] for v in FIRST_ROUND.values()}
     }
     for (qid, arm), r in sorted(last.items()):
-        new_arm, _, scoped = FIRST_ROUND[arm]
+        new_arm = FIRST_ROUND[arm][0]
         rec = dict(r, arm=new_arm, autofix=None)
         if r.get("refused") and r.get("generated_sql"):
             db = _db(r, spider_dir)
-            key = (str(db), scoped)
+            key = (str(db), arm)
             if key not in askers:
-                askers[key] = Asker(db, audit=False, scopes=scoped)
+                askers[key] = _asker(db, arm)
             asker = askers[key]
             sql = r["generated_sql"]
             found = asker.checker.check(sql)
@@ -127,8 +140,8 @@ def fix_records(
             both = dict(rec if done else rep, arm=COMBINED[arm], autofix=rec.get("autofix"))
             if not done and rep.get("refused") and rep.get("generated_sql"):
                 db = _db(rep, spider_dir)
-                asker = askers.get((str(db), scoped)) or Asker(db, audit=False, scopes=scoped)
-                askers[(str(db), scoped)] = asker
+                asker = askers.get((str(db), arm)) or _asker(db, arm)
+                askers[(str(db), arm)] = asker
                 found = asker.checker.check(rep["generated_sql"])
                 af = autofix(rep["generated_sql"], asker.checker, asker.grammar, found)
                 if found and af.complete and af.fixed is not None:
