@@ -819,6 +819,7 @@ OUTCOMES = (
     "refused: unknown column",
     "refused: ambiguous column",
     "refused: unknown function",
+    "refused: aggregate misuse",
     "refused: other",
     "engine error",
 )
@@ -828,11 +829,13 @@ _REFUSAL_KINDS = (
     ("unknown_column", "refused: unknown column"),
     ("ambiguous_column", "refused: ambiguous column"),
     ("unknown_function", "refused: unknown function"),
+    ("aggregate_misuse", "refused: aggregate misuse"),
 )
 # the same read from the messages, for records without kinds (final rounds, older runs)
 _REFUSAL_TEXT = (
     (re.compile(r"has no column|does not exist in", re.I), "refused: unknown column"),
     (re.compile(r"is ambiguous", re.I), "refused: ambiguous column"),
+    (re.compile(r"aggregate", re.I), "refused: aggregate misuse"),
     (re.compile(r"function", re.I), "refused: unknown function"),
 )
 

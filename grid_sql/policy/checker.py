@@ -31,6 +31,7 @@ from sqlglot.schema import MappingSchema
 from sqlglot.tokenizer_core import TokenType
 
 from grid_sql.errors import PolicyViolation
+from grid_sql.policy.aggregates import aggregate_misuse
 from grid_sql.policy.conformance import (
     Finding,
     SchemaView,
@@ -56,6 +57,7 @@ ViolationKind = Literal[
     "ambiguous_column",
     "unknown_function",
     "duplicate_alias",
+    "aggregate_misuse",
 ]
 
 _SQLGLOT_DIALECT = {
@@ -470,9 +472,10 @@ class _Run:
             if self.c.dialect == "sqlite":
                 stmt = self._sqlite_string_fallback(stmt)
             found += check_query(stmt, self.sql, self.c._view)
+            found += aggregate_misuse(stmt, self.sql, self.c.dialect)
         for f in found:
             self.add(_violation(f))
-        return any(f.kind != "unknown_function" for f in found)
+        return any(f.kind not in ("unknown_function", "aggregate_misuse") for f in found)
 
     def _verb(self, stmt: exp.Expr) -> str:
         return statement_verb(stmt)

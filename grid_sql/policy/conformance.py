@@ -43,7 +43,12 @@ from grid_sql.policy.model import Policy
 from grid_sql.schema.model import SchemaSnapshot, TableInfo
 
 FindingKind = Literal[
-    "unknown_column", "unknown_table", "ambiguous_column", "unknown_function", "duplicate_alias"
+    "unknown_column",
+    "unknown_table",
+    "ambiguous_column",
+    "unknown_function",
+    "duplicate_alias",
+    "aggregate_misuse",
 ]
 
 DIALECT_LABEL = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL/MariaDB"}
