@@ -176,16 +176,21 @@ def table(records: Sequence[dict[str, Any]], arms: Sequence[str]) -> str:
     lines = [
         f"Paired over {n} questions.",
         "",
-        "| arm | executes | EX | refusals | s/query (generation) |",
-        "| --- | --- | --- | --- | --- |",
+        "| arm | executes | EX | EX, any column order | refusals | s/query (generation) |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for a in present:
         rs = [by[a][q] for q in common]
         run = sum(bool(r["executes"]) for r in rs)
         ex = sum(bool(r["ex"]) for r in rs)
+        perm = (
+            se._pct(sum(bool(r["ex_any_order"]) for r in rs), n)
+            if all("ex_any_order" in r for r in rs)
+            else "n/a"
+        )
         rf = sum(bool(r["refused"]) for r in rs)
         sec = sum(float(r.get("seconds") or 0.0) for r in rs) / n
-        lines.append(f"| {a} | {se._pct(run, n)} | {se._pct(ex, n)} | {rf} | {sec:.1f} |")
+        lines.append(f"| {a} | {se._pct(run, n)} | {se._pct(ex, n)} | {perm} | {rf} | {sec:.1f} |")
     lines += [
         "",
         "| pair | both | only first | only second | neither | EX second - first [95%] "

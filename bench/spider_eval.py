@@ -30,6 +30,11 @@ Metrics per arm: executes % (runs without error), execution accuracy EX (result 
 equal to the gold query's; a list comparison when the gold query has ORDER BY; floats equal
 to 7 significant digits; column order matters), tokens/query, seconds/query (generation
 only), truncations and refusals; 95% Wilson intervals; paired wins/losses between arms.
+*EX, any column order* (``ex_any_order``) is the same comparison up to a permutation of the
+predicted columns, the rule of Spider's official execution evaluation (test-suite-sql-eval's
+``result_eq``; its removal of DISTINCT is not copied): ``SELECT LOCATION, count(*)`` answers
+``SELECT count(*), LOCATION``. EX stays the headline figure; ``--rescore`` adds the field to
+records written before it existed (by executing their SQL again, read-only).
 
 Sample: the dev questions whose database is present (``wta_1`` excluded), shuffled with
 ``random.Random(seed).shuffle`` (default 2026); ``--n N`` takes the first N, so a larger N
@@ -49,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 import json
 import math
 import random
@@ -190,17 +196,37 @@ def _norm_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
 
 
 def results_match(
-    gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]], *, ordered: bool
+    gold: Sequence[Sequence[Any]],
+    pred: Sequence[Sequence[Any]],
+    *,
+    ordered: bool,
+    any_column_order: bool = False,
 ) -> bool:
     """Execution-accuracy comparison: equal row lists if ``ordered``, else equal multisets.
 
     Floats are compared to ``FLOAT_DIGITS`` significant digits (``AVG`` computed two ways
     differs in the last bits), and an integral float equals the integer (``3.0 == 3``).
+    ``any_column_order``: equal for some permutation of the predicted columns (a column can
+    only go where the gold column holds the same multiset of values, which keeps the search
+    small).
     """
     g, p = _norm_rows(gold), _norm_rows(pred)
-    if ordered:
-        return g == p
-    return Counter(g) == Counter(p)
+
+    def same(q: list[tuple[Any, ...]]) -> bool:
+        return g == q if ordered else Counter(g) == Counter(q)
+
+    if same(p) or not any_column_order:
+        return same(p)
+    if len(g) != len(p) or not g or len({len(r) for r in g + p}) != 1:
+        return False
+    width = len(g[0])
+    gcols = [Counter(r[i] for r in g) for i in range(width)]
+    pcols = [Counter(r[i] for r in p) for i in range(width)]
+    places = [[j for j in range(width) if pcols[j] == gcols[i]] for i in range(width)]
+    for perm in itertools.product(*places):
+        if len(set(perm)) == width and same([tuple(r[j] for j in perm) for r in p]):
+            return True
+    return False
 
 
 def gold_is_ordered(gold_sql: str) -> bool:
@@ -237,13 +263,26 @@ def _score(
     q: Question, db: Path, sql: str | None, gold_rows: list[tuple[Any, ...]]
 ) -> dict[str, Any]:
     if sql is None:
-        return {"executes": False, "ex": False, "exec_error": None}
+        return {"executes": False, "ex": False, "ex_any_order": False, "exec_error": None}
     try:
         rows = run_sqlite(db, sql)
     except ExecError as exc:
-        return {"executes": False, "ex": False, "exec_error": str(exc)[:300]}
-    ok = results_match(gold_rows, rows, ordered=gold_is_ordered(q.gold))
-    return {"executes": True, "ex": ok, "exec_error": None, "n_rows": len(rows)}
+        return {
+            "executes": False,
+            "ex": False,
+            "ex_any_order": False,
+            "exec_error": str(exc)[:300],
+        }
+    ordered = gold_is_ordered(q.gold)
+    ok = results_match(gold_rows, rows, ordered=ordered)
+    perm = ok or results_match(gold_rows, rows, ordered=ordered, any_column_order=True)
+    return {
+        "executes": True,
+        "ex": ok,
+        "ex_any_order": perm,
+        "exec_error": None,
+        "n_rows": len(rows),
+    }
 
 
 def run_unconstrained(
@@ -745,6 +784,36 @@ def paired_difference(b: int, c: int, n: int) -> tuple[float, float, float, floa
     return (d, d - z * se, d + z * se, p)
 
 
+def rescore(records: Sequence[dict[str, Any]], spider_dir: Path = SPIDER_DIR) -> int:
+    """Add ``ex_any_order`` to records without it (in place; returns how many changed).
+
+    A record that is EX already, or does not execute, needs no execution; any other is run
+    again with its gold query on the same read-only executor as ``_score``."""
+    gold_rows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+    changed = 0
+    for r in records:
+        if "ex_any_order" in r:
+            continue
+        if r["ex"] or not r["executes"] or not r.get("sql"):
+            r["ex_any_order"] = bool(r["ex"])
+        else:
+            if r["db_id"] == "chinook":
+                from grid_sql.data import chinook_path
+
+                db = chinook_path()
+            else:
+                db = Question(r["qid"], r["db_id"], "", "").db_path(spider_dir)
+            key = (str(db), r["qid"])
+            if key not in gold_rows:
+                gold_rows[key] = run_sqlite(db, r["gold"])
+            rows = run_sqlite(db, r["sql"])
+            r["ex_any_order"] = results_match(
+                gold_rows[key], rows, ordered=gold_is_ordered(r["gold"]), any_column_order=True
+            )
+        changed += 1
+    return changed
+
+
 def report(
     records: Sequence[dict[str, Any]],
     model: str | None = None,
@@ -771,12 +840,18 @@ def report(
         f"Records per arm: {', '.join(f'{a} {len(by[a])}' for a in present)}. "
         f"Commits: {', '.join(commits)}.",
         "",
-        "| arm | executes | EX | tokens/query | s/query | truncations | refusals | errors |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| arm | executes | EX | EX, any column order | tokens/query | s/query | truncations "
+        "| refusals | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for a in present:
         rs = [by[a][q] for q in common]
         ex = sum(bool(r["ex"]) for r in rs)
+        perm = (
+            _pct(sum(bool(r["ex_any_order"]) for r in rs), n)
+            if all("ex_any_order" in r for r in rs)
+            else "n/a (`--rescore`)"
+        )
         run = sum(bool(r["executes"]) for r in rs)
         tok = sum(r["tokens"] for r in rs) / n if n else 0.0
         sec = sum(r["seconds"] for r in rs) / n if n else 0.0
@@ -784,7 +859,8 @@ def report(
         rf = sum(bool(r["refused"]) for r in rs)
         er = sum(bool(r.get("error")) and not r["refused"] for r in rs)
         lines.append(
-            f"| {a} | {_pct(run, n)} | {_pct(ex, n)} | {tok:.1f} | {sec:.1f} | {tr} | {rf} | {er} |"
+            f"| {a} | {_pct(run, n)} | {_pct(ex, n)} | {perm} | {tok:.1f} | {sec:.1f} | {tr} "
+            f"| {rf} | {er} |"
         )
     pairs = [(x, y) for i, x in enumerate(present) for y in present[i + 1 :]]
     if pairs:
@@ -963,6 +1039,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--spider-dir", type=Path, default=SPIDER_DIR)
     ap.add_argument("--report", action="store_true", help="render the table from --out")
     ap.add_argument(
+        "--rescore",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="add `ex_any_order` to these record files' records that lack it, then exit",
+    )
+    ap.add_argument(
         "--first-round",
         type=Path,
         default=None,
@@ -992,6 +1075,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args.label or args.model
     out = args.out or Path(f"bench/results/{args.suite}-{name}.jsonl")
     report_arms = args.arms if "--arms" in (argv if argv is not None else sys.argv) else None
+    if args.rescore:
+        for path in args.rescore:
+            recs = read_jsonl(path)
+            k = rescore(recs, args.spider_dir)
+            path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+            sys.stdout.write(f"{path}: {k} of {len(recs)} records rescored\n")
+        return 0
     if args.report:
         recs = [r for r in read_jsonl(out) if r.get("model") == name]
         if args.baseline is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sqlite3
 import sys
 import warnings
 from pathlib import Path
@@ -55,6 +56,52 @@ def test_order_by_makes_order_matter() -> None:
     assert se.gold_is_ordered("SELECT a FROM t ORDER  BY a DESC LIMIT 1")
     assert se.gold_is_ordered("select a from t order by a")
     assert not se.gold_is_ordered("SELECT border_id FROM t")
+
+
+def test_any_column_order_is_a_column_permutation_not_a_cell_shuffle() -> None:
+    gold = [(1, "a"), (2, "b"), (2, "b")]
+    swapped = [("b", 2), ("a", 1), ("b", 2)]
+    assert not se.results_match(gold, swapped, ordered=False)
+    assert se.results_match(gold, swapped, ordered=False, any_column_order=True)
+    # each row permuted on its own is not a column permutation
+    assert not se.results_match(
+        [(1, 2), (3, 4)], [(2, 1), (3, 4)], ordered=False, any_column_order=True
+    )
+    # ORDER BY still binds the rows; equal columns may go to either place
+    assert not se.results_match(
+        [(1, "x"), (2, "y")], [("y", 2), ("x", 1)], ordered=True, any_column_order=True
+    )
+    assert se.results_match(
+        [(1, "x"), (2, "y")], [("x", 1), ("y", 2)], ordered=True, any_column_order=True
+    )
+    assert se.results_match([(1, 1), (2, 2)], [(1, 1), (2, 2)], ordered=True, any_column_order=True)
+    assert not se.results_match([(1, 2)], [(1, 2, 3)], ordered=False, any_column_order=True)
+    assert se.results_match([], [], ordered=False, any_column_order=True)
+
+
+def test_rescore_adds_the_any_order_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "x.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE shop (location TEXT)")
+    con.executemany("INSERT INTO shop VALUES (?)", [("a",), ("a",), ("b",)])
+    con.commit()
+    con.close()
+    base = {"db_id": "x", "gold": "SELECT count(*), location FROM shop GROUP BY location"}
+    recs = [
+        dict(
+            base,
+            qid=1,
+            sql="SELECT location, count(*) FROM shop GROUP BY location",
+            ex=False,
+            executes=True,
+        ),
+        dict(base, qid=2, sql="SELECT location FROM shop", ex=False, executes=True),
+        dict(base, qid=3, sql=None, ex=False, executes=False),
+        dict(base, qid=4, sql="SELECT 1", ex=False, executes=True, ex_any_order=True),
+    ]
+    monkeypatch.setattr(se.Question, "db_path", lambda self, spider_dir: db)
+    assert se.rescore(recs, tmp_path) == 3
+    assert [r["ex_any_order"] for r in recs] == [True, False, False, True]
 
 
 def test_float_tolerance() -> None:
@@ -129,11 +176,16 @@ def test_report_pairs_questions_and_counts() -> None:
     assert "Paired over 2 questions" in text
     assert (
         "| constrained | 50.0% [9.5, 90.5] (1/2) | 50.0% [9.5, 90.5] (1/2) "
-        "| 10.0 | 1.0 | 0 | 1 | 0 |" in text
+        "| n/a (`--rescore`) | 10.0 | 1.0 | 0 | 1 | 0 |" in text
     )
     assert (
         "| repair | 100.0% [34.2, 100.0] (2/2) | 100.0% [34.2, 100.0] (2/2) "
-        "| 10.0 | 1.0 | 1 | 0 | 0 |" in text
+        "| n/a (`--rescore`) | 10.0 | 1.0 | 1 | 0 | 0 |" in text
+    )
+    for r in recs:
+        r["ex_any_order"] = r["ex"]
+    assert "| repair | 100.0% [34.2, 100.0] (2/2) | 100.0% [34.2, 100.0] (2/2) | 100.0%" in (
+        se.report(recs, "m")
     )
     assert "| constrained vs repair | 1 | 0 | 1 | 0 |" in text
 
