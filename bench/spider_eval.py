@@ -591,6 +591,7 @@ def make_asker(
     scopes: bool,
     autofix: bool = False,
     bind: bool = False,
+    example_values: int = 0,
 ) -> Asker:
     """The arm's Asker: audit off, repair available, scope-aware masks ``scopes`` (with
     select-list obligations when ``bind``).
@@ -614,6 +615,8 @@ def make_asker(
             kw["bind_select_list"] = bind
         elif bind:
             raise SystemExit("the bind arms need Asker(bind_select_list=...)")
+        if example_values:
+            kw["example_values"] = example_values
         return Asker(db, model=backend, audit=False, max_tokens=max_tokens, **kw)
     try:
         from grid_sql.policy.scopes import role_scopes
@@ -667,11 +670,14 @@ def evaluate(
     log: Any = None,
     label: str | None = None,
     first_round: Path | None = None,
+    example_values: int = 0,
 ) -> int:
     """Run the missing (question, arm) pairs; returns how many records were written.
 
     ``first_round``: the file whose ``scope`` records the autofix arms start from (default
-    ``out``).
+    ``out``). ``example_values``: the Asker's option of that name (example values of short
+    text columns in the prompt; recorded in every record, the unconstrained arm included,
+    which uses the same prompt).
 
     ``model`` is what :func:`load_backend` resolves (registry name or GGUF path); ``label``
     names it in the records (default ``model``).
@@ -707,7 +713,12 @@ def evaluate(
             if a is None:
                 mode = scoped[first]
                 a = askers[key] = make_asker(
-                    db, backend, max_tokens, scopes=bool(mode), bind=mode == "bind"
+                    db,
+                    backend,
+                    max_tokens,
+                    scopes=bool(mode),
+                    bind=mode == "bind",
+                    example_values=example_values,
                 )
             return a
 
@@ -750,6 +761,8 @@ def evaluate(
             r["question"] = q.question
             r["gold"] = q.gold
             r["commit"] = commit
+            if example_values:
+                r["example_values"] = example_values
         append_jsonl(out, recs)
         written += len(recs)
         if log is not None:
@@ -1039,6 +1052,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--spider-dir", type=Path, default=SPIDER_DIR)
     ap.add_argument("--report", action="store_true", help="render the table from --out")
     ap.add_argument(
+        "--example-values",
+        type=int,
+        default=0,
+        help="Asker(example_values=K): K example values per short text column in the prompt",
+    )
+    ap.add_argument(
         "--rescore",
         type=Path,
         nargs="+",
@@ -1119,6 +1138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log=sys.stderr,
         label=args.label,
         first_round=args.first_round,
+        example_values=args.example_values,
     )
     sys.stdout.write(report(read_jsonl(out), name, report_arms))
     return 0

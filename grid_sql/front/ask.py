@@ -66,6 +66,7 @@ from .prompt import (
     repair_tables,
 )
 from .result import AskResult, GeneratedSQL, Repair
+from .values import TableValues
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..audit.store import AuditStore
@@ -180,6 +181,7 @@ class Asker:
         autofix: bool = True,
         bind_select_list: bool = True,
         bind_on_close: bool = True,
+        example_values: int = 0,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -200,7 +202,14 @@ class Asker:
         statement it fixed is the one the model's own repair round produced (the same outcome
         without a second generation), on the repair round's refusals it only ever adds
         executing statements (Spider 150, 0.5B: 75.3 -> 79.3%), and each edit is sealed and
-        re-derived by the audit verifier."""
+        re-derived by the audit verifier.
+
+        ``example_values``: show up to this many distinct values of each short text column the
+        role may read in the prompt's schema (``grid_sql.front.values``: read once, through
+        the role's connection). Off by default: values are data, a prompt-injection channel
+        (the grammar and checker still bound what can be written)."""
+        if example_values < 0:
+            raise OptionError("example_values must be >= 0")
         if row_limit < 0:
             raise OptionError("row_limit must be >= 0")
         if timeout_s <= 0:
@@ -218,6 +227,8 @@ class Asker:
         self.bind_on_close = bind_on_close
         self._binders: dict[tuple[str, str], BindOnClose] = {}
         self.examples = tuple(examples)
+        self.example_values = example_values
+        self._values: dict[tuple[str, str], TableValues] | None = None
         self._model_arg = model
         self._backend: Backend | None = None
         self._lock = threading.RLock()
@@ -366,7 +377,23 @@ class Asker:
         q = check_question(question)
         ex = self.examples if examples is None else tuple(examples)
         writes = self.allow_writes if allow_writes is None else allow_writes
-        return build_messages(q, self.snapshot, self._mode(writes).policy, examples=ex)
+        policy = self._mode(writes).policy
+        return build_messages(
+            q, self.snapshot, policy, examples=ex, values=self._column_values(policy)
+        )
+
+    def _column_values(self, policy: Policy) -> dict[tuple[str, str], TableValues] | None:
+        """The prompt's example values (``example_values``), read once per Asker."""
+        if not self.example_values:
+            return None
+        with self._lock:
+            if self._values is None:
+                from .values import column_values
+
+                self._values = column_values(
+                    self.bind, self.snapshot, policy, per_column=self.example_values
+                )
+            return self._values
 
     def generate_sql(self, question: str, **options: Any) -> GeneratedSQL:
         """Generate (and check, and if needed repair) the statement; execute nothing.

@@ -7,8 +7,9 @@ prompts. So the schema text is built from the :class:`SchemaSnapshot` filtered t
 effective :class:`Policy`: tables with some right, and within them only the columns the role
 may read or write, with types, primary and foreign keys (keys only when both ends are visible).
 
-No sample rows by default: row values are data, and data written by third parties is a
-prompt-injection channel. Callers who want them pass ``samples`` explicitly.
+No sample rows or values by default: row values are data, and data written by third parties
+is a prompt-injection channel. Callers who want them pass ``samples`` (rows) or ``values``
+(a few distinct values per short text column, :mod:`grid_sql.front.values`) explicitly.
 
 Large schemas: tables are ranked by lexical overlap between the question and the table and
 column names, plus a bonus for foreign-key neighbours of the best matches, and the top ones
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 
 from ..policy.model import Policy
 from ..schema.model import ColumnInfo, ForeignKeyInfo, SchemaSnapshot, TableInfo
+from .values import ColumnValues
 
 DIALECT_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL/MariaDB"}
 DEFAULT_MAX_TABLES = 16
@@ -133,8 +135,14 @@ def _q(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f'"{name}"'
 
 
-def describe_table(t: VisibleTable, visible: set[tuple[str, str]], qualify: bool) -> str:
-    """One-line ``CREATE TABLE`` text: columns with types, primary key, visible foreign keys.
+def describe_table(
+    t: VisibleTable,
+    visible: set[tuple[str, str]],
+    qualify: bool,
+    values: Mapping[str, ColumnValues] | None = None,
+) -> str:
+    """One-line ``CREATE TABLE`` text: columns with types, primary key, visible foreign keys,
+    and (``values``, opt-in) a comment of example values after a column.
 
     Why one line and no NOT NULL: the prompt is prefilled on every question, and on a CPU the
     prefill dominates a small model's latency; this keeps what the model needs to join and
@@ -162,7 +170,9 @@ def describe_table(t: VisibleTable, visible: set[tuple[str, str]], qualify: bool
     parts = []
     for c in t.columns:
         key = " PRIMARY KEY" if whole_pk and len(pk) == 1 and c.name == pk[0] else ""
-        parts.append(f"{_q(c.name)} {c.type or 'ANY'}{key}{inline.get(c.name, '')}")
+        hint = values.get(c.name) if values else None
+        note = f" {hint.comment()}" if hint is not None else ""
+        parts.append(f"{_q(c.name)} {c.type or 'ANY'}{key}{inline.get(c.name, '')}{note}")
     if whole_pk and len(pk) > 1:
         parts.append(f"PRIMARY KEY ({', '.join(_q(c) for c in pk)})")
     parts.extend(tail)
@@ -184,8 +194,10 @@ def schema_text(
     *,
     max_tables: int = DEFAULT_MAX_TABLES,
     max_chars: int = DEFAULT_MAX_CHARS,
+    values: Mapping[tuple[str, str], Mapping[str, ColumnValues]] | None = None,
 ) -> str:
-    """The role's schema for the prompt: the most relevant tables in full, the rest by name."""
+    """The role's schema for the prompt: the most relevant tables in full, the rest by name;
+    ``values``: example values per (schema, table) and column (``grid_sql.front.values``)."""
     tables = visible_tables(snapshot, policy)
     visible = {(t.schema, t.name) for t in tables}
     qualify = len({t.schema for t in tables}) > 1 or any(
@@ -196,7 +208,7 @@ def schema_text(
     rest: list[VisibleTable] = []
     used = 0
     for t in ranked:
-        text = describe_table(t, visible, qualify)
+        text = describe_table(t, visible, qualify, (values or {}).get((t.schema, t.name)))
         if len(shown) < max_tables and (not shown or used + len(text) <= max_chars):
             shown.append(text)
             used += len(text)
@@ -237,12 +249,16 @@ def build_messages(
     samples: Mapping[str, Sequence[Sequence[object]]] | None = None,
     max_tables: int = DEFAULT_MAX_TABLES,
     max_chars: int = DEFAULT_MAX_CHARS,
+    values: Mapping[tuple[str, str], Mapping[str, ColumnValues]] | None = None,
 ) -> list[Message]:
     """Chat messages: system rules with the schema, few-shot pairs, then the question.
 
-    ``samples`` (table name → rows) is opt-in and appended as SQL comments under the schema.
+    ``samples`` (table name → rows) is opt-in and appended as SQL comments under the schema;
+    ``values`` (opt-in) puts example values of columns into their CREATE TABLE lines.
     """
-    schema = schema_text(question, snapshot, policy, max_tables=max_tables, max_chars=max_chars)
+    schema = schema_text(
+        question, snapshot, policy, max_tables=max_tables, max_chars=max_chars, values=values
+    )
     if samples:
         extra = []
         for table, rows in samples.items():
