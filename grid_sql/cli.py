@@ -143,6 +143,7 @@ def _ask(a: argparse.Namespace) -> int:
             timeout_s=a.timeout,
             max_tokens=a.max_tokens,
             repair=not a.no_repair,
+            example_values=a.example_values,
         )
         with progress("loading model"):
             _ = asker.backend
@@ -206,6 +207,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--audit", help="audit store: SQLite path or SQLAlchemy URL (default store)")
     p.add_argument("--no-audit", action="store_true", help="do not record the generation")
     p.add_argument("--no-repair", action="store_true", help="no checker-guided repair round")
+    p.add_argument(
+        "--example-values",
+        type=int,
+        default=0,
+        metavar="K",
+        help="show K distinct values of each short text column in the prompt (data: opt-in)",
+    )
     p.set_defaults(func=_ask)
 
     d = sub.add_parser("demo", help="Chinook (packaged) + the default local model")

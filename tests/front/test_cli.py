@@ -54,6 +54,11 @@ def test_json_errors_are_one_object_and_exit_nonzero(shop):
     assert json.loads(bad.stdout)["error_type"] == "ConnectionConfigError"
     missing = _run("ask", "How many customers?", "--db", str(shop) + ".nope.sqlite", "--json")
     assert json.loads(missing.stdout)["error_type"] == "ConnectionConfigError"
+    values = _run(
+        "ask", "How many customers?", "--db", str(shop), "--json", "--example-values", "-1"
+    )
+    assert values.returncode == 1
+    assert json.loads(values.stdout)["error_type"] == "OptionError"
 
 
 def test_usage_errors(capsys):
