@@ -182,24 +182,15 @@ def _columns(select: exp.Select, sql: str) -> list[str]:
     out: list[str] = []
     for e in select.expressions:
         col = e.this if isinstance(e, exp.Alias) else e
-        if isinstance(col, exp.Column) and not isinstance(col.this, exp.Star):
-            text = col.sql()
-            pos, written = _span_plain(col, sql)
-            out.append(written if pos is not None else text)
+        if not isinstance(col, exp.Column) or isinstance(col.this, exp.Star):
+            continue
+        meta = col.this.meta
+        table = col.args.get("table")
+        start = table.meta.get("start") if isinstance(table, exp.Identifier) else None
+        start = meta.get("start") if start is None else start
+        end = meta.get("end")
+        out.append(col.sql() if start is None or end is None else sql[int(start) : int(end) + 1])
     return out
-
-
-def _span_plain(col: exp.Column, sql: str) -> tuple[int | None, str]:
-    meta = col.this.meta if isinstance(col.this, exp.Expr) else {}
-    if "start" in meta and "end" in meta:
-        end = int(meta["end"]) + 1
-        start = int(meta["start"])
-        if col.table and isinstance(col.args.get("table"), exp.Identifier):
-            tmeta = col.args["table"].meta
-            if "start" in tmeta:
-                start = int(tmeta["start"])
-        return start, sql[start:end]
-    return None, col.sql()
 
 
 def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
