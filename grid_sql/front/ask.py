@@ -378,12 +378,11 @@ class Asker:
         ex = self.examples if examples is None else tuple(examples)
         writes = self.allow_writes if allow_writes is None else allow_writes
         policy = self._mode(writes).policy
-        return build_messages(
-            q, self.snapshot, policy, examples=ex, values=self._column_values(policy)
-        )
+        return build_messages(q, self.snapshot, policy, examples=ex, values=self._column_values())
 
-    def _column_values(self, policy: Policy) -> dict[tuple[str, str], TableValues] | None:
-        """The prompt's example values (``example_values``), read once per Asker."""
+    def _column_values(self) -> dict[tuple[str, str], TableValues] | None:
+        """The prompt's example values (``example_values``), read once per Asker under the
+        role's policy (read rights are the same with and without ``allow_writes``)."""
         if not self.example_values:
             return None
         with self._lock:
@@ -391,7 +390,7 @@ class Asker:
                 from .values import column_values
 
                 self._values = column_values(
-                    self.bind, self.snapshot, policy, per_column=self.example_values
+                    self.bind, self.snapshot, self.policy, per_column=self.example_values
                 )
             return self._values
 

@@ -17,7 +17,7 @@ def test_values_through_the_role_login(which: str, request: pytest.FixtureReques
     asker = Asker(url.render_as_string(hide_password=False), audit=False, example_values=2)
     try:
         text = asker.messages("Which albums came out in 1959?")[0]["content"]
-        values = asker._column_values(asker.policy)
+        values = asker._column_values()
     finally:
         if isinstance(asker.bind, sa.Engine):
             asker.bind.dispose()
