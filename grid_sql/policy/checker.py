@@ -869,7 +869,7 @@ class _Run:
         for cte in with_.expressions if with_ is not None else []:
             if isinstance(cte.this, exp.Insert | exp.Update | exp.Delete):
                 self._dml(cte.this)  # PostgreSQL data-modifying CTE
-        for key in ("using", "from", "joins"):
+        for key in ("using", "from_", "from", "joins"):  # sqlglot >= 26 names it from_
             extra = q.args.get(key)
             for t in _tables_in(extra):
                 r = self._lookup(t)

@@ -104,6 +104,22 @@ FIXTURES: list[tuple[tuple[str, ...] | None, str, set[str]]] = [
     (None, "UPDATE customer SET email = 'x' WHERE id = 1", {"column_not_writable"}),
     (None, "UPDATE customer SET name = 'x' WHERE email = 'y'", {"column_not_readable"}),
     (None, "UPDATE customer SET name = email", {"column_not_readable"}),
+    # UPDATE ... FROM: the FROM tables need SELECT and their columns read rights
+    (
+        ("postgresql", "sqlite"),
+        "UPDATE orders SET total = 1 FROM employee WHERE orders.id = employee.id",
+        {"table_not_allowed"},
+    ),
+    (
+        ("postgresql", "sqlite"),
+        "UPDATE orders SET total = c.id FROM customer AS c WHERE c.email = 'x'",
+        {"column_not_readable"},
+    ),
+    (
+        ("postgresql", "sqlite"),
+        "UPDATE orders SET total = 2 FROM customer AS c WHERE c.id = orders.customer_id",
+        set(),
+    ),
     (None, "INSERT INTO audit_log (id, msg) VALUES (1, 'x')", set()),
     (None, "INSERT INTO customer (id) VALUES (1)", {"table_not_allowed"}),
     (None, "DROP TABLE orders", {"statement_not_allowed"}),
