@@ -108,36 +108,17 @@ def _owner(node: exp.Expr) -> tuple[exp.Select | None, str | None, list[exp.Func
 
 
 def _local_names(select: exp.Select) -> set[str]:
-    names: set[str] = set()
-    items: list[exp.Expr | None] = [select.args.get("from_") or select.args.get("from")]
-    items += list(select.args.get("joins") or [])
-    for item in items:
-        if item is None:
-            continue
-        for t in item.find_all(exp.Table, exp.Subquery):
-            if t.alias_or_name:
-                names.add(t.alias_or_name.lower())
-    return names
+    """The names ``select``'s own FROM and JOIN items answer to (not those inside them)."""
+    items = [select.args.get("from_") or select.args.get("from"), *select.args.get("joins", [])]
+    return {i.this.alias_or_name.lower() for i in items if i is not None and i.this is not None}
 
 
 def _own_level(call: exp.Expr, select: exp.Select) -> bool:
     """True if the call certainly aggregates over ``select``'s rows (see the module doc)."""
-    if not any(isinstance(p, exp.Select) for p in _ancestors(select)):
+    if select.find_ancestor(exp.Select) is None:
         return True
     local = _local_names(select)
-    for col in call.find_all(exp.Column):
-        if not col.table or col.table.lower() not in local:
-            return False
-    return True
-
-
-def _ancestors(node: exp.Expr) -> list[exp.Expr]:
-    out: list[exp.Expr] = []
-    p = node.parent
-    while p is not None:
-        out.append(p)
-        p = p.parent
-    return out
+    return all(col.table and col.table.lower() in local for col in call.find_all(exp.Column))
 
 
 def _is_aggregate_query(select: exp.Select, dialect: str) -> bool:

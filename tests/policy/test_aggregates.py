@@ -43,6 +43,13 @@ SQLITE_CASES: list[tuple[str, bool]] = [
     ("SELECT a FROM t ORDER BY total(b)", True),
     ("SELECT a FROM t ORDER BY max(a, b)", False),  # two arguments: the scalar max
     ("SELECT a FROM t ORDER BY count(*) FILTER (WHERE a > 1)", True),
+    # in a subquery: judged when every column it reads is qualified by one of its own items
+    ("SELECT a FROM t WHERE a = (SELECT 1 FROM u AS x ORDER BY max(x.b) LIMIT 1)", True),
+    (
+        "SELECT a FROM t WHERE a = (SELECT 1 FROM u AS x JOIN (SELECT b FROM t) AS d ON 1 = 1 "
+        "ORDER BY max(d.b) LIMIT 1)",
+        True,
+    ),
     ("SELECT a FROM t LIMIT 1 OFFSET count(*)", True),
 ]
 
