@@ -51,14 +51,6 @@ COMBINED = {
 }
 
 
-def _db(r: dict[str, Any], spider_dir: Path) -> Path:
-    if r["db_id"] == "chinook":
-        from grid_sql.data import chinook_path
-
-        return chinook_path()
-    return se.Question(r["qid"], r["db_id"], "", "").db_path(spider_dir)
-
-
 def _asker(db: Path, arm: str) -> Any:
     """The Asker the arm's first round ran under (its grammar is what autofix must stay in)."""
     from grid_sql.front.ask import Asker
@@ -90,7 +82,7 @@ def fix_records(
         new_arm = FIRST_ROUND[arm][0]
         rec = dict(r, arm=new_arm, autofix=None)
         if r.get("refused") and r.get("generated_sql"):
-            db = _db(r, spider_dir)
+            db = se.record_db(r, spider_dir)
             key = (str(db), arm)
             if key not in askers:
                 askers[key] = _asker(db, arm)
@@ -139,7 +131,7 @@ def fix_records(
             # whose refused statement gets autofix too (the Asker applies it in every round)
             both = dict(rec if done else rep, arm=COMBINED[arm], autofix=rec.get("autofix"))
             if not done and rep.get("refused") and rep.get("generated_sql"):
-                db = _db(rep, spider_dir)
+                db = se.record_db(rep, spider_dir)
                 asker = askers.get((str(db), arm)) or _asker(db, arm)
                 askers[(str(db), arm)] = asker
                 found = asker.checker.check(rep["generated_sql"])

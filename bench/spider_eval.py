@@ -797,6 +797,15 @@ def paired_difference(b: int, c: int, n: int) -> tuple[float, float, float, floa
     return (d, d - z * se, d + z * se, p)
 
 
+def record_db(r: dict[str, Any], spider_dir: Path = SPIDER_DIR) -> Path:
+    """The SQLite file a record's question was asked on (Chinook or a Spider database)."""
+    if r["db_id"] == "chinook":
+        from grid_sql.data import chinook_path
+
+        return chinook_path()
+    return Question(r["qid"], r["db_id"], "", "").db_path(spider_dir)
+
+
 def rescore(records: Sequence[dict[str, Any]], spider_dir: Path = SPIDER_DIR) -> int:
     """Add ``ex_any_order`` to records without it (in place; returns how many changed).
 
@@ -810,12 +819,7 @@ def rescore(records: Sequence[dict[str, Any]], spider_dir: Path = SPIDER_DIR) ->
         if r["ex"] or not r["executes"] or not r.get("sql"):
             r["ex_any_order"] = bool(r["ex"])
         else:
-            if r["db_id"] == "chinook":
-                from grid_sql.data import chinook_path
-
-                db = chinook_path()
-            else:
-                db = Question(r["qid"], r["db_id"], "", "").db_path(spider_dir)
+            db = record_db(r, spider_dir)
             key = (str(db), r["qid"])
             if key not in gold_rows:
                 gold_rows[key] = run_sqlite(db, r["gold"])
