@@ -215,8 +215,9 @@ def results_match(
     def same(q: list[tuple[Any, ...]]) -> bool:
         return g == q if ordered else Counter(g) == Counter(q)
 
-    if same(p) or not any_column_order:
-        return same(p)
+    ok = same(p)
+    if ok or not any_column_order:
+        return ok
     if len(g) != len(p) or not g or len({len(r) for r in g + p}) != 1:
         return False
     width = len(g[0])
