@@ -197,10 +197,14 @@ ROOT_CONTEXT = Context()
 class Restriction:
     """What a position admits: ``names`` (normalized column names) for COLUMN_NAME, or
     None for unrestricted; ``qualified`` when the position follows ``q.`` with ``q`` bound to
-    known tables (then no other identifier terminal can follow: no three-part name)."""
+    known tables (then no other identifier terminal can follow: no three-part name);
+    ``dead`` when ``q`` is bound nowhere and no schema, so no continuation of ``q.`` is a
+    valid reference (then the ``.`` itself is blocked where the name has another way on:
+    ``ParserRuntime.allowed_mask``)."""
 
     names: frozenset[str] | None
     qualified: bool = False
+    dead: bool = False
 
 
 UNRESTRICTED = Restriction(None)
@@ -487,7 +491,7 @@ class ScopeRules:
         names = frozenset().union(
             *(cols[i.table] for lv in levels for i in lv.items if i.table in cols)
         )
-        return Restriction(names or frozenset().union(*cols.values()), True)
+        return Restriction(names or frozenset().union(*cols.values()), True, True)
 
     def restriction(self, ctx: Context, qualifier: bytes | None) -> Restriction:
         """The column names a COLUMN_NAME position with context ``ctx`` admits.

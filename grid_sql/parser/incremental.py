@@ -212,6 +212,7 @@ class ParserRuntime:
         # candidates reach it resolves to nothing (no fallback to an identifier). The Rust
         # scanner reads them at the same place (after its terminal words).
         self.term_words = max(1, (len(grammar.terminals) + 63) // 64)
+        self.term_bits = (1 << self.n_terminals) - 1
         self.stop_shift = 64 * self.term_words
         self.reserved_mask = 0
         for t in grammar.terminals:
@@ -313,8 +314,40 @@ class ParserRuntime:
                     work.append((b, (*ov, goto[top][lhs[r]]), ts))
             if self.sem is not None and self.sem.bind and m:
                 m = self._drop_unbound_closers(node, m)
+            if self.sem is not None and self.sem.t_dot >= 0 and (m >> self.sem.t_dot) & 1:
+                dot = 1 << self.sem.t_dot
+                if m & self.term_bits & ~dot and self._dot_dead(node):
+                    m &= ~dot
             node.allowed = m
         return m
+
+    def _dot_dead(self, node: StackNode) -> bool:
+        """Whether a ``.`` read at ``node`` would continue a name no valid reference can
+        continue (docs/scope.md): the ``.`` after a first part ``q`` bound nowhere once
+        every FROM is known (``q`` no schema), or the ``.`` starting the third part of
+        ``q.c`` where ``q`` is no schema. Only asked where the name has another way on (the
+        caller keeps the ``.`` otherwise), so no position becomes a dead end."""
+        sem = self.sem
+        assert sem is not None
+        rules, ok = self._chain_rules(node, sem.t_dot)
+        if not ok:
+            return False
+        top = node
+        for r in rules:
+            top = self._reduce_valued(top, r, sem)
+        if top.symbol != sem.n_any_name:
+            return False
+        p = top.parent
+        if p is not None and p.symbol == sem.t_dot:
+            q = p.parent  # `q . c .`: the third part
+            if q is None or q.symbol != sem.n_any_name or not isinstance(q.value, bytes):
+                return False
+            if q.parent is not None and q.parent.symbol == sem.t_dot:
+                return False
+            return sem.restriction(self.ctx_at(p), q.value).qualified
+        if not isinstance(top.value, bytes):
+            return False  # a name whose value was dropped is never followed by `.` here
+        return sem.restriction(self.ctx_at(top), top.value).dead
 
     def pending_refs(self, node: StackNode) -> bool:
         """Whether the stack holds select-list references an obligation may still read

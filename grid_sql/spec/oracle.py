@@ -305,6 +305,13 @@ class SpecOracle:
             kind, arg = act
             if kind is Shift:
                 assert term != END
+                if term == "DOT" and self._scope is not None and self._scope.dot_dead(tuple(fo)):
+                    # blocked where the name has another way on (never a dead end)
+                    if any(
+                        t != "DOT" and self._shift_tree(stack, forest, t, b"") is not None
+                        for t in self.allowed(stack)
+                    ):
+                        return None
                 return tuple(st + [arg]), tuple(fo + [(term, lexeme)])
             n = len(arg.expansion)
             kids = tuple(fo[len(fo) - n :]) if n else ()
@@ -654,31 +661,7 @@ class ScopeSpec:
             and _tree(f[-2], "any_name")
             and not (len(f) >= 3 and _tok(f[-3], "DOT"))
         ):
-            q = _norm(f[-2][1][0][1])
-            for k in range(len(levels) - 1, -1, -1):
-                lv = levels[k]
-                if lv.state == "select-list":
-                    return None, False
-                hits = [it for it in lv.items if q in it[0] or "*" in it[0]]
-                if lv.state in ("query-tail", "from") and k < len(levels) - 1:
-                    if hits:
-                        return None, False
-                    continue
-                if hits:
-                    if any(opaque(it) for it in hits):
-                        return None, False
-                    found = frozenset(c for it in hits for c in self.tables[it[1] or ""])
-                    return (found, q not in self.schemas) if found else (None, False)
-            # bound nowhere, every FROM known: nothing after `q.` is a valid reference unless
-            # q is a schema (three-part name); keep the columns in scope, block the rest
-            written = {it[3] for lv in levels for it in lv.items}
-            if q in self.schemas or q in written:
-                return None, False
-            inscope = {
-                c for lv in levels for it in lv.items for c in self.tables.get(it[1] or "", ())
-            }
-            every = {c for cs in self.tables.values() for c in cs}
-            return frozenset(inscope or every), True
+            return self._qualified(levels, ctes, _norm(f[-2][1][0][1]))[:2]
         cols: set[str] = set()
         for lv in levels:
             if lv.state == "select-list" or "*" in lv.aliases:
@@ -689,6 +672,54 @@ class ScopeSpec:
                 cols |= self.tables[it[1] or ""]
             cols |= set(lv.aliases)
         return (frozenset(cols) | SCOPE_KEYWORD_ARGS, False) if cols else (None, False)
+
+    def _qualified(
+        self, levels: list[_Level], ctes: list[str], q: str
+    ) -> tuple[frozenset[str] | None, bool, bool]:
+        """After ``q.``: (columns admitted or None, no other identifier terminal, no
+        continuation valid at all)."""
+
+        def opaque(it: tuple[frozenset[str], str | None, bool, str | None]) -> bool:
+            return self._opaque(it, ctes)
+
+        for k in range(len(levels) - 1, -1, -1):
+            lv = levels[k]
+            if lv.state == "select-list":
+                return None, False, False
+            hits = [it for it in lv.items if q in it[0] or "*" in it[0]]
+            if lv.state in ("query-tail", "from") and k < len(levels) - 1:
+                if hits:
+                    return None, False, False
+                continue
+            if hits:
+                if any(opaque(it) for it in hits):
+                    return None, False, False
+                found = frozenset(c for it in hits for c in self.tables[it[1] or ""])
+                return (found, q not in self.schemas, False) if found else (None, False, False)
+        # bound nowhere, every FROM known: nothing after `q.` is a valid reference unless
+        # q is a schema (three-part name); keep the columns in scope, block the rest
+        written = {it[3] for lv in levels for it in lv.items}
+        if q in self.schemas or q in written:
+            return None, False, False
+        inscope = {c for lv in levels for it in lv.items for c in self.tables.get(it[1] or "", ())}
+        every = {c for cs in self.tables.values() for c in cs}
+        return frozenset(inscope or every), True, True
+
+    def dot_dead(self, forest: tuple[Any, ...]) -> bool:
+        """``forest`` ends with a name a ``.`` would qualify: is every continuation of that
+        ``.`` invalid? The first part of ``q.``: ``q`` bound nowhere (every FROM known) and
+        no schema; the ``.`` after ``q.c``: ``q`` no schema (no three-part name)."""
+        f = forest
+        if not f or not _tree(f[-1], "any_name"):
+            return False
+        if len(f) >= 2 and _tok(f[-2], "DOT"):
+            if len(f) < 3 or not _tree(f[-3], "any_name") or (len(f) >= 4 and _tok(f[-4], "DOT")):
+                return False
+            return self.restriction(f[:-1])[1]
+        levels, ctes = self._levels(f)
+        if not levels:
+            return False
+        return self._qualified(levels, ctes, _norm(f[-1][1][0][1]))[2]
 
     def view(
         self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]

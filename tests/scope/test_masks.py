@@ -75,6 +75,13 @@ def test_masks_exact_against_brute_force_on_samples() -> None:
         b"SELECT Theme FROM singer ",  # stop bits: ` WHERE` may only grow into an alias
         b"SELECT T2.Name FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.concert_ID",
         b"SELECT Name, T1.Age FROM singer AS T1 WHERE Age IN (SELECT T9.Age FROM concert",
+        # a `.` no valid reference can follow: blocked in the CD pass and in the CI walk
+        b"SELECT * FROM singer AS T1 WHERE Age",
+        b"SELECT * FROM singer AS T1 WHERE Age ",
+        b"SELECT * FROM singer AS T1 WHERE T1.Age",
+        b"SELECT * FROM singer AS T1 WHERE T1.Age ",
+        b'SELECT Age FROM singer ORDER BY "Book"',
+        b"SELECT * FROM singer AS T1 WHERE T9",
     ]
     for p in prefixes:
         m = gk.matcher()
@@ -151,3 +158,20 @@ def test_dropping_unread_names_from_cd_classes_keeps_masks() -> None:
             full.fill_bitmask(m.config, b)
             np.testing.assert_array_equal(a, b, err_msg=q)
             m.accept_token(t)
+
+
+def test_no_token_continues_a_dead_qualifier() -> None:
+    """After ``WHERE Age`` / ``WHERE T1.Age`` (every FROM known, no schema) no allowed token
+    starts the name's ``.``; after a word that can only qualify (``T9``) the ``.`` stays."""
+    gk, _ = pair("gpt-2")
+    tb = gk.token_bytes
+    for p, dot_ok in (
+        (b"SELECT * FROM singer AS T1 WHERE Age ", False),
+        (b"SELECT * FROM singer AS T1 WHERE T1.Age ", False),
+        (b"SELECT * FROM singer AS T1 WHERE T9 ", True),
+        (b"SELECT T1.Age ", True),  # select list: T1.Age.x may be s.t.c
+    ):
+        m = gk.matcher()
+        m.accept_tokens(greedy_tokens("gpt-2", p))
+        dots = [int(i) for i in m.allowed_token_ids() if tb[int(i)].lstrip().startswith(b".")]
+        assert bool(dots) == dot_ok, (p, [tb[i] for i in dots[:5]])

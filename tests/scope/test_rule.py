@@ -190,9 +190,9 @@ def test_unbound_qualifier_after_from() -> None:
         return rt.advance(rt.initial, sql.encode()) is not None
 
     assert admitted(scoped(DB), "SELECT * FROM singer WHERE T9.") == columns(DB, "singer")
-    assert admitted(scoped(DB), 'SELECT Age FROM singer ORDER BY "Book".', suffix="") == columns(
-        DB, "singer"
-    )
+    # `"Book"` may also end here (an output alias of ORDER BY): its `.` is blocked outright
+    assert not viable('SELECT Age FROM singer ORDER BY "Book".')
+    assert viable('SELECT Age FROM singer ORDER BY "Book"')
     assert not viable('SELECT Age FROM singer ORDER BY "Book" . ORDERBY .Age')
     # schema-qualified names stay open; a select list stays unrestricted (Proposition 11)
     assert viable("SELECT * FROM singer WHERE main.singer.Age = 1")
@@ -205,3 +205,38 @@ def test_unbound_qualifier_after_from() -> None:
     assert admitted(scoped(DB), sub) == columns(DB, "concert")
     # the unscoped role grammar is unchanged
     assert admitted(role(DB), "SELECT * FROM singer WHERE T9.") == columns(DB)
+
+
+def test_dot_after_a_name_no_reference_can_continue() -> None:
+    """The ``.`` itself is blocked where nothing after it can be a valid reference and the
+    name has another way on (Spider runs: ``WHERE section_id . `course_id```,
+    ``WHERE conductor.Conductor_ID . `Conductor_ID```): after a bare column bound nowhere as
+    a qualifier once every FROM is known, and after ``q.c`` when ``q`` is no schema."""
+    rt = ParserRuntime.for_grammar(scoped(DB))
+
+    def viable(sql: str) -> bool:
+        return rt.advance(rt.initial, sql.encode()) is not None
+
+    where = "SELECT * FROM singer AS T1 WHERE "
+    for blocked in ("Age .", "Age.", "Age /* c */ .", "T1.Age .", "T1.Age."):
+        assert not viable(where + blocked), blocked
+    for kept in ("Age", "T1.Age", "T1.", "main.singer.Age = 1", "main.T1", "Age = T1.Age"):
+        assert viable(where + kept), kept
+    # a word with no other way on than its `.` keeps it (no dead end): `T9` can only qualify
+    assert viable(where + "T9.")
+    assert viable(where + "singer_in_concert.")  # a table name: only a qualifier here
+    # the select list before FROM: `T1` may still be bound, and `Age.Name` may be `s.t.c`...
+    assert viable("SELECT Age . Name FROM singer")
+    assert viable("SELECT T1.Age . Name FROM singer AS T1")
+    # ... and an enclosing level's FROM still to come leaves a nested query's names open
+    assert viable("SELECT (SELECT 1 FROM singer WHERE Age . Name) FROM concert")
+    # a schema keeps its three-part names; a correlated outer alias stays a qualifier
+    assert viable("SELECT * FROM singer WHERE main.singer.Age = 1")
+    sub = "SELECT * FROM concert AS c WHERE EXISTS (SELECT 1 FROM singer WHERE c.Theme = Name)"
+    assert viable(sub)
+    assert not viable(
+        "SELECT * FROM concert AS c WHERE EXISTS (SELECT 1 FROM singer WHERE c.Theme ."
+    )
+    # the unscoped role grammar is unchanged
+    rt0 = ParserRuntime.for_grammar(role(DB))
+    assert rt0.advance(rt0.initial, (where + "T1.Age . Name").encode()) is not None

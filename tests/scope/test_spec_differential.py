@@ -35,6 +35,10 @@ EXTRA = [
     "T1.Age > 1) UNION SELECT Capacity FROM concert",
     "SELECT " + " , ".join(f"T{i}.Name" for i in range(1, 34)) + " FROM singer AS T1 WHERE 1",
     "SELECT " + " , ".join(f"T{i}.Name" for i in range(1, 33)) + " FROM singer AS T1 WHERE 1",
+    # the `.` after a name no reference can continue (blocked), and where it stays open
+    "SELECT Name FROM singer AS T1 WHERE T1.Age . Name = 1 AND Age . Name = 2",
+    'SELECT Age FROM singer ORDER BY "Book" . Age',
+    "SELECT T1.Age . Name , Age . Name FROM singer AS T1 WHERE T9 . Age = main.singer.Age",
 ]
 
 
