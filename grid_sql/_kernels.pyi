@@ -129,15 +129,16 @@ class TrieWalker:
     ``Walker.walk_py`` is the reference; results are identical).
 
     References the shared ``dfa`` and ``trie`` (no copy); only ``ignored`` (u64 words,
-    ``<= dfa.n_words``) and ``lexicons`` (``(terminal, words, fold_bare_case)``) are its
-    own. Raises ``ValueError`` for inconsistent inputs (the message names the input).
+    ``<= dfa.n_words``) and ``lexicons`` (``(terminal, words, fold_bare_case,
+    fold_quoted_case)``) are its own. Raises ``ValueError`` for inconsistent inputs (the
+    message names the input).
     """
 
     def __new__(
         cls,
         dfa: ScanDfa,
         ignored: bytes,
-        lexicons: Sequence[tuple[int, Sequence[bytes], bool]],
+        lexicons: Sequence[tuple[int, Sequence[bytes], bool, bool]],
         trie: TokenTrieArrays,
     ) -> TrieWalker: ...
     def walk(

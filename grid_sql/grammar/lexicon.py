@@ -16,13 +16,15 @@ from .fingerprint import fingerprint
 QUOTE_BYTES = frozenset(b'"`[')
 
 
-def fold_lexeme(lexeme: bytes, fold_bare_case: bool) -> bytes:
+def fold_lexeme(lexeme: bytes, fold_bare_case: bool, fold_quoted_case: bool = False) -> bytes:
     """The form of ``lexeme`` compared against a category's words.
 
     With ``fold_bare_case`` a bare (unquoted) lexeme is compared ASCII-lower-cased, as SQL
-    folds unquoted identifiers; a quoted lexeme is compared exactly.
+    folds unquoted identifiers; a quoted lexeme is compared exactly, unless
+    ``fold_quoted_case`` (the scope rule's name lists, which compare names case-insensitively
+    even when quoted: ``grammar/scope.py`` ``norm_name``).
     """
-    if fold_bare_case and lexeme and lexeme[0] not in QUOTE_BYTES:
+    if lexeme and (fold_quoted_case or (fold_bare_case and lexeme[0] not in QUOTE_BYTES)):
         return lexeme.lower()
     return lexeme
 
@@ -33,21 +35,25 @@ class CategoryWords:
 
     words: frozenset[bytes]
     fold_bare_case: bool = False
+    fold_quoted_case: bool = False
     prefixes: frozenset[bytes] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        folded = frozenset(fold_lexeme(w, self.fold_bare_case) for w in self.words)
+        folded = frozenset(self._fold(w) for w in self.words)
         object.__setattr__(self, "words", folded)
         pre = {w[:i] for w in folded for i in range(len(w) + 1)}
         object.__setattr__(self, "prefixes", frozenset(pre))
 
+    def _fold(self, lexeme: bytes) -> bytes:
+        return fold_lexeme(lexeme, self.fold_bare_case, self.fold_quoted_case)
+
     def admits(self, lexeme: bytes) -> bool:
         """Whether ``lexeme`` is one of the allowed words."""
-        return fold_lexeme(lexeme, self.fold_bare_case) in self.words
+        return self._fold(lexeme) in self.words
 
     def admits_prefix(self, partial: bytes) -> bool:
         """Whether ``partial`` can still be extended to an allowed word."""
-        return fold_lexeme(partial, self.fold_bare_case) in self.prefixes
+        return self._fold(partial) in self.prefixes
 
 
 class SchemaLexicon:

@@ -242,6 +242,13 @@ class ScopeRules:
         def n(name: str) -> int:
             return sym_base + nts[name] if name in nts else -1
 
+        # identifier terminals that, where a word of theirs can only be a qualifier (the
+        # parser can read nothing but `.` after it), admit only the names a qualifier may
+        # be (see ``qualifier_names``); other category terminals never start an expression
+        self.qualifier_terms: tuple[int, ...] = tuple(
+            tids[x] for x in ("TABLE_NAME", "IDENT") if x in tids
+        )
+
         self.t_select, self.t_from, self.t_dot, self.t_with = (
             t("SELECT"),
             t("FROM"),
@@ -492,6 +499,26 @@ class ScopeRules:
             *(cols[i.table] for lv in levels for i in lv.items if i.table in cols)
         )
         return Restriction(names or frozenset().union(*cols.values()), True, True)
+
+    def qualifier_names(self, ctx: Context) -> frozenset[str] | None:
+        """The names ``q`` for which some continuation of ``q.`` may be valid in ``ctx``
+        (None: any name): the complement of :meth:`restriction`'s ``dead``. Every FROM
+        item's names at every level, the schemas, and the schema qualifiers written in FROM;
+        None when a level's FROM is still to come or an item's name is unknown."""
+        levels = ctx.levels
+        if not levels:
+            return None
+        out = set(self.table.schemas)
+        for lv in levels:
+            if lv.state == NONE:
+                return None
+            for i in lv.items:
+                if WILDCARD in i.names:
+                    return None
+                out.update(i.names)
+                if i.schema:
+                    out.add(i.schema)
+        return frozenset(out)
 
     def restriction(self, ctx: Context, qualifier: bytes | None) -> Restriction:
         """The column names a COLUMN_NAME position with context ``ctx`` admits.

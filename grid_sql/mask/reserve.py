@@ -431,7 +431,7 @@ class ReserveTable:
         while live:
             low = live & -live
             cat = self.rt.lexicon[low.bit_length() - 1]
-            out.append(fold_lexeme(rem, cat.fold_bare_case))
+            out.append(fold_lexeme(rem, cat.fold_bare_case, cat.fold_quoted_case))
             live ^= low
         return tuple(out)
 

@@ -189,7 +189,10 @@ class Walker:
         return _kernels.TrieWalker(
             scan_dfa(rt, nw),
             rt.ignored_mask.to_bytes(nw * 8, "little"),
-            [(tid, sorted(w.words), w.fold_bare_case) for tid, w in lexicon.items()],
+            [
+                (tid, sorted(w.words), w.fold_bare_case, w.fold_quoted_case)
+                for tid, w in lexicon.items()
+            ],
             self.trie.kernel_arrays(),
         )
 

@@ -23,7 +23,7 @@ from ..errors import ParseError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
-from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRules
+from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
 from .stack import StackNode
 
@@ -197,11 +197,9 @@ class ParserRuntime:
         # COLUMN_NAME words in force are a function of the stack (see lex_at).
         self.sem: ScopeRules | None = None
         self._col_index: dict[str, frozenset[bytes]] = {}
-        self._views: dict[tuple[frozenset[bytes], bool], LexiconView] = {}
+        self._views: dict[tuple[Any, ...], LexiconView] = {}
         if grammar.scopes is not None:
             self.sem = ScopeRules(grammar, grammar.scopes, self.n_terminals + 1)
-            from ..grammar.scope import norm_name
-
             cw = self.lexicon[self.sem.column_tid]
             index: dict[str, set[bytes]] = {}
             for w in cw.words:
@@ -280,38 +278,7 @@ class ParserRuntime:
         """
         m = node.allowed
         if m is None:
-            m = 0
-            action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
-            work: list[tuple[StackNode, tuple[int, ...], tuple[int, ...] | list[int]]] = [
-                (node, (), self.row_terms[node.state])
-            ]
-            while work:
-                base, overlay, terms = work.pop()
-                row = action[overlay[-1] if overlay else base.state]
-                groups: dict[int, list[int]] | None = None
-                for t in terms:
-                    a = row[t]
-                    if a > 0:
-                        m |= 1 << t
-                    elif a < 0:
-                        if groups is None:
-                            groups = {}
-                        g = groups.get(a)
-                        if g is None:
-                            groups[a] = [t]
-                        else:
-                            g.append(t)
-                if groups is None:
-                    continue
-                for a, ts in groups.items():
-                    r = -a - 1
-                    n = rlen[r]
-                    if n <= len(overlay):
-                        b, ov = base, overlay[: len(overlay) - n]
-                    else:
-                        b, ov = base.ancestor(n - len(overlay)), ()
-                    top = ov[-1] if ov else b.state
-                    work.append((b, (*ov, goto[top][lhs[r]]), ts))
+            m = self._lalr_mask(node)
             if self.sem is not None and self.sem.bind and m:
                 m = self._drop_unbound_closers(node, m)
             if self.sem is not None and self.sem.t_dot >= 0 and (m >> self.sem.t_dot) & 1:
@@ -319,6 +286,43 @@ class ParserRuntime:
                 if m & self.term_bits & ~dot and self._dot_dead(node):
                     m &= ~dot
             node.allowed = m
+        return m
+
+    def _lalr_mask(self, node: StackNode) -> int:
+        """The terminals whose reduce chain reaches a SHIFT by the tables alone (no scope
+        rule): :meth:`allowed_mask` before its semantic refinements."""
+        m = 0
+        action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
+        work: list[tuple[StackNode, tuple[int, ...], tuple[int, ...] | list[int]]] = [
+            (node, (), self.row_terms[node.state])
+        ]
+        while work:
+            base, overlay, terms = work.pop()
+            row = action[overlay[-1] if overlay else base.state]
+            groups: dict[int, list[int]] | None = None
+            for t in terms:
+                a = row[t]
+                if a > 0:
+                    m |= 1 << t
+                elif a < 0:
+                    if groups is None:
+                        groups = {}
+                    g = groups.get(a)
+                    if g is None:
+                        groups[a] = [t]
+                    else:
+                        g.append(t)
+            if groups is None:
+                continue
+            for a, ts in groups.items():
+                r = -a - 1
+                n = rlen[r]
+                if n <= len(overlay):
+                    b, ov = base, overlay[: len(overlay) - n]
+                else:
+                    b, ov = base.ancestor(n - len(overlay)), ()
+                top = ov[-1] if ov else b.state
+                work.append((b, (*ov, goto[top][lhs[r]]), ts))
         return m
 
     def _dot_dead(self, node: StackNode) -> bool:
@@ -522,7 +526,8 @@ class ParserRuntime:
         return v
 
     def _scoped_view(self, node: StackNode, sem: ScopeRules) -> LexiconView:
-        if not (self.allowed_mask(node) >> sem.column_tid) & 1:
+        allowed = self.allowed_mask(node)
+        if not (allowed >> sem.column_tid) & 1:
             return self.base_lex  # no column position: generic keys stay scope-free
         qualifier = None
         p = node.parent
@@ -534,33 +539,98 @@ class ParserRuntime:
             and (p.parent is None or p.parent.symbol != sem.t_dot)
         ):
             qualifier = p.value
-        res = sem.restriction(self.ctx_at(node), qualifier)
-        if res.names is None:
+        ctx = self.ctx_at(node)
+        res = sem.restriction(ctx, qualifier)
+        words: frozenset[bytes] | None = None
+        if res.names is not None:
+            index = self._col_index
+            # never leave a column position with no word (dead end): empty -> unrestricted
+            words = frozenset(w for n in res.names for w in index.get(n, ())) or None
+        quals = () if node.symbol == sem.t_dot else self._qualifier_words(node, ctx, allowed)
+        if words is None and not quals:
             return self.base_lex
-        index = self._col_index
-        words = frozenset(w for n in res.names for w in index.get(n, ()))
-        if not words:
-            return self.base_lex  # never leave a column position with no word (dead end)
-        key = (words, res.qualified)
+        qualified = words is not None and res.qualified
+        key = (words, qualified, quals)
         view = self._views.get(key)
         if view is None:
             lex = dict(self.lexicon)
-            cw = lex[sem.column_tid]
-            lex[sem.column_tid] = CategoryWords(words, cw.fold_bare_case)
             mask = self.lexicon_mask
-            if res.qualified:
-                for tid in sem.blocked_after_qualifier:
-                    lex[tid] = CategoryWords(frozenset())
-                    mask |= 1 << tid
             h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
-            h.update(b"q" if res.qualified else b"u")
-            for w in sorted(words):
-                h.update(len(w).to_bytes(4, "little") + w)
+            if words is not None:
+                cw = lex[sem.column_tid]
+                lex[sem.column_tid] = CategoryWords(words, cw.fold_bare_case)
+                if qualified:
+                    for tid in sem.blocked_after_qualifier:
+                        lex[tid] = CategoryWords(frozenset())
+                        mask |= 1 << tid
+                h.update(b"q" if qualified else b"u")
+                for w in sorted(words):
+                    h.update(len(w).to_bytes(4, "little") + w)
+            for tid, cat in quals:
+                lex[tid] = cat
+                mask |= 1 << tid
+                h.update(b"Q" + tid.to_bytes(4, "little") + bytes([cat.fold_quoted_case]))
+                for w in sorted(cat.words):
+                    h.update(len(w).to_bytes(4, "little") + w)
             view = LexiconView(lex, mask, h.hexdigest())
             if len(self._views) >= VIEW_LIMIT:
                 self._views.clear()
             self._views[key] = view
         return view
+
+    def _qualifier_words(
+        self, node: StackNode, ctx: Context, allowed: int
+    ) -> tuple[tuple[int, CategoryWords], ...]:
+        """Identifier terminals whose word can only be a qualifier at ``node`` (the tables
+        read nothing but ``.`` after it), each with the words a qualifier may be there
+        (docs/scope.md, "The `.` after a name"): any other word would be a name no
+        continuation of ``q.`` makes a valid reference, a dead end the lexicon cannot see
+        (``WHERE Total_spent . x`` with ``Total_spent`` in no FROM table). ``TABLE_NAME``
+        keeps the words of its own lexicon that name one; ``IDENT`` admits the names spelled
+        bare and quoted, compared case-folded even when quoted (as the rule compares names).
+        """
+        sem = self.sem
+        assert sem is not None
+        names = sem.qualifier_names(ctx)
+        if names is None:
+            return ()
+        dot = 1 << sem.t_dot
+        out: list[tuple[int, CategoryWords]] = []
+        for tid in sem.qualifier_terms:
+            if not (allowed >> tid) & 1 or self._lalr_mask(self.shift(node, tid)) != dot:
+                continue
+            base = self.lexicon.get(tid)
+            if base is not None:
+                kept = frozenset(w for w in base.words if norm_name(w) in names)
+                out.append((tid, CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)))
+                continue
+            spelled = self._spellings(names, tid)
+            if spelled is not None:
+                out.append((tid, CategoryWords(spelled, True, True)))
+        return tuple(out)
+
+    def _spellings(self, names: frozenset[str], tid: int) -> frozenset[bytes] | None:
+        """Every bare and quoted spelling of ``names`` that lexes as ``tid`` (lower case:
+        the category compares case-folded); None if a name is not ASCII (``norm_name``
+        folds Unicode case, the lexicon ASCII only: no exact list)."""
+        out: set[bytes] = set()
+        trans, accept = self.trans, self.accept_masks
+        for n in names:
+            if not n.isascii():
+                return None
+            forms = [n, '"' + n.replace('"', '""') + '"', "`" + n.replace("`", "``") + "`"]
+            if "]" not in n:
+                forms.append("[" + n + "]")
+            for f in forms:
+                w = f.encode()
+                st = START
+                for b in w:
+                    st = trans[st * 256 + b]
+                    if st == DEAD:
+                        break
+                if st != DEAD and (accept[st] >> tid) & 1:
+                    out.add(w)
+        return frozenset(out)
 
     # ------------------------------------------------------------------ scanner side
     def resolve(

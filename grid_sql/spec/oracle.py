@@ -256,7 +256,7 @@ class SpecOracle:
 
     def _lex_key(self, name: str, s: bytes) -> tuple[frozenset[bytes], bytes]:
         words, fold = self._lexicon_now()[name]
-        if fold and s[:1] and s[:1] not in QUOTE_BYTES:
+        if fold == 2 or (fold and s[:1] and s[:1] not in QUOTE_BYTES):
             return words, s.lower()
         return words, s
 
@@ -723,21 +723,70 @@ class ScopeSpec:
 
     def view(
         self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
-    ) -> dict[str, tuple[frozenset[bytes], bool]] | None:
-        """The lexicons at a configuration (None: the grammar's own)."""
+    ) -> dict[str, tuple[frozenset[bytes], Any]] | None:
+        """The lexicons at a configuration (None: the grammar's own). A fold of 2 compares
+        every lexeme case-folded, quoted ones too (the names a qualifier may be)."""
         if "COLUMN_NAME" not in oracle.lexicon or "COLUMN_NAME" not in oracle.allowed(stack):
             return None
+        view: dict[str, tuple[frozenset[bytes], Any]] | None = None
         names, qualified = self.restriction(forest)
-        if names is None:
-            return None
-        words, fold = oracle.lexicon["COLUMN_NAME"]
-        keep = frozenset(w for w in words if _norm(w) in names)
-        if not keep:
-            return None
-        view = dict(oracle.lexicon)
-        view["COLUMN_NAME"] = (keep, fold)
-        if qualified:
-            for t in _IDENT_TERMINALS:
-                if t in oracle.rx:
-                    view[t] = (frozenset(), False)
+        if names is not None:
+            words, fold = oracle.lexicon["COLUMN_NAME"]
+            keep = frozenset(w for w in words if _norm(w) in names)
+            if keep:
+                view = dict(oracle.lexicon)
+                view["COLUMN_NAME"] = (keep, fold)
+                if qualified:
+                    for t in _IDENT_TERMINALS:
+                        if t in oracle.rx:
+                            view[t] = (frozenset(), False)
+        if forest and _tok(forest[-1], "DOT"):
+            return view
+        quals = self.qualifier_names(forest)
+        if quals is None:
+            return view
+        for t in ("TABLE_NAME", "IDENT"):
+            if t not in oracle.rx or t not in oracle.allowed(stack):
+                continue
+            after = oracle.shift(stack, t)
+            if not isinstance(after, tuple) or oracle.allowed(after) != frozenset({"DOT"}):
+                continue  # the word may be more than a qualifier here
+            if t in oracle.lexicon:
+                words, fold = oracle.lexicon[t]
+                entry: tuple[frozenset[bytes], Any] = (
+                    frozenset(w for w in words if _norm(w) in quals),
+                    fold,
+                )
+            elif all(q.isascii() for q in quals):
+                forms = set()
+                for q in quals:
+                    dq, bq = q.replace('"', '""'), q.replace("`", "``")
+                    forms |= {q, f'"{dq}"', f"`{bq}`"}
+                    if "]" not in q:
+                        forms.add(f"[{q}]")
+                spelled = (f.encode() for f in forms)
+                entry = (frozenset(w for w in spelled if oracle.rx[t].fullmatch(w)), 2)
+            else:
+                continue
+            view = dict(oracle.lexicon) if view is None else view
+            view[t] = entry
         return view
+
+    def qualifier_names(self, forest: tuple[Any, ...]) -> frozenset[str] | None:
+        """The names ``q`` for which ``q.`` may go on to a valid reference (None: any):
+        every FROM item name of every level, the schemas and the schema qualifiers written
+        in FROM; None before some level's FROM or with an item of unknown name."""
+        levels, _ = self._levels(forest)
+        if not levels:
+            return None
+        out = set(self.schemas)
+        for lv in levels:
+            if lv.state == "select-list":
+                return None
+            for it in lv.items:
+                if "*" in it[0]:
+                    return None
+                out |= it[0]
+                if it[3]:
+                    out.add(it[3])
+        return frozenset(out)

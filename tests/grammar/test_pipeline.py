@@ -80,6 +80,17 @@ def test_lexicon_fold_bare_case(crud: Grammar) -> None:
     assert not accepts(g, b'select * from "CUSTOMER"')
 
 
+def test_category_words_fold_quoted_case() -> None:
+    """The scope rule's name lists compare quoted spellings case-folded too."""
+    from grid_sql.grammar.lexicon import CategoryWords
+
+    both = CategoryWords(frozenset({b"t1", b'"t1"'}), True, True)
+    assert all(both.admits(w) for w in (b"T1", b"t1", b'"T1"', b'"t1"'))
+    assert both.admits_prefix(b'"T') and not both.admits(b"`t1`")
+    bare = CategoryWords(frozenset({b"t1", b'"T1"'}), True)
+    assert bare.admits(b'"T1"') and not bare.admits(b'"t1"') and bare.admits(b"T1")
+
+
 def test_lexicon_validation_errors(crud: Grammar) -> None:
     with pytest.raises(LexiconError, match="quoted form"):
         crud.with_lexicon(SchemaLexicon({"TABLE_NAME": [b"Official_ratings_(millions)"]}))

@@ -81,7 +81,8 @@ def test_masks_exact_against_brute_force_on_samples() -> None:
         b"SELECT * FROM singer AS T1 WHERE T1.Age",
         b"SELECT * FROM singer AS T1 WHERE T1.Age ",
         b'SELECT Age FROM singer ORDER BY "Book"',
-        b"SELECT * FROM singer AS T1 WHERE T9",
+        b"SELECT * FROM singer AS T1 WHERE T",  # IDENT held to the qualifier names
+        b'SELECT * FROM singer AS T1 WHERE "',
     ]
     for p in prefixes:
         m = gk.matcher()
@@ -162,13 +163,13 @@ def test_dropping_unread_names_from_cd_classes_keeps_masks() -> None:
 
 def test_no_token_continues_a_dead_qualifier() -> None:
     """After ``WHERE Age`` / ``WHERE T1.Age`` (every FROM known, no schema) no allowed token
-    starts the name's ``.``; after a word that can only qualify (``T9``) the ``.`` stays."""
+    starts the name's ``.``; after a bound qualifier (``T1``) the ``.`` stays."""
     gk, _ = pair("gpt-2")
     tb = gk.token_bytes
     for p, dot_ok in (
         (b"SELECT * FROM singer AS T1 WHERE Age ", False),
         (b"SELECT * FROM singer AS T1 WHERE T1.Age ", False),
-        (b"SELECT * FROM singer AS T1 WHERE T9 ", True),
+        (b"SELECT * FROM singer AS T1 WHERE T1 ", True),
         (b"SELECT T1.Age ", True),  # select list: T1.Age.x may be s.t.c
     ):
         m = gk.matcher()

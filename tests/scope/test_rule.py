@@ -99,8 +99,10 @@ def test_undecidable_positions_fall_back_to_the_lexicon() -> None:
     renamed = "SELECT * FROM singer AS s(a, b) WHERE s."
     assert admitted(scoped(DB), renamed) == everything
     # (an unbound qualifier once every FROM is known: see test_unbound_qualifier_after_from)
-    unbound = "SELECT * FROM singer WHERE nosuch."
-    assert admitted(scoped(DB), unbound) == columns(DB, "singer")
+    # (it cannot even be spelled: at an expression start `nosuch` could only qualify)
+    rt = ParserRuntime.for_grammar(scoped(DB))
+    assert rt.advance(rt.initial, b"SELECT * FROM singer WHERE nosuch.") is None
+    assert rt.advance(rt.initial, b"SELECT * FROM singer WHERE nosuch") is None
     # a CTE may shadow a table: inside and after WITH nothing is restricted
     cte = "WITH singer AS (SELECT 1 AS x) SELECT * FROM singer WHERE "
     assert admitted(scoped(DB), cte) == everything
@@ -189,7 +191,9 @@ def test_unbound_qualifier_after_from() -> None:
     def viable(sql: str) -> bool:
         return rt.advance(rt.initial, sql.encode()) is not None
 
-    assert admitted(scoped(DB), "SELECT * FROM singer WHERE T9.") == columns(DB, "singer")
+    # a word that can only qualify is held to the names a qualifier may be (`T9` is none)
+    assert not viable("SELECT * FROM singer WHERE T9.")
+    assert not viable("SELECT * FROM singer WHERE T9")
     # `"Book"` may also end here (an output alias of ORDER BY): its `.` is blocked outright
     assert not viable('SELECT Age FROM singer ORDER BY "Book".')
     assert viable('SELECT Age FROM singer ORDER BY "Book"')
@@ -222,9 +226,26 @@ def test_dot_after_a_name_no_reference_can_continue() -> None:
         assert not viable(where + blocked), blocked
     for kept in ("Age", "T1.Age", "T1.", "main.singer.Age = 1", "main.T1", "Age = T1.Age"):
         assert viable(where + kept), kept
-    # a word with no other way on than its `.` keeps it (no dead end): `T9` can only qualify
-    assert viable(where + "T9.")
-    assert viable(where + "singer_in_concert.")  # a table name: only a qualifier here
+    # a word with no other way on than its `.` keeps it (no dead end), but at an expression
+    # start such a word (IDENT, TABLE_NAME) admits only the names a qualifier may be:
+    # FROM item names of every level, schemas, in any case and quoting
+    for word in ("T9", "singer_in_concert", '"2005-11-12"', "Total_spent", "SELECTidFROM"):
+        assert not viable(where + word), word
+    for word in (
+        "T1.Age",
+        "t1.Age",
+        '"t1".Age',
+        "`T1`.Age",
+        "[t1].Age",
+        "singer.Age",
+        "main.singer.Age",
+    ):
+        assert viable(where + word + " = 1"), word
+    # where the word may be more (an ORDER BY output alias) it stays free, its `.` does not
+    assert viable("SELECT Age AS x FROM singer ORDER BY x")
+    assert viable("SELECT Age FROM singer ORDER BY nosuch") and not viable(
+        "SELECT Age FROM singer ORDER BY nosuch ."
+    )
     # the select list before FROM: `T1` may still be bound, and `Age.Name` may be `s.t.c`...
     assert viable("SELECT Age . Name FROM singer")
     assert viable("SELECT T1.Age . Name FROM singer AS T1")

@@ -39,6 +39,10 @@ EXTRA = [
     "SELECT Name FROM singer AS T1 WHERE T1.Age . Name = 1 AND Age . Name = 2",
     'SELECT Age FROM singer ORDER BY "Book" . Age',
     "SELECT T1.Age . Name , Age . Name FROM singer AS T1 WHERE T9 . Age = main.singer.Age",
+    # words that can only qualify: the names a qualifier may be, any case and quoting
+    'SELECT * FROM singer AS T1 WHERE "t1".Age = [T1].Age AND `T1`.Age = singer.Age',
+    'SELECT * FROM singer AS T1 WHERE Age = "2005-11-12" . Age OR Total_spent = 1',
+    "SELECT Age FROM singer AS s ORDER BY Tx , s.Age , singer_in_concert.Age",
 ]
 
 

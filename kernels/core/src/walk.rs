@@ -41,14 +41,31 @@ pub struct Lexicon {
     words: FxSet<Vec<u8>>,
     prefixes: FxSet<Vec<u8>>,
     fold_bare_case: bool,
+    fold_quoted_case: bool,
 }
 
 impl Lexicon {
     /// Words are folded on entry, exactly as `CategoryWords.__post_init__` does.
     pub fn new<I: IntoIterator<Item = Vec<u8>>>(words: I, fold_bare_case: bool) -> Self {
+        Self::with_folding(words, fold_bare_case, false)
+    }
+
+    /// [`Lexicon::new`] that may also compare quoted lexemes case-folded
+    /// (`CategoryWords.fold_quoted_case`: the scope rule's name lists).
+    pub fn with_folding<I: IntoIterator<Item = Vec<u8>>>(
+        words: I,
+        fold_bare_case: bool,
+        fold_quoted_case: bool,
+    ) -> Self {
         let words: FxSet<Vec<u8>> = words
             .into_iter()
-            .map(|w| fold_lexeme(&w, fold_bare_case))
+            .map(|w| {
+                if fold_quoted_case {
+                    w.to_ascii_lowercase()
+                } else {
+                    fold_lexeme(&w, fold_bare_case)
+                }
+            })
             .collect();
         let mut prefixes = FxSet::default();
         for w in &words {
@@ -60,20 +77,20 @@ impl Lexicon {
             words,
             prefixes,
             fold_bare_case,
+            fold_quoted_case,
         }
     }
 
     fn folds(&self, lexeme: &[u8]) -> bool {
-        self.fold_bare_case
-            && !lexeme.is_empty()
-            && !QUOTE_BYTES.contains(&lexeme[0])
+        !lexeme.is_empty()
+            && (self.fold_quoted_case || (self.fold_bare_case && !QUOTE_BYTES.contains(&lexeme[0])))
             && lexeme.iter().any(u8::is_ascii_uppercase)
     }
 
     /// Whether `lexeme` is one of the allowed words.
     pub fn admits(&self, lexeme: &[u8]) -> bool {
         if self.folds(lexeme) {
-            self.words.contains(&fold_lexeme(lexeme, true))
+            self.words.contains(&lexeme.to_ascii_lowercase())
         } else {
             self.words.contains(lexeme)
         }
@@ -82,7 +99,7 @@ impl Lexicon {
     /// Whether `partial` can still be extended to an allowed word.
     pub fn admits_prefix(&self, partial: &[u8]) -> bool {
         if self.folds(partial) {
-            self.prefixes.contains(&fold_lexeme(partial, true))
+            self.prefixes.contains(&partial.to_ascii_lowercase())
         } else {
             self.prefixes.contains(partial)
         }

@@ -587,3 +587,18 @@ fn stop_bits_end_resolution_without_fallback() {
         Some(Resolved::Terminal(2))
     ));
 }
+
+#[test]
+fn lexicon_folding_quoted_case() {
+    // the scope rule's name lists: quoted spellings compare case-folded too
+    let lex = Lexicon::with_folding([b"t1".to_vec(), b"\"T1\"".to_vec()], true, true);
+    for w in [&b"t1"[..], b"T1", b"\"t1\"", b"\"T1\""] {
+        assert!(lex.admits(w), "{:?}", String::from_utf8_lossy(w));
+    }
+    assert!(lex.admits_prefix(b"\"T"));
+    assert!(!lex.admits(b"`T1`"));
+    assert!(!lex.admits_prefix(b"\"T2"));
+    // without it a quoted lexeme compares exactly
+    let bare = Lexicon::new([b"\"T1\"".to_vec()], true);
+    assert!(bare.admits(b"\"T1\"") && !bare.admits(b"\"t1\""));
+}

@@ -119,8 +119,9 @@ fn value_err(e: impl ToString) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// One category lexicon as passed from Python: (terminal id, folded words, fold_bare_case).
-type LexiconSpec = (u32, Vec<Vec<u8>>, bool);
+/// One category lexicon as passed from Python: (terminal id, folded words, fold_bare_case,
+/// fold_quoted_case).
+type LexiconSpec = (u32, Vec<Vec<u8>>, bool, bool);
 
 /// The union-DFA side of the scan tables (`ScanDfa`), built once per lexer and shared by
 /// the walkers of every grammar over it.
@@ -241,7 +242,7 @@ impl TrieWalker {
         let inner = py.detach(move || -> Result<Walker, String> {
             let lex = lexicons
                 .into_iter()
-                .map(|(t, words, fold)| (t, Lexicon::new(words, fold)))
+                .map(|(t, words, bare, quoted)| (t, Lexicon::with_folding(words, bare, quoted)))
                 .collect();
             let scan = ScanTables::with_dfa(dfa, &ignored, lex).map_err(|e| e.to_string())?;
             Ok(Walker::shared(scan, trie))
