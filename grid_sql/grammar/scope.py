@@ -282,6 +282,9 @@ class ScopeRules:
         # the reduction of this nonterminal (as a grammar-local id, not a stack symbol)
         self.bind = table.bind_select_list
         self.nt_from_clause = nts.get("from_clause", -1)
+        # what a name shifted at a sort key or expression start may become (grammar-local)
+        self.nt_any_name = nts.get("any_name", -1)
+        self.nt_output_alias = nts.get("output_alias", -1)
         for r in grammar.rules:
             rhs = tuple(str(s) for s in r.rhs)
             self.rule_rhs.append(rhs)
@@ -499,6 +502,13 @@ class ScopeRules:
             *(cols[i.table] for lv in levels for i in lv.items if i.table in cols)
         )
         return Restriction(names or frozenset().union(*cols.values()), True, True)
+
+    def output_aliases(self, ctx: Context) -> frozenset[str] | None:
+        """The output aliases a bare name at a sort key of the innermost level may name
+        (None: unknown, e.g. an alias spelled as a string)."""
+        if not ctx.levels or WILDCARD in ctx.levels[-1].aliases:
+            return None
+        return frozenset(ctx.levels[-1].aliases)
 
     def qualifier_names(self, ctx: Context) -> frozenset[str] | None:
         """The names ``q`` for which some continuation of ``q.`` may be valid in ``ctx``

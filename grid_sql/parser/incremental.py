@@ -581,24 +581,34 @@ class ParserRuntime:
     def _qualifier_words(
         self, node: StackNode, ctx: Context, allowed: int
     ) -> tuple[tuple[int, CategoryWords], ...]:
-        """Identifier terminals whose word can only be a qualifier at ``node`` (the tables
-        read nothing but ``.`` after it), each with the words a qualifier may be there
-        (docs/scope.md, "The `.` after a name"): any other word would be a name no
-        continuation of ``q.`` makes a valid reference, a dead end the lexicon cannot see
-        (``WHERE Total_spent . x`` with ``Total_spent`` in no FROM table). ``TABLE_NAME``
-        keeps the words of its own lexicon that name one; ``IDENT`` admits the names spelled
-        bare and quoted, compared case-folded even when quoted (as the rule compares names).
+        """Identifier terminals whose word can only be a qualifier at ``node`` (its state
+        after the word reduces it to ``any_name`` and nothing else) or a qualifier or an
+        ORDER BY output alias (``any_name`` / ``output_alias``), each with the words it may
+        be there (docs/scope.md, "The `.` after a name"): any other word would be a name no
+        continuation of ``q.`` makes a valid reference (``WHERE Total_spent . x`` with
+        ``Total_spent`` in no FROM table) or an alias the select list does not have
+        (``ORDER BY Paragraph_ID``). ``TABLE_NAME`` keeps the words of its own lexicon that
+        are such names; ``IDENT`` admits the names spelled bare and quoted, compared
+        case-folded even when quoted (as the rule compares names).
         """
         sem = self.sem
         assert sem is not None
-        names = sem.qualifier_names(ctx)
-        if names is None:
+        quals = sem.qualifier_names(ctx)
+        if quals is None:
             return ()
-        dot = 1 << sem.t_dot
         out: list[tuple[int, CategoryWords]] = []
         for tid in sem.qualifier_terms:
-            if not (allowed >> tid) & 1 or self._lalr_mask(self.shift(node, tid)) != dot:
+            if not (allowed >> tid) & 1:
                 continue
+            kinds = self._reduced_to(self.shift(node, tid))
+            if kinds is None or not kinds <= {sem.nt_any_name, sem.nt_output_alias}:
+                continue  # the word may be more than a qualifier or an output alias here
+            names = quals if sem.nt_any_name in kinds else frozenset()
+            if sem.nt_output_alias in kinds:
+                aliases = sem.output_aliases(ctx)
+                if aliases is None:
+                    continue
+                names = names | aliases
             base = self.lexicon.get(tid)
             if base is not None:
                 kept = frozenset(w for w in base.words if norm_name(w) in names)
@@ -608,6 +618,18 @@ class ParserRuntime:
             if spelled is not None:
                 out.append((tid, CategoryWords(spelled, True, True)))
         return tuple(out)
+
+    def _reduced_to(self, node: StackNode) -> set[int] | None:
+        """The left-hand sides of the rules the top state of ``node`` may reduce by (None
+        if it may shift or accept: the name is not complete there)."""
+        lhs = self.rule_lhs
+        out: set[int] = set()
+        for a in self.action[node.state]:
+            if a > 0:
+                return None
+            if a < 0:
+                out.add(lhs[-a - 1])
+        return out
 
     def _spellings(self, names: frozenset[str], tid: int) -> frozenset[bytes] | None:
         """Every bare and quoted spelling of ``names`` that lexes as ``tid`` (lower case:

@@ -745,21 +745,34 @@ class ScopeSpec:
         quals = self.qualifier_names(forest)
         if quals is None:
             return view
+        levels, _ = self._levels(forest)
         for t in ("TABLE_NAME", "IDENT"):
             if t not in oracle.rx or t not in oracle.allowed(stack):
                 continue
             after = oracle.shift(stack, t)
-            if not isinstance(after, tuple) or oracle.allowed(after) != frozenset({"DOT"}):
-                continue  # the word may be more than a qualifier here
+            if not isinstance(after, tuple):
+                continue
+            row = oracle.table[after[-1]]
+            acts = [row[x] for x in row if x in oracle.rx or x == END]
+            if any(kind is Shift for kind, _ in acts):
+                continue  # the name is not complete here
+            becomes = {arg.origin.name for _, arg in acts}
+            if not becomes <= {"any_name", "output_alias"}:
+                continue  # the word may be more than a qualifier or an output alias here
+            may = set(quals) if "any_name" in becomes else set()
+            if "output_alias" in becomes:
+                if "*" in levels[-1].aliases:
+                    continue
+                may |= set(levels[-1].aliases)
             if t in oracle.lexicon:
                 words, fold = oracle.lexicon[t]
                 entry: tuple[frozenset[bytes], Any] = (
-                    frozenset(w for w in words if _norm(w) in quals),
+                    frozenset(w for w in words if _norm(w) in may),
                     fold,
                 )
-            elif all(q.isascii() for q in quals):
+            elif all(q.isascii() for q in may):
                 forms = set()
-                for q in quals:
+                for q in may:
                     dq, bq = q.replace('"', '""'), q.replace("`", "``")
                     forms |= {q, f'"{dq}"', f"`{bq}`"}
                     if "]" not in q:

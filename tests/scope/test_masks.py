@@ -80,7 +80,8 @@ def test_masks_exact_against_brute_force_on_samples() -> None:
         b"SELECT * FROM singer AS T1 WHERE Age ",
         b"SELECT * FROM singer AS T1 WHERE T1.Age",
         b"SELECT * FROM singer AS T1 WHERE T1.Age ",
-        b'SELECT Age FROM singer ORDER BY "Book"',
+        b'SELECT Age AS Book FROM singer ORDER BY "Book"',
+        b"SELECT Age AS Book FROM singer ORDER BY B",
         b"SELECT * FROM singer AS T1 WHERE T",  # IDENT held to the qualifier names
         b'SELECT * FROM singer AS T1 WHERE "',
     ]

@@ -194,9 +194,10 @@ def test_unbound_qualifier_after_from() -> None:
     # a word that can only qualify is held to the names a qualifier may be (`T9` is none)
     assert not viable("SELECT * FROM singer WHERE T9.")
     assert not viable("SELECT * FROM singer WHERE T9")
-    # `"Book"` may also end here (an output alias of ORDER BY): its `.` is blocked outright
-    assert not viable('SELECT Age FROM singer ORDER BY "Book".')
-    assert viable('SELECT Age FROM singer ORDER BY "Book"')
+    # at a sort key the word may also be an output alias: `"Book"` is neither
+    assert not viable('SELECT Age FROM singer ORDER BY "Book"')
+    assert viable('SELECT Age AS Book FROM singer ORDER BY "Book"')
+    assert not viable('SELECT Age AS Book FROM singer ORDER BY "Book".')
     assert not viable('SELECT Age FROM singer ORDER BY "Book" . ORDERBY .Age')
     # schema-qualified names stay open; a select list stays unrestricted (Proposition 11)
     assert viable("SELECT * FROM singer WHERE main.singer.Age = 1")
@@ -241,11 +242,14 @@ def test_dot_after_a_name_no_reference_can_continue() -> None:
         "main.singer.Age",
     ):
         assert viable(where + word + " = 1"), word
-    # where the word may be more (an ORDER BY output alias) it stays free, its `.` does not
-    assert viable("SELECT Age AS x FROM singer ORDER BY x")
-    assert viable("SELECT Age FROM singer ORDER BY nosuch") and not viable(
-        "SELECT Age FROM singer ORDER BY nosuch ."
-    )
+    # at a sort key the word may also be an output alias of the select list
+    for ok in ("x", "X DESC", "s.Age", "singer.Age", "Age", "T1"):
+        assert viable(f"SELECT Age AS x , Name AS T1 FROM singer AS s ORDER BY {ok}"), ok
+    for bad in ("nosuch", "Theme", '"nosuch"', "concert.Theme", "zz"):
+        assert not viable(f"SELECT Age AS x FROM singer AS s ORDER BY {bad}"), bad
+    # (compound: any branch's alias; window ORDER BY in a select list: free)
+    assert viable("SELECT Age AS a FROM singer UNION SELECT Capacity AS b FROM stadium ORDER BY b")
+    assert viable("SELECT Age , rank() OVER (ORDER BY zz) FROM singer")
     # the select list before FROM: `T1` may still be bound, and `Age.Name` may be `s.t.c`...
     assert viable("SELECT Age . Name FROM singer")
     assert viable("SELECT T1.Age . Name FROM singer AS T1")
