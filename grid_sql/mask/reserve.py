@@ -468,6 +468,11 @@ class ReserveTable:
         if syms is None:
             raise MaskError(f"no completion from the stack {node!r}")
         terms = self._expand(syms)
+        if terms and rt.sem is not None and not (rt.allowed_mask(node) >> terms[0]) & 1:
+            # the scope rule dropped the first terminal the grammar alone would read (the
+            # `.` after a name no reference can continue: `HAVING count`): the cheapest
+            # completion through a terminal it allows instead
+            terms = self._completion_via_allowed(node)
         tokens: list[int] = self._spell(ext) if ext else []
         data = ext
         binds = rt.pending_refs(node)
@@ -490,6 +495,30 @@ class ReserveTable:
                 f"{cfg.scan.rem!r} (terminals {[self.grammar.terminals[t].name for t in terms]})"
             )
         return Completion(tuple(tokens), data)
+
+    def _completion_via_allowed(self, node: StackNode) -> list[int]:
+        """The cheapest terminal sequence to ACCEPT whose first terminal the runtime allows at
+        ``node`` (the grammar-only search of :meth:`_stack_completion` does not see the
+        scope rule's refinements of the allowed set); same token-weighted metric."""
+        rt = self.rt
+        best: tuple[int, list[int]] | None = None
+        bits = rt.allowed_mask(node) & rt.term_bits
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            t = low.bit_length() - 1
+            if t not in self.piece:
+                continue
+            syms = self._stack_completion(rt.shift(node, t, self.lexeme[t]))
+            if syms is None:
+                continue
+            terms = [t, *self._expand(syms)]
+            c = sum(len(self.piece[x]) for x in terms)
+            if best is None or c < best[0]:
+                best = (c, terms)
+        if best is None:
+            raise MaskError(f"no completion through an allowed terminal from {node!r}")
+        return best[1]
 
     def _bind_refs(self, cfg: Configuration, data: bytes, tokens: list[int], tid: int) -> bytes:
         """Select-list obligations (``docs/scope.md``): if reading ``tid`` after ``data``
@@ -553,8 +582,8 @@ class ReserveTable:
         lexicon view in force there admits instead (None: keep the fixed lexeme). The cost
         stays exact: it counts the tokens of the word actually written."""
         rt = self.rt
-        if tid not in rt.lexicon:
-            return None
+        if tid not in rt.lexicon and (rt.sem is None or tid not in rt.sem.qualifier_terms):
+            return None  # (an IDENT may be held to a scope view's names too)
         at = rt.advance(cfg, data + self.sep) if data or self.sep else cfg
         if at is None:
             return None

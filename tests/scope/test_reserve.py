@@ -26,6 +26,15 @@ PREFIXES = [
     b"SELECT Theme , T2.Name FROM singer JOIN stad",
     b"SELECT T1.Name FROM singer AS T1 WHERE T1.Age > (SELECT T9.Age FROM concert",
     b"SELECT T2.Name FROM",
+    # the `.` the grammar alone would write next is blocked (a name no reference continues)
+    b"SELECT Name FROM singer GROUP BY Name HAVING count",
+    b"SELECT Name FROM singer GROUP BY Name HAVING count ",
+    b"SELECT * FROM singer WHERE Age",
+    # words held to the qualifier names / output aliases
+    b"SELECT Age AS x FROM singer AS T1 ORDER BY ",
+    b"SELECT Age AS x FROM singer AS T1 ORDER BY T",
+    b"SELECT * FROM singer AS T1 WHERE T",
+    b'SELECT * FROM singer AS T1 WHERE "',
 ]
 
 
@@ -44,3 +53,23 @@ def test_reserve_completion_is_legal_with_scopes(prefix: bytes) -> None:
     assert comp.cost == len(comp.tokens)
     if b"T2.Name" in prefix:
         assert b" AS T2" in comp.data, comp.data  # bound, not merely closed
+
+
+def test_reserve_completion_exists_at_every_prefix_with_scopes() -> None:
+    """Every byte prefix of statements that reach the scope rule's refinements of the allowed
+    set (the blocked `.`, qualifier-only words): the completion exists and is verified."""
+    from grid_sql.parser import ParserRuntime
+
+    g = scoped(DB, True)
+    rt = ParserRuntime.for_grammar(g)
+    table = reserve_table(g, vocab("qwen2"))
+    for sql in (
+        b"SELECT Name FROM singer AS T1 GROUP BY Name HAVING count(*) > 1 AND T1.Age > 2",
+        b"SELECT Age AS x FROM singer AS s WHERE s.Age > 1 ORDER BY x DESC , s.Name",
+        b"SELECT * FROM singer WHERE Age IN (SELECT Year FROM concert WHERE Theme = 'x')",
+    ):
+        for i in range(1, len(sql) + 1):
+            cfg = rt.advance(rt.initial, sql[:i])
+            assert cfg is not None, sql[:i]
+            comp = table.completion(cfg)  # raises MaskError when it cannot be verified
+            assert comp.cost == len(comp.tokens)
