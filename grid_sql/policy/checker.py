@@ -471,8 +471,18 @@ class _Run:
         if isinstance(stmt, exp.Query):
             if self.c.dialect == "sqlite":
                 stmt = self._sqlite_string_fallback(stmt)
-            found += check_query(stmt, self.sql, self.c._view)
-            found += aggregate_misuse(stmt, self.sql, self.c.dialect)
+            try:
+                found += check_query(stmt, self.sql, self.c._view)
+                found += aggregate_misuse(stmt, self.sql, self.c.dialect)
+            except OptimizeError as exc:  # e.g. a set operation over a bare literal
+                self.add(
+                    Violation(
+                        "parse_error",
+                        f"The statement's query scopes could not be built: {exc}",
+                        why="the checker cannot verify what it cannot resolve (fail closed)",
+                    )
+                )
+                return True
         for f in found:
             self.add(_violation(f))
         return any(f.kind not in ("unknown_function", "aggregate_misuse") for f in found)

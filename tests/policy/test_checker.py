@@ -323,6 +323,15 @@ def test_checker_never_raises(base: str, edits: list[tuple[int, str, bool]], dia
     assert all(v.message for v in found)
 
 
+def test_set_operation_over_a_literal_is_refused_not_crashed() -> None:
+    """Found by test_checker_never_raises: MySQL reads `"Ann"` as a string, and sqlglot
+    cannot build the scopes of a UNION whose operand is a bare literal (OptimizeError)."""
+    snap = _snapshot("mysql", DIALECTS["mysql"])
+    found = Checker(snap, _policy(snap)).check('"Ann" UNION SELECT email FROM customer')
+    assert [v.kind for v in found] == ["parse_error"]
+    assert "scopes could not be built" in found[0].message
+
+
 def test_deeply_nested_statement_is_refused_not_crashed() -> None:
     """A degenerate generation (`WHERE x IN (SELECT (SELECT ...`, Spider q244/q658, Chinook
     q17 in bench/RESULTS-spider.md) drives sqlglot past Python's recursion limit: the checker
