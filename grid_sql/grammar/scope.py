@@ -196,8 +196,9 @@ ROOT_CONTEXT = Context()
 @dataclass(frozen=True, slots=True)
 class Restriction:
     """What a position admits: ``names`` (normalized column names) for COLUMN_NAME, or
-    None for unrestricted; ``qualified`` when the position follows ``q.`` with ``q`` bound to
-    known tables (then no other identifier terminal can follow: no three-part name);
+    None for unrestricted; ``qualified`` when the position follows ``q.`` with ``q`` no schema
+    (bound to known tables, or in a select list before its FROM): then no other identifier
+    terminal can follow (no three-part name);
     ``dead`` when ``q`` is bound nowhere and no schema, so no continuation of ``q.`` is a
     valid reference (then the ``.`` itself is blocked where the name has another way on:
     ``ParserRuntime.allowed_mask``)."""
@@ -546,7 +547,9 @@ class ScopeRules:
             for k in range(last, -1, -1):
                 lv = levels[k]
                 if lv.state == NONE:
-                    return UNRESTRICTED  # its FROM is still to come and may bind q
+                    # its FROM is still to come and may bind q (any column), but only a
+                    # schema can start a three-part name
+                    return Restriction(None, q not in self.table.schemas)
                 hits = [i for i in lv.items if q in i.names or WILDCARD in i.names]
                 if lv.state in (QB, OPEN) and k != last:
                     # an ORDER BY subquery, a derived table or an ON subquery: whether q

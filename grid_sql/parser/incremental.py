@@ -546,10 +546,12 @@ class ParserRuntime:
             index = self._col_index
             # never leave a column position with no word (dead end): empty -> unrestricted
             words = frozenset(w for n in res.names for w in index.get(n, ())) or None
+            qualified = words is not None and res.qualified
+        else:
+            qualified = res.qualified  # every column, but no three-part name
         quals = () if node.symbol == sem.t_dot else self._qualifier_words(node, ctx, allowed)
-        if words is None and not quals:
+        if words is None and not qualified and not quals:
             return self.base_lex
-        qualified = words is not None and res.qualified
         key = (words, qualified, quals)
         view = self._views.get(key)
         if view is None:
@@ -559,13 +561,15 @@ class ParserRuntime:
             if words is not None:
                 cw = lex[sem.column_tid]
                 lex[sem.column_tid] = CategoryWords(words, cw.fold_bare_case)
-                if qualified:
-                    for tid in sem.blocked_after_qualifier:
-                        lex[tid] = CategoryWords(frozenset())
-                        mask |= 1 << tid
                 h.update(b"q" if qualified else b"u")
                 for w in sorted(words):
                     h.update(len(w).to_bytes(4, "little") + w)
+            elif qualified:
+                h.update(b"A")  # the whole column lexicon, qualified
+            if qualified:
+                for tid in sem.blocked_after_qualifier:
+                    lex[tid] = CategoryWords(frozenset())
+                    mask |= 1 << tid
             for tid, cat in quals:
                 lex[tid] = cat
                 mask |= 1 << tid

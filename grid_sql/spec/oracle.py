@@ -684,8 +684,8 @@ class ScopeSpec:
 
         for k in range(len(levels) - 1, -1, -1):
             lv = levels[k]
-            if lv.state == "select-list":
-                return None, False, False
+            if lv.state == "select-list":  # may still be bound; three parts need a schema
+                return None, q not in self.schemas, False
             hits = [it for it in lv.items if q in it[0] or "*" in it[0]]
             if lv.state in ("query-tail", "from") and k < len(levels) - 1:
                 if hits:
@@ -736,10 +736,13 @@ class ScopeSpec:
             if keep:
                 view = dict(oracle.lexicon)
                 view["COLUMN_NAME"] = (keep, fold)
-                if qualified:
-                    for t in _IDENT_TERMINALS:
-                        if t in oracle.rx:
-                            view[t] = (frozenset(), False)
+            else:
+                qualified = False
+        if qualified:
+            view = dict(oracle.lexicon) if view is None else view
+            for t in _IDENT_TERMINALS:
+                if t in oracle.rx:
+                    view[t] = (frozenset(), False)
         if forest and _tok(forest[-1], "DOT"):
             return view
         quals = self.qualifier_names(forest)

@@ -171,7 +171,8 @@ def test_no_token_continues_a_dead_qualifier() -> None:
         (b"SELECT * FROM singer AS T1 WHERE Age ", False),
         (b"SELECT * FROM singer AS T1 WHERE T1.Age ", False),
         (b"SELECT * FROM singer AS T1 WHERE T1 ", True),
-        (b"SELECT T1.Age ", True),  # select list: T1.Age.x may be s.t.c
+        (b"SELECT T1.Age ", False),  # a select list too: only a schema starts s.t.c
+        (b"SELECT main.singer ", True),
     ):
         m = gk.matcher()
         m.accept_tokens(greedy_tokens("gpt-2", p))

@@ -250,9 +250,13 @@ def test_dot_after_a_name_no_reference_can_continue() -> None:
     # (compound: any branch's alias; window ORDER BY in a select list: free)
     assert viable("SELECT Age AS a FROM singer UNION SELECT Capacity AS b FROM stadium ORDER BY b")
     assert viable("SELECT Age , rank() OVER (ORDER BY zz) FROM singer")
-    # the select list before FROM: `T1` may still be bound, and `Age.Name` may be `s.t.c`...
+    # the select list before FROM: `Age.` may be bound later (its `.` stays), but only a
+    # schema can start a three-part name, there too
     assert viable("SELECT Age . Name FROM singer")
-    assert viable("SELECT T1.Age . Name FROM singer AS T1")
+    assert not viable("SELECT T1.Age . Name FROM singer AS T1")
+    assert not viable("SELECT Name .COUNTconcert_ID .COUNTry")  # Spider q36
+    assert not viable("SELECT T1.x")  # no IDENT second part of s.t.c either
+    assert viable("SELECT main.singer.Age FROM singer") and viable("SELECT T1.* FROM singer AS T1")
     # ... and an enclosing level's FROM still to come leaves a nested query's names open
     assert viable("SELECT (SELECT 1 FROM singer WHERE Age . Name) FROM concert")
     # a schema keeps its three-part names; a correlated outer alias stays a qualifier
