@@ -323,6 +323,25 @@ def test_checker_never_raises(base: str, edits: list[tuple[int, str, bool]], dia
     assert all(v.message for v in found)
 
 
+def test_deeply_nested_type_named_calls_are_refused_without_parsing() -> None:
+    """sqlglot's parse time doubles per nested `date(` (it tries a sized type first): a
+    degenerate generation `ORDER BY date(offsets(date(date(...` hung a Spider run. Beyond
+    MAX_TYPE_CALL_DEPTH the checker refuses at once; below it, such calls are judged."""
+    from grid_sql.policy.checker import MAX_TYPE_CALL_DEPTH, type_call_depth
+
+    snap = _snapshot("sqlite", DIALECTS["sqlite"])
+    checker = Checker(snap, _policy(snap))
+    deep = "SELECT email FROM customer ORDER BY " + "date(" * 40 + "email" + ")" * 40
+    assert type_call_depth(deep, "sqlite") == 40
+    (v,) = checker.check(deep)  # (unguarded, sqlglot would take hours here)
+    assert v.kind == "parse_error" and "nests 40 calls" in v.message
+    assert checker.parse_query(deep) is None
+    ok = "SELECT email FROM customer ORDER BY " + "date(abs(" * 6 + "email" + "))" * 6
+    assert type_call_depth(ok, "sqlite") == 6 <= MAX_TYPE_CALL_DEPTH
+    assert all(v.kind != "parse_error" for v in checker.check(ok))
+    assert type_call_depth("SELECT 'date(' FROM t", "sqlite") == 0  # strings are not calls
+
+
 def test_set_operation_over_a_literal_is_refused_not_crashed() -> None:
     """Found by test_checker_never_raises: MySQL reads `"Ann"` as a string, and sqlglot
     cannot build the scopes of a UNION whose operand is a bare literal (OptimizeError)."""
