@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-import sqlglot
 from sqlalchemy.engine import Connection, Engine
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
@@ -42,6 +41,7 @@ from ..errors import (
 from ..policy.checker import sqlglot_read
 from ..policy.checker import statement_verb as node_verb
 from ..policy.model import Policy
+from ..policy.sqlparse import parse as guarded_parse
 from ..schema.introspect import connect, dialect_name
 
 _PG_TIMEOUT_SQLSTATE = "57014"
@@ -72,7 +72,7 @@ def statement_verb(sql: str, dialect: str) -> str:
     if not sql or not sql.strip():
         raise StatementError("no SQL statement to execute (empty text)")
     try:
-        parsed = [s for s in sqlglot.parse(sql, read=sqlglot_read(dialect)) if s]
+        parsed = [s for s in guarded_parse(sql, sqlglot_read(dialect)) if s]
     except (ParseError, TokenError) as exc:
         raise StatementError(f"cannot parse the SQL to execute ({dialect}): {exc}") from exc
     if len(parsed) != 1:
@@ -108,7 +108,7 @@ def _parameters(stmt: exp.Expr, dialect: str) -> list[str]:
 def bind_parameters(sql: str, dialect: str) -> list[str]:
     """The bind parameters of ``sql`` (empty when it has none or does not parse)."""
     try:
-        parsed = [s for s in sqlglot.parse(sql, read=sqlglot_read(dialect)) if s]
+        parsed = [s for s in guarded_parse(sql, sqlglot_read(dialect)) if s]
     except (ParseError, TokenError):
         return []
     return sorted({p for stmt in parsed for p in _parameters(stmt, dialect)})

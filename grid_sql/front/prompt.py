@@ -291,9 +291,11 @@ def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
     import sqlglot
     from sqlglot import exp
 
+    from ..policy.sqlparse import parse_one as guarded_parse_one
+
     read = {"postgresql": "postgres"}.get(snapshot.dialect, snapshot.dialect)
     try:
-        tree = sqlglot.parse_one(sql, read=read)
+        tree = guarded_parse_one(sql, read)
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
         return []
     columns = {c.name.lower() for _, t in snapshot.iter_tables() for c in t.columns}

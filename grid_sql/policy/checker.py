@@ -41,6 +41,8 @@ from grid_sql.policy.conformance import (
     top_clause,
 )
 from grid_sql.policy.model import Policy, TablePolicy
+from grid_sql.policy.sqlparse import parse as guarded_parse
+from grid_sql.policy.sqlparse import too_deep
 from grid_sql.schema.model import SchemaSnapshot, TableInfo
 
 ViolationKind = Literal[
@@ -113,38 +115,6 @@ _CLAUSE_TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("LOAD", "DATA"), "load_data"),
     (("LOAD", "XML"), "load_data"),
 )
-# sqlglot reads `date(`, `char(`, ... as a possible type with a size first and backtracks:
-# its time doubles with each directly nested such call (14 levels: 1.4 s, 20: minutes; a
-# degenerate generation `ORDER BY date(offsets(date(date(...` hung a Spider run). Beyond
-# this many nested calls of type-named functions the checker refuses without parsing.
-MAX_TYPE_CALL_DEPTH = 10
-
-
-def type_call_depth(sql: str, read: str) -> int:
-    """The deepest nesting of calls whose name sqlglot also reads as a data type (``date(``,
-    ``time(``, ``char(``, ...), by a linear scan of its tokens (0 if it does not tokenize)."""
-    from sqlglot.parser import Parser
-
-    try:
-        tokens = sqlglot.Dialect.get_or_raise(read).tokenize(sql)
-    except TokenError:
-        return 0
-    typed = Parser.TYPE_TOKENS
-    stack: list[bool] = []
-    depth = deepest = 0
-    prev = None
-    for t in tokens:
-        if t.token_type == TokenType.L_PAREN:
-            is_type = prev is not None and prev in typed
-            stack.append(is_type)
-            depth += is_type
-            deepest = max(deepest, depth)
-        elif t.token_type == TokenType.R_PAREN and stack:
-            depth -= stack.pop()
-        prev = t.token_type
-    return deepest
-
-
 _OPAQUE_TOKENS = frozenset(
     {
         TokenType.STRING,
@@ -276,10 +246,8 @@ class Checker:
         double-quoted-string fallback applied), or None when ``sql`` is not exactly one query
         that parses. For passes that must see the statement exactly as the checker did
         (grid_sql/policy/autofix.py). sqlglot errors, including RecursionError, give None."""
-        if type_call_depth(sql, self._read) > MAX_TYPE_CALL_DEPTH:
-            return None
         try:
-            stmts = [s for s in sqlglot.parse(sql, read=self._read) if s]
+            stmts = [s for s in guarded_parse(sql, self._read) if s]
         except (ParseError, TokenError, RecursionError):
             return None
         if len(stmts) != 1 or not isinstance(stmts[0], exp.Query):
@@ -379,20 +347,19 @@ class _Run:
         logger.setLevel(logging.ERROR)  # "falling back to Command" warnings are our business
         try:
             self._scan_tokens()
-            depth = type_call_depth(self.sql, self.c._read)
-            if depth > MAX_TYPE_CALL_DEPTH:
+            why = too_deep(self.sql, self.c._read)
+            if why is not None:
                 self.add(
                     Violation(
                         "parse_error",
-                        f"The statement nests {depth} calls of type-named functions (`date(`, "
-                        f"`char(`, ...) inside each other; the checker analyses at most "
-                        f"{MAX_TYPE_CALL_DEPTH}. Write it without the deep nesting.",
+                        f"The statement could not be analysed: {why}. Write it without the "
+                        "deep nesting.",
                         why="the checker cannot verify what it cannot parse (fail closed)",
                     )
                 )
                 return self.out
             try:
-                statements = [s for s in sqlglot.parse(self.sql, read=self.c._read) if s]
+                statements = [s for s in guarded_parse(self.sql, self.c._read) if s]
             except (ParseError, TokenError) as exc:
                 msg = str(exc).splitlines()[0]
                 top = top_clause(self.sql, self.c.dialect)

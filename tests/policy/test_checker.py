@@ -327,7 +327,7 @@ def test_deeply_nested_type_named_calls_are_refused_without_parsing() -> None:
     """sqlglot's parse time doubles per nested `date(` (it tries a sized type first): a
     degenerate generation `ORDER BY date(offsets(date(date(...` hung a Spider run. Beyond
     MAX_TYPE_CALL_DEPTH the checker refuses at once; below it, such calls are judged."""
-    from grid_sql.policy.checker import MAX_TYPE_CALL_DEPTH, type_call_depth
+    from grid_sql.policy.sqlparse import MAX_TYPE_CALL_DEPTH, type_call_depth
 
     snap = _snapshot("sqlite", DIALECTS["sqlite"])
     checker = Checker(snap, _policy(snap))
@@ -335,6 +335,15 @@ def test_deeply_nested_type_named_calls_are_refused_without_parsing() -> None:
     assert type_call_depth(deep, "sqlite") == 40
     (v,) = checker.check(deep)  # (unguarded, sqlglot would take hours here)
     assert v.kind == "parse_error" and "nests 40 calls" in v.message
+    # the executor's one-statement check and the repair hints use the same guard
+    from grid_sql.errors import StatementError
+    from grid_sql.front.execute import bind_parameters, statement_verb
+    from grid_sql.front.prompt import alias_hints
+
+    with pytest.raises(StatementError, match="nests 40 calls"):
+        statement_verb(deep, "sqlite")
+    assert bind_parameters(deep, "sqlite") == []
+    assert alias_hints(deep, snap) == []
     assert checker.parse_query(deep) is None
     ok = "SELECT email FROM customer ORDER BY " + "date(abs(" * 6 + "email" + "))" * 6
     assert type_call_depth(ok, "sqlite") == 6 <= MAX_TYPE_CALL_DEPTH
