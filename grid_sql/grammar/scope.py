@@ -243,9 +243,10 @@ class ScopeRules:
         def n(name: str) -> int:
             return sym_base + nts[name] if name in nts else -1
 
-        # identifier terminals that, where a word of theirs can only be a qualifier (the
-        # parser can read nothing but `.` after it), admit only the names a qualifier may
-        # be (see ``qualifier_names``); other category terminals never start an expression
+        # identifier terminals that, where a word of theirs can only be a qualifier (or, at
+        # a sort key, an output alias), admit only the names it may be there (see
+        # ``qualifier_names``, ``output_aliases``); other category terminals never start an
+        # expression (FUNCTION_NAME may start a call: never restricted this way)
         self.qualifier_terms: tuple[int, ...] = tuple(
             tids[x] for x in ("TABLE_NAME", "IDENT") if x in tids
         )
