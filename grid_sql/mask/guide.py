@@ -334,6 +334,8 @@ class Guide:
                 return 2
             if a < 0:
                 r = -a - 1
+                if rt.rule_lhs[r] == sem.nt_output_alias:
+                    return 2  # a bare sort key: kept (``ParserRuntime._must_qualify``)
                 if r in sem.qualifier_rules:
                     mode = 1
                 elif sem.rule_kind[r] in ("column_ref", "star_ref"):

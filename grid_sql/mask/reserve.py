@@ -468,10 +468,14 @@ class ReserveTable:
         if syms is None:
             raise MaskError(f"no completion from the stack {node!r}")
         terms = self._expand(syms)
-        if terms and rt.sem is not None and not (rt.allowed_mask(node) >> terms[0]) & 1:
+        if rt.sem is not None and (
+            (terms and not (rt.allowed_mask(node) >> terms[0]) & 1)
+            or (not terms and not rt.accepts_end(node))
+        ):
             # the scope rule dropped the first terminal the grammar alone would read (the
-            # `.` after a name no reference can continue: `HAVING count`): the cheapest
-            # completion through a terminal it allows instead
+            # `.` after a name no reference can continue: `HAVING count`), or the end (a
+            # bare sort key that must qualify): the cheapest completion through a terminal
+            # it allows instead
             terms = self._completion_via_allowed(node)
         tokens: list[int] = self._spell(ext) if ext else []
         data = ext

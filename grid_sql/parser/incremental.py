@@ -285,8 +285,32 @@ class ParserRuntime:
                 dot = 1 << self.sem.t_dot
                 if m & self.term_bits & ~dot and self._dot_dead(node):
                     m &= ~dot
+                elif self._must_qualify(node):
+                    m = (m & ~self.term_bits) | dot
             node.allowed = m
         return m
+
+    def _must_qualify(self, node: StackNode) -> bool:
+        """Whether the word on top of ``node`` is a bare sort key that can only go on as a
+        qualifier: an ``IDENT``/``TABLE_NAME`` the tables may reduce to ``any_name`` or
+        ``output_alias`` only, every FROM known (its lexicon view applied), and no output
+        alias of the level (docs/scope.md, "The `.` after a name"). Then only ``.`` (and no
+        ``$END``) may follow: the word is a qualifier name, never a sort key of its own."""
+        sem = self.sem
+        assert sem is not None
+        w = node.value
+        if node.symbol not in sem.qualifier_terms or not isinstance(w, bytes):
+            return False
+        kinds = self._reduced_to(node)
+        if kinds is None or sem.nt_output_alias not in kinds:
+            return False
+        if not kinds <= {sem.nt_any_name, sem.nt_output_alias}:
+            return False
+        ctx = self.ctx_at(node)
+        aliases = sem.output_aliases(ctx)
+        if aliases is None or sem.qualifier_names(ctx) is None:
+            return False
+        return norm_name(w) not in aliases
 
     def _lalr_mask(self, node: StackNode) -> int:
         """The terminals whose reduce chain reaches a SHIFT by the tables alone (no scope
@@ -404,6 +428,8 @@ class ParserRuntime:
         e = node.eos
         if e is None:
             e = self._simulate(node, self.end_id) and not self.unbound_on(node, self.end_id)
+            if e and self.sem is not None and self.sem.t_dot >= 0 and self._must_qualify(node):
+                e = False
             node.eos = e
         return e
 

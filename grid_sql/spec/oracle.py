@@ -298,6 +298,10 @@ class SpecOracle:
         when the chain closes a FROM clause leaving a select-list reference unbound
         (:meth:`ScopeSpec.unbound`); True when ``term`` is $END and the chain accepts."""
         st, fo = list(stack), list(forest)
+        if term != "DOT" and self._scope is not None and self._bare_qualifier(stack, forest):
+            # a bare sort key that names no output alias: only `.` may follow it
+            if self._shift_tree(stack, forest, "DOT", b"") is not None:
+                return None
         while True:
             act = self.table[st[-1]].get(term)
             if act is None:
@@ -326,6 +330,26 @@ class SpecOracle:
                     return None
             if term == END and goto == self.end_state:
                 return True
+
+    def _bare_qualifier(self, stack: Stack, forest: tuple[Any, ...]) -> bool:
+        """The forest ends with an IDENT/TABLE_NAME word that the table may only reduce to
+        ``any_name`` or ``output_alias`` (a sort key), every FROM is known, and the word is
+        no output alias of the innermost level."""
+        assert self._scope is not None
+        if not forest or not _tok(forest[-1]) or forest[-1][0] not in ("IDENT", "TABLE_NAME"):
+            return False
+        row = self.table[stack[-1]]
+        acts = [row[x] for x in row if x in self.rx or x == END]
+        if any(kind is Shift for kind, _ in acts):
+            return False
+        becomes = {arg.origin.name for _, arg in acts}
+        if "output_alias" not in becomes or not becomes <= {"any_name", "output_alias"}:
+            return False
+        if self._scope.qualifier_names(forest) is None:
+            return False
+        levels, _ = self._scope._levels(forest)
+        aliases = levels[-1].aliases
+        return "*" not in aliases and _norm(forest[-1][1]) not in aliases
 
     def _allowed_scoped(self, stack: Stack, forest: tuple[Any, ...]) -> frozenset[str]:
         """A(stack) under select-list obligations: the terminals whose chain shifts without

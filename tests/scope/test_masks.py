@@ -82,6 +82,8 @@ def test_masks_exact_against_brute_force_on_samples() -> None:
         b"SELECT * FROM singer AS T1 WHERE T1.Age ",
         b'SELECT Age AS Book FROM singer ORDER BY "Book"',
         b"SELECT Age AS Book FROM singer ORDER BY B",
+        b"SELECT Age AS x FROM singer AS s ORDER BY s",  # only `.` after it (CD: ` s,`)
+        b"SELECT Age AS x FROM singer AS s ORDER BY s ",
         b"SELECT * FROM singer AS T1 WHERE T",  # IDENT held to the qualifier names
         b'SELECT * FROM singer AS T1 WHERE "',
     ]

@@ -35,6 +35,7 @@ PREFIXES = [
     b"SELECT Age AS x FROM singer AS T1 ORDER BY T",
     b"SELECT * FROM singer AS T1 WHERE T",
     b'SELECT * FROM singer AS T1 WHERE "',
+    b"SELECT Age AS x FROM singer AS s ORDER BY s",  # cannot end: must qualify
 ]
 
 
@@ -66,6 +67,7 @@ def test_reserve_completion_exists_at_every_prefix_with_scopes() -> None:
     for sql in (
         b"SELECT Name FROM singer AS T1 GROUP BY Name HAVING count(*) > 1 AND T1.Age > 2",
         b"SELECT Age AS x FROM singer AS s WHERE s.Age > 1 ORDER BY x DESC , s.Name",
+        b"SELECT Age AS x FROM singer AS s ORDER BY s.Age , x",
         b"SELECT * FROM singer WHERE Age IN (SELECT Year FROM concert WHERE Theme = 'x')",
     ):
         for i in range(1, len(sql) + 1):

@@ -247,6 +247,15 @@ def test_dot_after_a_name_no_reference_can_continue() -> None:
         assert viable(f"SELECT Age AS x , Name AS T1 FROM singer AS s ORDER BY {ok}"), ok
     for bad in ("nosuch", "Theme", '"nosuch"', "concert.Theme", "zz"):
         assert not viable(f"SELECT Age AS x FROM singer AS s ORDER BY {bad}"), bad
+    # a qualifier name that is no output alias must go on as a qualifier (only `.`, no end)
+    rt = ParserRuntime.for_grammar(scoped(DB))
+    bare = rt.advance(rt.initial, b"SELECT Age AS x FROM singer AS s ORDER BY s")
+    assert bare is not None and not rt.eos_allowed(bare)
+    assert not viable("SELECT Age AS x FROM singer AS s ORDER BY s DESC")
+    assert not viable("SELECT Age AS x FROM singer AS s ORDER BY s , x")
+    assert viable("SELECT Age AS x FROM singer AS s ORDER BY s . Age DESC")
+    alias = rt.advance(rt.initial, b"SELECT Age AS s FROM singer AS s ORDER BY s")
+    assert alias is not None and rt.eos_allowed(alias)  # also an output alias: may end
     # (compound: any branch's alias; window ORDER BY in a select list: free)
     assert viable("SELECT Age AS a FROM singer UNION SELECT Capacity AS b FROM stadium ORDER BY b")
     assert viable("SELECT Age , rank() OVER (ORDER BY zz) FROM singer")

@@ -44,6 +44,8 @@ EXTRA = [
     'SELECT * FROM singer AS T1 WHERE Age = "2005-11-12" . Age OR Total_spent = 1',
     "SELECT Age FROM singer AS s ORDER BY Tx , s.Age , singer_in_concert.Age",
     'SELECT Age AS x , Name AS "T 1" FROM singer ORDER BY x , "t 1" DESC , X , nosuch',
+    "SELECT Age AS x FROM singer AS s ORDER BY s DESC , s , s.Age",
+    "SELECT Age AS s FROM singer AS s ORDER BY s DESC",
 ]
 
 
