@@ -307,10 +307,10 @@ class ParserRuntime:
         if not kinds <= {sem.nt_any_name, sem.nt_output_alias}:
             return False
         ctx = self.ctx_at(node)
-        aliases = sem.output_aliases(ctx)
-        if aliases is None or sem.qualifier_names(ctx) is None:
-            return False
-        return norm_name(w) not in aliases
+        aliases, quals, name = sem.output_aliases(ctx), sem.qualifier_names(ctx), norm_name(w)
+        if aliases is None or quals is None or name not in quals:
+            return False  # (a word bound nowhere: its `.` is dead instead, _dot_dead)
+        return name not in aliases
 
     def _lalr_mask(self, node: StackNode) -> int:
         """The terminals whose reduce chain reaches a SHIFT by the tables alone (no scope

@@ -345,11 +345,13 @@ class SpecOracle:
         becomes = {arg.origin.name for _, arg in acts}
         if "output_alias" not in becomes or not becomes <= {"any_name", "output_alias"}:
             return False
-        if self._scope.qualifier_names(forest) is None:
-            return False
+        quals = self._scope.qualifier_names(forest)
+        word = _norm(forest[-1][1])
+        if quals is None or word not in quals:
+            return False  # (a word bound nowhere: its `.` is dead, see dot_dead)
         levels, _ = self._scope._levels(forest)
         aliases = levels[-1].aliases
-        return "*" not in aliases and _norm(forest[-1][1]) not in aliases
+        return "*" not in aliases and word not in aliases
 
     def _allowed_scoped(self, stack: Stack, forest: tuple[Any, ...]) -> frozenset[str]:
         """A(stack) under select-list obligations: the terminals whose chain shifts without
