@@ -28,7 +28,7 @@ from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
-from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from grid_sql.errors import PolicyViolation
 from grid_sql.policy.aggregates import aggregate_misuse
@@ -346,8 +346,8 @@ class _Run:
         level = logger.level
         logger.setLevel(logging.ERROR)  # "falling back to Command" warnings are our business
         try:
-            self._scan_tokens()
-            why = too_deep(self.sql, self.c._read)
+            tokens = self._scan_tokens()
+            why = too_deep(self.sql, self.c._read, tokens)
             if why is not None:
                 self.add(
                     Violation(
@@ -359,7 +359,8 @@ class _Run:
                 )
                 return self.out
             try:
-                statements = [s for s in guarded_parse(self.sql, self.c._read) if s]
+                # (guarded just above, on the tokens already scanned)
+                statements = [s for s in sqlglot.parse(self.sql, read=self.c._read) if s]
             except (ParseError, TokenError) as exc:
                 msg = str(exc).splitlines()[0]
                 top = top_clause(self.sql, self.c.dialect)
@@ -392,16 +393,18 @@ class _Run:
             logger.setLevel(level)
         return self.out
 
-    def _scan_tokens(self) -> None:
+    def _scan_tokens(self) -> list[Token] | None:
+        """Banned clauses by token sequence; the tokens (None if ``sql`` does not tokenize)."""
         try:
             tokens = sqlglot.Dialect.get_or_raise(self.c._read).tokenize(self.sql)
         except TokenError:
-            return  # reported by the parse step
+            return None  # reported by the parse step
         words = [(t.text.upper(), t.start) for t in tokens if t.token_type not in _OPAQUE_TOKENS]
         for i in range(len(words)):
             for seq, clause in _CLAUSE_TOKENS:
                 if tuple(w for w, _ in words[i : i + len(seq)]) == seq:
                     self._banned_clause(clause, words[i][1], " ".join(seq))
+        return tokens
 
     def _banned_clause(self, clause: str, position: int | None, snippet: str | None) -> None:
         if clause in self.policy.banned_clauses:

@@ -11,22 +11,26 @@ as unparseable (fail closed) after a linear token scan, before sqlglot's parser 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.parser import Parser
-from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 MAX_TYPE_CALL_DEPTH = 10
 
 
-def type_call_depth(sql: str, read: str) -> int:
+def type_call_depth(sql: str, read: str, tokens: Sequence[Token] | None = None) -> int:
     """The deepest nesting of calls whose name sqlglot also reads as a data type (``date(``,
-    ``time(``, ``char(``, ...), by a linear scan of its tokens (0 if it does not tokenize)."""
-    try:
-        tokens = sqlglot.Dialect.get_or_raise(read).tokenize(sql)
-    except TokenError:
-        return 0
+    ``time(``, ``char(``, ...), by a linear scan of its tokens (0 if it does not tokenize).
+    ``tokens``: ``sql`` already tokenized in ``read`` (not tokenized again)."""
+    if tokens is None:
+        try:
+            tokens = sqlglot.Dialect.get_or_raise(read).tokenize(sql)
+        except TokenError:
+            return 0
     typed = Parser.TYPE_TOKENS
     stack: list[bool] = []
     depth = deepest = 0
@@ -43,9 +47,9 @@ def type_call_depth(sql: str, read: str) -> int:
     return deepest
 
 
-def too_deep(sql: str, read: str) -> str | None:
+def too_deep(sql: str, read: str, tokens: Sequence[Token] | None = None) -> str | None:
     """Why ``sql`` is refused before parsing (None: it may be parsed)."""
-    depth = type_call_depth(sql, read)
+    depth = type_call_depth(sql, read, tokens)
     if depth <= MAX_TYPE_CALL_DEPTH:
         return None
     return (
