@@ -23,14 +23,29 @@ A call with ``OVER`` is a window, not an aggregate. Nothing is guessed: an aggre
 subquery that reads a column of an enclosing query may belong to that query (SQL's outer
 aggregates), so it is judged only when every column it reads is qualified by a FROM item of
 its own query; compound queries' ORDER BY is not judged.
+
+One finding carries a mechanical fix (``Finding.edits``): a condition on an aggregate that
+is one AND-conjunct of the WHERE of a query *with* a GROUP BY moves to that query's HAVING
+(``WHERE a = 1 AND count(*) > 2 GROUP BY b`` → ``WHERE a = 1 GROUP BY b HAVING count(*) >
+2``). A per-row filter on a per-group value means nothing; the per-group filter is the only
+reading under which the statement is valid SQL, and the GROUP BY the model wrote says what a
+group is. Without a GROUP BY there is no such reading (HAVING on an ungrouped query turns it
+into one group), so nothing is proposed. The move is made on the token stream and only where
+it is unambiguous: no top-level OR or BETWEEN in the WHERE, no top-level OR in the HAVING; a
+moved condition the HAVING already states is dropped instead of repeated.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sqlite3
+from collections.abc import Sequence
 
+import sqlglot
 from sqlglot import exp
+from sqlglot.errors import TokenError
+from sqlglot.tokenizer_core import Token, TokenType
 
 from grid_sql.policy.conformance import DIALECT_LABEL, Finding
 
@@ -174,10 +189,146 @@ def _columns(select: exp.Select, sql: str) -> list[str]:
     return out
 
 
+_READ = {"postgresql": "postgres"}
+# Tokens that end a WHERE condition, a GROUP BY list or a HAVING condition at their depth.
+_CLAUSE_END = frozenset(
+    getattr(TokenType, n)
+    for n in (
+        "GROUP_BY",
+        "HAVING",
+        "ORDER_BY",
+        "LIMIT",
+        "OFFSET",
+        "FETCH",
+        "WINDOW",
+        "QUALIFY",
+        "UNION",
+        "INTERSECT",
+        "EXCEPT",
+        "SEMICOLON",
+        "FOR",
+        "LOCK",
+    )
+    if hasattr(TokenType, n)
+)
+_OPEN = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.CASE})
+_CLOSE = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.END})
+
+
+def _clause(tokens: Sequence[Token], i: int) -> tuple[int, list[tuple[int, int]], set[str]]:
+    """From token ``i`` (just after a clause keyword): the index of the token ending the
+    clause, its top-level AND-separated parts as (first, last) token indices, and the
+    top-level operator words seen (``OR``, ``BETWEEN``)."""
+    depth = 0
+    parts: list[tuple[int, int]] = []
+    seen: set[str] = set()
+    first = i
+    j = i
+    while j < len(tokens):
+        tt = tokens[j].token_type
+        if depth == 0 and (tt in _CLAUSE_END or tt in _CLOSE and tt != TokenType.END):
+            break
+        if tt in _OPEN:
+            depth += 1
+        elif tt in _CLOSE:
+            depth -= 1
+        elif depth == 0 and tt == TokenType.AND:
+            parts.append((first, j - 1))
+            first = j + 1
+        elif depth == 0 and tt in (TokenType.OR, TokenType.BETWEEN):
+            seen.add(tt.name)
+        j += 1
+    parts.append((first, j - 1))
+    return j, parts, seen
+
+
+def _conjuncts(cond: exp.Expr) -> list[exp.Expr]:
+    return list(cond.flatten()) if isinstance(cond, exp.And) else [cond.unnest()]
+
+
+def having_edits(
+    select: exp.Select, sql: str, dialect: str, positions: Sequence[int]
+) -> tuple[tuple[int, int, str], ...]:
+    """The text edits moving the WHERE conjuncts of ``select`` that hold the aggregate calls
+    written at ``positions`` to its HAVING (see the module doc), or () when the move is not
+    clean. The token split is cross-checked against sqlglot's own reading of the clauses."""
+    where, having = select.args.get("where"), select.args.get("having")
+    if where is None or not select.args.get("group") or not positions:
+        return ()
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(_READ.get(dialect, dialect)).tokenize(sql)
+    except (TokenError, ValueError):
+        return ()
+    starts = {t.start: k for k, t in enumerate(tokens)}
+    at = [starts.get(p) for p in positions]
+    if any(k is None for k in at):
+        return ()
+    # the WHERE keyword: back from the first call at its own depth
+    k = min(a for a in at if a is not None)
+    depth = 0
+    while k >= 0:
+        tt = tokens[k].token_type
+        if tt in _CLOSE:
+            depth += 1
+        elif tt in _OPEN:
+            depth -= 1
+            if depth < 0:
+                return ()
+        elif depth == 0 and tt == TokenType.WHERE:
+            break
+        k -= 1
+    if k < 0:
+        return ()
+    w_end, w_parts, w_ops = _clause(tokens, k + 1)
+    if w_ops or w_end >= len(tokens) or tokens[w_end].token_type != TokenType.GROUP_BY:
+        return ()
+    w_ast = _conjuncts(where.this)
+    if len(w_ast) != len(w_parts) or any(a > w_end for a in at if a is not None):
+        return ()
+    g_end, _, _ = _clause(tokens, w_end + 1)
+    h_ast: list[exp.Expr] = []
+    insert_at = tokens[g_end - 1].end + 1
+    if having is not None:
+        if g_end >= len(tokens) or tokens[g_end].token_type != TokenType.HAVING:
+            return ()
+        h_end, h_parts, h_ops = _clause(tokens, g_end + 1)
+        h_ast = _conjuncts(having.this)
+        if "OR" in h_ops or len(h_ast) != len(h_parts):
+            return ()
+        insert_at = tokens[h_end - 1].end + 1
+
+    def text(part: tuple[int, int]) -> str:
+        return sql[tokens[part[0]].start : tokens[part[1]].end + 1]
+
+    moved, kept = [], []
+    for part, node in zip(w_parts, w_ast, strict=True):
+        if any(a is not None and part[0] <= a <= part[1] for a in at):
+            if not any(node == h for h in h_ast):
+                moved.append(text(part))
+        else:
+            kept.append(text(part))
+    if len(kept) == len(w_parts):
+        return ()
+    w_start = tokens[k].start
+    w_stop = tokens[w_end - 1].end + 1
+    if kept:
+        edits = [(w_start, w_stop, sql[w_start : tokens[k].end + 1] + " " + " AND ".join(kept))]
+    else:  # the whole WHERE goes, with the blank before it
+        while w_start > 0 and sql[w_start - 1] in " \t\r\n":
+            w_start -= 1
+        edits = [(w_start, w_stop, "")]
+    if moved:
+        head = " AND " if having is not None else " HAVING "
+        edits.append((insert_at, insert_at, head + " AND ".join(moved)))
+    return tuple(edits)
+
+
 def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
     """Aggregate calls in clauses where ``dialect`` refuses them (see the module doc)."""
     out: list[Finding] = []
     label = DIALECT_LABEL.get(dialect, dialect)
+    # per SELECT, the positions of its WHERE aggregates (for the HAVING move)
+    in_where: dict[int, tuple[exp.Select, list[int]]] = {}
     for call in stmt.find_all(exp.Func):
         if not _is_aggregate(call, dialect) or _windowed(call):
             continue
@@ -221,6 +372,8 @@ def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
                 fix = "add a GROUP BY before it, or drop the aggregate"
         if msg is None:
             continue
+        if where == "where" and outer is None and pos is not None:
+            in_where.setdefault(id(select), (select, []))[1].append(pos)
         out.append(
             Finding(
                 "aggregate_misuse",
@@ -231,4 +384,16 @@ def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
                 column=None,
             )
         )
+    for select, positions in in_where.values():
+        edits = having_edits(select, sql, dialect, positions)
+        if not edits:
+            continue
+        for i, f in enumerate(out):
+            if f.position in positions and not f.edits:
+                out[i] = dataclasses.replace(
+                    f,
+                    fix=f"move the condition on `{f.snippet}` from WHERE to HAVING (the query "
+                    "groups with GROUP BY)",
+                    edits=edits,
+                )
     return out

@@ -7,7 +7,7 @@ conformance checker already knows the fix, and a small model given it in a repai
 applies it badly (bench/RESULTS-spider.md §5). A fix that the schema alone decides needs no
 model and cannot invent anything.
 
-Only two fixes are made (:class:`~grid_sql.policy.conformance.CertainEdit`):
+Two fixes come from the schema (:class:`~grid_sql.policy.conformance.CertainEdit`):
 
 * ``requalify`` — ``q.c`` whose table lacks ``c`` while exactly one other FROM item visible
   at that point (this level or an enclosing one, by the checker's own resolution rules) has
@@ -16,16 +16,24 @@ Only two fixes are made (:class:`~grid_sql.policy.conformance.CertainEdit`):
 * ``equal_join`` — an ambiguous bare ``c`` whose candidates are all joined by ``=`` on ``c``
   (inner joins only, one declared type), so that every candidate holds the same value.
 
+and one fix that SQL's own rules decide:
+
+* ``to_having`` — an aggregate condition ANDed into the WHERE of a query with a GROUP BY
+  moves to its HAVING (:func:`grid_sql.policy.aggregates.having_edits`; the engine refuses
+  the statement as written, and the per-group filter is its only valid reading).
+
 Everything else (close spellings, several candidates, unknown tables or aliases, functions,
-column rights) is left to the repair round. Edits are exact text replacements at token
-positions, so the model's formatting is kept; SQL is never regenerated through sqlglot. The
-fixed statement must still be a sentence of the role's grammar (the language the mask
-enforced) and pass the full checker (policy + conformance); otherwise nothing is applied.
+column rights, aggregates with no GROUP BY) is left to the repair round. Edits are exact text
+replacements at token positions, so the model's formatting is kept; SQL is never regenerated
+through sqlglot. The fixed statement must still be a sentence of the role's grammar (the
+language the mask enforced) and pass the full checker (policy + conformance); otherwise
+nothing is applied.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +45,7 @@ from grid_sql.policy.checker import Checker, Violation
 from grid_sql.policy.conformance import CertainEdit, apply_edits, certain_fixes
 
 FIXABLE_KINDS = frozenset({"unknown_column", "ambiguous_column"})
+EditKind = Literal["requalify", "equal_join", "to_having"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +56,7 @@ class FixEdit:
     end: int
     old: str
     new: str
-    kind: Literal["requalify", "equal_join"]
+    kind: EditKind
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,6 +159,16 @@ def autofix(
     # only edits answering a reported violation (a certain fix is computed per finding)
     wanted = {v.position for v in fixable}
     edits = [e for e in edits if e.start in wanted]
+    moves = [v for v in found if v.kind == "aggregate_misuse" and v.edits]
+    seen: set[tuple[int, int, str]] = set()
+    for v in moves:
+        for start, end, new in v.edits:
+            if (start, end, new) not in seen:
+                seen.add((start, end, new))
+                reason = "an aggregate condition belongs in HAVING of a grouped query"
+                edits.append(FixEdit(start, end, sql[start:end], new, "to_having", reason))
+    fixable += moves
+    edits.sort(key=lambda e: (e.start, e.end))
     if not edits:
         return AutofixResult(sql, remaining=tuple(found))
     complete = len(fixable) == len(found)
@@ -200,7 +219,8 @@ def autofix(
 def replay_edits(sql: str, edits: Sequence[Sequence[Any]]) -> str | None:
     """``sql`` with sealed edits ``[start, end, old, new, kind]`` applied, or None when an edit
     does not fit (its ``old`` is not the text at its position, the edits overlap, or an edit
-    does more than change which FROM item a column is read through)."""
+    does more than change which FROM item a column is read through or, for ``to_having``,
+    move conditions from a WHERE clause to a HAVING clause)."""
     todo: list[tuple[int, int, str]] = []
     for e in edits:
         if len(e) != 5:
@@ -208,10 +228,44 @@ def replay_edits(sql: str, edits: Sequence[Sequence[Any]]) -> str | None:
         start, end, old, new, kind = e
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end):
             return None
-        if sql[start:end] != old or kind not in ("requalify", "equal_join"):
+        if sql[start:end] != old or kind not in ("requalify", "equal_join", "to_having"):
             return None
+        if kind == "to_having":
+            if not _having_shape(old, new):
+                return None
+            todo.append((start, end, new))
+            continue
         col = old.rsplit(".", 1)[-1] if kind == "requalify" else old
         if "." not in new or not new.endswith("." + col.strip()):
             return None  # only the qualifier may change
         todo.append((start, end, new))
-    return apply_edits(sql, todo) if todo else None
+    if not todo:
+        return None
+    out = apply_edits(sql, todo)
+    if out is not None and any(e[4] == "to_having" for e in edits) and not _only_moved(sql, out):
+        return None
+    return out
+
+
+_WHERE = re.compile(r"\s*WHERE\b", re.IGNORECASE)
+_HEAD = re.compile(r"\s+(HAVING|AND)\s", re.IGNORECASE)
+_GLUE = frozenset({"WHERE", "HAVING", "AND"})
+
+
+def _having_shape(old: str, new: str) -> bool:
+    """A sealed ``to_having`` edit is a WHERE clause rewritten (or removed) or a HAVING
+    condition appended; nothing else."""
+    if _WHERE.match(old):
+        return new == "" or _WHERE.match(new) is not None
+    return old == "" and _HEAD.match(new) is not None
+
+
+def _only_moved(before: str, after: str) -> bool:
+    """Apart from the words WHERE, HAVING and AND, the edited statement's words are some of
+    the original's: ``to_having`` edits only move (or drop repeated) conditions."""
+
+    def words(sql: str) -> Counter[str]:
+        toks = re.findall(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\w+|[^\w\s]", sql)
+        return Counter(t if t[0] in "'\"`" else t.upper() for t in toks if t.upper() not in _GLUE)
+
+    return not (words(after) - words(before))

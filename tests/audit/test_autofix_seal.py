@@ -34,11 +34,13 @@ def role():
     return snap, policy, Guide(grammar, qwen2())
 
 
-def _seal(role, store: AuditStore, *, archive: bool = True) -> AuditRecord:
+def _seal(
+    role, store: AuditStore, *, archive: bool = True, wrong: str = WRONG, fixed: str = FIXED
+) -> AuditRecord:
     snap, policy, guide = role
-    steps, stop = record_generation(guide, WRONG.encode())
-    fix = autofix(WRONG, Checker(snap, policy), guide.grammar)
-    assert fix.complete and fix.fixed == FIXED
+    steps, stop = record_generation(guide, wrong.encode())
+    fix = autofix(wrong, Checker(snap, policy), guide.grammar)
+    assert fix.complete and fix.fixed == fixed
     log = AuditLog()
     log.extend(steps)
     rec = log.seal(
@@ -49,7 +51,7 @@ def _seal(role, store: AuditStore, *, archive: bool = True) -> AuditRecord:
         final_sql=fix.fixed,
         question="Which artist made each album?",
         dialect="sqlite",
-        autofix={"generated_sql": WRONG, "edits": [e.as_list() for e in fix.edits]},
+        autofix={"generated_sql": wrong, "edits": [e.as_list() for e in fix.edits]},
     )
     extra = {"schema": snap, "policy": policy} if archive else {}
     store.append(rec, grammar=guide.grammar, vocab=guide.vocab, **extra)
@@ -116,3 +118,33 @@ def test_without_archived_schema_the_edits_are_replayed_with_a_warning(
     rec = _seal(role, store, archive=False)
     rep = Verifier(store).verify(rec.audit_id)
     assert rep.ok and any("not re-derived" in w for w in rep.warnings), rep.describe()
+
+
+GROUPED = (
+    "SELECT T2.Name FROM Album AS T1 JOIN Artist AS T2 ON T1.ArtistId = T2.ArtistId "
+    "WHERE COUNT(*) > 3 GROUP BY T2.Name"
+)
+MOVED = GROUPED.replace(" WHERE COUNT(*) > 3", "") + " HAVING COUNT(*) > 3"
+
+
+def test_where_to_having_move_verifies_and_a_different_move_does_not(role, tmp_path: Path) -> None:
+    store = AuditStore(tmp_path / "audit.sqlite")
+    rec = _seal(role, store, wrong=GROUPED, fixed=MOVED)
+    assert {e[4] for e in rec.seal["autofix"]["edits"]} == {"to_having"}
+    rep = Verifier(store).verify(rec.audit_id)
+    assert rep.ok and not rep.warnings, rep.describe()
+    # shape-valid (only words of the statement, moved from WHERE to HAVING) but not the
+    # move autofix derives: caught by the re-derivation
+    where, _ = rec.seal["autofix"]["edits"]
+    n = len(GROUPED)
+    edits = [where, [n, n, "", " HAVING 3 > COUNT(*)", "to_having"]]
+    final = GROUPED.replace(" WHERE COUNT(*) > 3", "") + " HAVING 3 > COUNT(*)"
+    fake = {"generated_sql": GROUPED, "edits": edits}
+    rep = Verifier(store).verify_record(_forged(rec, final_sql=final, autofix=fake))
+    assert [d.field for d in rep.findings] == ["autofix"], rep.describe()
+    # a HAVING that adds a word the statement never had does not even replay
+    edits = [where, [n, n, "", " HAVING COUNT(*) > 30", "to_having"]]
+    final = GROUPED.replace(" WHERE COUNT(*) > 3", "") + " HAVING COUNT(*) > 30"
+    fake = {"generated_sql": GROUPED, "edits": edits}
+    rep = Verifier(store).verify_record(_forged(rec, final_sql=final, autofix=fake))
+    assert [d.field for d in rep.findings] == ["final_sql"], rep.describe()

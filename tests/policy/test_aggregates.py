@@ -12,6 +12,7 @@ import sqlalchemy as sa
 import sqlglot
 
 from grid_sql.policy.aggregates import aggregate_misuse
+from grid_sql.policy.conformance import apply_edits
 
 _SQLGLOT = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql"}
 
@@ -53,6 +54,28 @@ SQLITE_CASES: list[tuple[str, bool]] = [
     ("SELECT a FROM t LIMIT 1 OFFSET count(*)", True),
 ]
 
+# WHERE aggregates with a mechanical move to HAVING: (statement, the moved statement)
+MOVES: list[tuple[str, str]] = [
+    (
+        "SELECT a FROM t WHERE b > 0 AND count(*) > 1 GROUP BY a",
+        "SELECT a FROM t WHERE b > 0 GROUP BY a HAVING count(*) > 1",
+    ),
+    (
+        "SELECT a FROM t WHERE max(b) > 1 GROUP BY a HAVING count(*) > 0 ORDER BY a",
+        "SELECT a FROM t GROUP BY a HAVING count(*) > 0 AND max(b) > 1 ORDER BY a",
+    ),
+    (
+        "SELECT a FROM t WHERE a IN (SELECT u.a FROM u WHERE sum(u.b) > 1 GROUP BY u.a)",
+        "SELECT a FROM t WHERE a IN (SELECT u.a FROM u GROUP BY u.a HAVING sum(u.b) > 1)",
+    ),
+]
+
+
+def _moved(sql: str, dialect: str) -> str | None:
+    stmt = sqlglot.parse_one(sql, read=_SQLGLOT[dialect])
+    edits = [e for f in aggregate_misuse(stmt, sql, dialect) for e in f.edits]
+    return apply_edits(sql, edits) if edits else None
+
 
 def _flags(sql: str, dialect: str) -> bool:
     stmt = sqlglot.parse_one(sql, read=_SQLGLOT[dialect])
@@ -84,6 +107,17 @@ def test_sqlite(sql: str, refused: bool) -> None:
     assert _flags(sql, "sqlite") == refused
 
 
+@pytest.mark.parametrize(("sql", "fixed"), MOVES)
+def test_sqlite_moves(sql: str, fixed: str) -> None:
+    assert _sqlite_refuses(sql) and not _sqlite_refuses(fixed)
+    assert _moved(sql, "sqlite") == fixed
+    assert not _flags(fixed, "sqlite")
+    # nothing is moved where the statement is not refused or has no GROUP BY
+    assert _moved(fixed, "sqlite") is None
+    ungrouped = sql.replace(" GROUP BY a", "").replace(" GROUP BY u.a", "")
+    assert _sqlite_refuses(ungrouped) and _moved(ungrouped, "sqlite") is None
+
+
 @pytest.mark.db
 @pytest.mark.parametrize(
     ("var", "dialect"), [("GRID_SQL_PG_URL", "postgresql"), ("GRID_SQL_MYSQL_URL", "mysql")]
@@ -113,4 +147,15 @@ def test_servers(server_engine: Callable[[str], sa.Engine], var: str, dialect: s
             # the forms refused in every dialect are flagged in every dialect
             if dialects == {"sqlite", "postgresql", "mysql"}:
                 assert _flags(sql, dialect), sql
+        for sql, fixed in MOVES:  # refused as written, runs once moved
+            assert _moved(sql, dialect) == fixed
+            for text, fails in ((sql, True), (fixed, False)):
+                nested = conn.begin_nested()
+                try:
+                    conn.exec_driver_sql(text).fetchall()
+                    nested.commit()
+                    assert not fails, text
+                except sa.exc.DBAPIError:
+                    nested.rollback()
+                    assert fails, text
         conn.rollback()

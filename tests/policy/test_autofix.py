@@ -4,6 +4,7 @@ and Spider schemas, the real role grammars)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,77 @@ def test_replay_edits_rejects_edits_that_do_more_than_requalify():
     assert replay_edits(sql, [[7, 14, "T1.Nam", "T2.Name", "requalify"]]) is None
     assert replay_edits(sql, [[7, 14, "T1.Name", "T2.Name", "rewrite"]]) is None
     assert replay_edits(sql, [[6, 14, "T1.Name", "T2.Name", "requalify"]]) is None
+
+
+def test_aggregate_condition_moves_from_where_to_having(role):
+    """An aggregate condition ANDed into the WHERE of a grouped query moves to HAVING; one the
+    HAVING already states is dropped, not repeated (Spider q244's repair round, in Chinook
+    words); the result runs and equals the statement written with HAVING by hand."""
+    checker, grammar = role
+    sql = (
+        "SELECT T1.Name FROM Artist AS T1 JOIN Album AS T2 ON T1.ArtistId = T2.ArtistId "
+        "WHERE T1.Name LIKE 'A%' AND COUNT(*) >= 2 GROUP BY T1.Name ORDER BY T1.Name"
+    )
+    want = (
+        "SELECT T1.Name FROM Artist AS T1 JOIN Album AS T2 ON T1.ArtistId = T2.ArtistId "
+        "WHERE T1.Name LIKE 'A%' GROUP BY T1.Name HAVING COUNT(*) >= 2 ORDER BY T1.Name"
+    )
+    assert _fixed(role, sql) == want
+    r = autofix(sql, checker, grammar)
+    assert {e.kind for e in r.edits} == {"to_having"}
+    con = sqlite3.connect(f"file:{chinook_path()}?mode=ro", uri=True)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="aggregate"):
+            con.execute(sql)
+        rows = con.execute(want).fetchall()
+        every = con.execute(want.replace(">= 2", ">= 0")).fetchall()
+        assert rows and len(rows) < len(every)  # the moved condition still filters groups
+    finally:
+        con.close()
+    dup = "SELECT Name FROM Genre WHERE COUNT(*) < 200 GROUP BY Name HAVING COUNT(*) < 200"
+    assert _fixed(role, dup) == "SELECT Name FROM Genre GROUP BY Name HAVING COUNT(*) < 200"
+    # HAVING extended, every aggregate conjunct moved, the non-aggregate one kept in place
+    sql = (
+        "SELECT GenreId FROM Track WHERE max(Milliseconds) > 1 AND GenreId > 2 AND "
+        "min(Bytes) > 0 GROUP BY GenreId HAVING sum(UnitPrice) > 1 LIMIT 3"
+    )
+    assert _fixed(role, sql) == (
+        "SELECT GenreId FROM Track WHERE GenreId > 2 GROUP BY GenreId HAVING sum(UnitPrice) > 1"
+        " AND max(Milliseconds) > 1 AND min(Bytes) > 0 LIMIT 3"
+    )
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # no GROUP BY: HAVING would make the query one group, another statement
+        "SELECT Name FROM Genre WHERE COUNT(*) < 200",
+        # OR / BETWEEN at the top of the WHERE: the condition cannot be split
+        "SELECT Name FROM Genre WHERE GenreId = 1 OR COUNT(*) < 200 GROUP BY Name",
+        "SELECT Name FROM Genre WHERE GenreId BETWEEN 1 AND 3 AND COUNT(*) < 2 GROUP BY Name",
+        # OR at the top of the HAVING: appending `AND c` would bind to its last disjunct
+        "SELECT Name FROM Genre WHERE COUNT(*) < 2 GROUP BY Name HAVING max(GenreId) > 1 OR "
+        "min(GenreId) > 2",
+    ],
+)
+def test_aggregate_in_where_left_to_the_repair_round(role, sql):
+    r = _untouched(role, sql)
+    assert {v.kind for v in r.remaining} == {"aggregate_misuse"}
+
+
+def test_replay_edits_rejects_to_having_edits_that_do_more_than_move():
+    sql = "SELECT a FROM t WHERE a = 1 AND count(*) > 2 GROUP BY a"
+    where = [16, 44, "WHERE a = 1 AND count(*) > 2", "WHERE a = 1", "to_having"]
+    add = [55, 55, "", " HAVING count(*) > 2", "to_having"]
+    assert replay_edits(sql, [where, add]) == (
+        "SELECT a FROM t WHERE a = 1 GROUP BY a HAVING count(*) > 2"
+    )
+    # a condition that was not in the WHERE, a rewrite of something else, a wrong keyword
+    assert replay_edits(sql, [where, [55, 55, "", " HAVING count(*) > 3", "to_having"]]) is None
+    assert replay_edits(sql, [where, [55, 55, "", " HAVING b > 2", "to_having"]]) is None
+    assert replay_edits(sql, [[0, 8, "SELECT a", "SELECT b", "to_having"]]) is None
+    assert replay_edits(sql, [where, [55, 55, "", " ORDER count(*) > 2", "to_having"]]) is None
+    assert replay_edits(sql, [[16, 44, where[2], "a = 1", "to_having"], add]) is None
 
 
 @pytest.mark.skipif(not SPIDER.exists(), reason="shared Spider data not present")
