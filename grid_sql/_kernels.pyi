@@ -130,15 +130,15 @@ class TrieWalker:
 
     References the shared ``dfa`` and ``trie`` (no copy); only ``ignored`` (u64 words,
     ``<= dfa.n_words``) and ``lexicons`` (``(terminal, words, fold_bare_case,
-    fold_quoted_case)``) are its own. Raises ``ValueError`` for inconsistent inputs (the
-    message names the input).
+    fold_quoted_case, exclude)``; with ``exclude`` the words are the refused ones) are its
+    own. Raises ``ValueError`` for inconsistent inputs (the message names the input).
     """
 
     def __new__(
         cls,
         dfa: ScanDfa,
         ignored: bytes,
-        lexicons: Sequence[tuple[int, Sequence[bytes], bool, bool]],
+        lexicons: Sequence[tuple[int, Sequence[bytes], bool, bool, bool]],
         trie: TokenTrieArrays,
     ) -> TrieWalker: ...
     def walk(

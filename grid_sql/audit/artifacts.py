@@ -85,6 +85,8 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
         }
         if grammar.scopes.bind_select_list:  # absent in archives written before the rule
             body["scopes"]["bind_select_list"] = True
+        if grammar.scopes.fresh_aliases:  # likewise
+            body["scopes"]["fresh_aliases"] = True
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -140,6 +142,7 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     sc["tables"],
                     sc["schemas"],
                     bind_select_list=bool(sc.get("bind_select_list", False)),
+                    fresh_aliases=bool(sc.get("fresh_aliases", False)),
                 )
             )
     except AuditError:

@@ -635,7 +635,12 @@ class Grammar:
             lexicon=lex,
             scopes=None
             if self.scopes is None
-            else (dict(self.scopes.columns), self.scopes.schemas, self.scopes.bind_select_list),
+            else (
+                dict(self.scopes.columns),
+                self.scopes.schemas,
+                self.scopes.bind_select_list,
+                self.scopes.fresh_aliases,
+            ),
         )
 
     def __repr__(self) -> str:

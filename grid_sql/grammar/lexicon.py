@@ -31,29 +31,37 @@ def fold_lexeme(lexeme: bytes, fold_bare_case: bool, fold_quoted_case: bool = Fa
 
 @dataclass(frozen=True)
 class CategoryWords:
-    """The allowed words of one category terminal, with their prefix closure."""
+    """The allowed words of one category terminal, with their prefix closure.
+
+    With ``exclude`` the words are the *refused* ones: every lexeme of the terminal but
+    those is admitted (the scope rule's fresh-alias views, ``grammar/scope.py``), and every
+    partial lexeme counts as live. That is exact only when each refused word is a proper
+    prefix of another lexeme of the terminal (``t1`` of ``t1x``, ``"t1"`` of ``"t1""x"``),
+    which the caller ensures (never ``[t1]``).
+    """
 
     words: frozenset[bytes]
     fold_bare_case: bool = False
     fold_quoted_case: bool = False
+    exclude: bool = False
     prefixes: frozenset[bytes] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         folded = frozenset(self._fold(w) for w in self.words)
         object.__setattr__(self, "words", folded)
-        pre = {w[:i] for w in folded for i in range(len(w) + 1)}
+        pre = set() if self.exclude else {w[:i] for w in folded for i in range(len(w) + 1)}
         object.__setattr__(self, "prefixes", frozenset(pre))
 
     def _fold(self, lexeme: bytes) -> bytes:
         return fold_lexeme(lexeme, self.fold_bare_case, self.fold_quoted_case)
 
     def admits(self, lexeme: bytes) -> bool:
-        """Whether ``lexeme`` is one of the allowed words."""
-        return self._fold(lexeme) in self.words
+        """Whether ``lexeme`` is one of the allowed words (not a refused one)."""
+        return (self._fold(lexeme) in self.words) != self.exclude
 
     def admits_prefix(self, partial: bytes) -> bool:
         """Whether ``partial`` can still be extended to an allowed word."""
-        return self._fold(partial) in self.prefixes
+        return self.exclude or self._fold(partial) in self.prefixes
 
 
 class SchemaLexicon:

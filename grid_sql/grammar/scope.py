@@ -85,6 +85,10 @@ class ScopeTable:
     list before it is bound nowhere (``docs/scope.md``, "Select-list obligations"). It is
     part of the language, so it is part of the fingerprint (only when on: fingerprints of
     tables without it are unchanged).
+
+    ``fresh_aliases``: a table's alias may not be a name its query's FROM already exposes
+    (``docs/scope.md``, "Fresh aliases"). Sound only where names compare
+    ASCII-case-insensitively quoted or not (SQLite); likewise in the fingerprint only when on.
     """
 
     def __init__(
@@ -93,6 +97,7 @@ class ScopeTable:
         schemas: Iterable[str] = (),
         *,
         bind_select_list: bool = False,
+        fresh_aliases: bool = False,
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -100,6 +105,7 @@ class ScopeTable:
         self.columns: dict[str, frozenset[str]] = {t: frozenset(c) for t, c in sorted(cols.items())}
         self.schemas: frozenset[str] = DEFAULT_SCHEMAS | {norm_name(s) for s in schemas}
         self.bind_select_list = bind_select_list
+        self.fresh_aliases = fresh_aliases
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
@@ -107,6 +113,8 @@ class ScopeTable:
         }
         if bind_select_list:
             body["bind_select_list"] = True
+        if fresh_aliases:
+            body["fresh_aliases"] = True
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def __repr__(self) -> str:
@@ -262,6 +270,11 @@ class ScopeRules:
         # bindings, so the keyword opens a level whose binding is unknown (like a select
         # list before its FROM) and every position nested in the statement is unrestricted.
         self.t_dml = frozenset(x for x in (t("UPDATE"), t("DELETE")) if x >= 0)
+        # fresh aliases (ScopeTable.fresh_aliases): where an IDENT can only be a table's alias
+        self.fresh = table.fresh_aliases and "IDENT" in tids and "table_alias" in nts
+        self.t_ident, self.t_as, self.t_lpar = t("IDENT"), t("AS"), t("LPAR")
+        self.nt_table_alias = nts.get("table_alias", -1)
+        self.n_table_name = n("table_name")
         self.n_select_list = n("select_list")
         self.n_from_clause = n("from_clause")
         self.n_any_name = n("any_name")
@@ -504,6 +517,16 @@ class ScopeRules:
             *(cols[i.table] for lv in levels for i in lv.items if i.table in cols)
         )
         return Restriction(names or frozenset().union(*cols.values()), True, True)
+
+    def refused_aliases(self, ctx: Context) -> frozenset[str]:
+        """The names a table may not be aliased as in the FROM clause being written
+        (``ctx``'s innermost level open): those its FROM items so far expose, each by its
+        alias or else its name (a duplicate alias, which the checker refuses in every
+        dialect and no fix can resolve). Items of unknown name refuse nothing."""
+        if not ctx.levels or ctx.levels[-1].state != OPEN:
+            return frozenset()
+        items = ctx.levels[-1].items
+        return frozenset(i.names[0] for i in items if i.names and i.names[0] != WILDCARD)
 
     def output_aliases(self, ctx: Context) -> frozenset[str] | None:
         """The output aliases a bare name at a sort key of the innermost level may name

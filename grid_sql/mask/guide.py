@@ -157,6 +157,10 @@ class Guide:
         if allowed & rt.lexicon_mask:
             scope = rt.lex_at(cfg.stack).fp
             return MaskKey(KIND_IDENT, node, cfg.scan.rem, allowed, self.schema_fp, scope)
+        if allowed & rt.fresh_mask:  # a table's alias may be held to fresh names
+            scope = rt.lex_at(cfg.stack).fp
+            if scope is not None:
+                return MaskKey(KIND_IDENT, node, cfg.scan.rem, allowed, self.schema_fp, scope)
         return MaskKey(KIND_GENERIC, node, cfg.scan.rem, allowed, None)
 
     def entry_for(self, cfg: Configuration, node: int = 0, *, walk: bool = True) -> MaskEntry:

@@ -595,7 +595,13 @@ class ReserveTable:
         words = view.words.get(tid)
         if view.fp is None or words is None or words.admits(self.lexeme[tid]):
             return None
-        for w in sorted(words.words, key=lambda w: (len(w), w)):
+        if words.exclude:  # a fresh-alias view refused the fixed lexeme: grow it
+            fixed = self.lexeme[tid]
+            tries = [fixed + bytes([c]) for c in b"_0123456789abcdefghijklmnopqrstuvwxyz"]
+            words_ = [w for w in tries if words.admits(w)]
+        else:
+            words_ = sorted(words.words, key=lambda w: (len(w), w))
+        for w in words_:
             if rt.advance(at, w + self.sep) is not None:
                 return w
         return None

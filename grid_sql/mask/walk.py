@@ -190,7 +190,7 @@ class Walker:
             scan_dfa(rt, nw),
             rt.ignored_mask.to_bytes(nw * 8, "little"),
             [
-                (tid, sorted(w.words), w.fold_bare_case, w.fold_quoted_case)
+                (tid, sorted(w.words), w.fold_bare_case, w.fold_quoted_case, w.exclude)
                 for tid, w in lexicon.items()
             ],
             self.trie.kernel_arrays(),

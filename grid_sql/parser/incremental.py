@@ -205,6 +205,12 @@ class ParserRuntime:
             for w in cw.words:
                 index.setdefault(norm_name(w), set()).add(w)
             self._col_index = {k: frozenset(v) for k, v in index.items()}
+        # positions where a scope view may restrict IDENT without any lexicon terminal being
+        # allowed (a table's alias: ScopeTable.fresh_aliases); the mask layer keys them
+        # as identifier positions (Guide.key_for)
+        self.fresh_mask = 0
+        if self.sem is not None and self.sem.fresh:
+            self.fresh_mask = 1 << self.sem.t_ident
         # Stop bits: above the terminal words of an allowed set, bit ``stop_shift + t``
         # marks a reserved keyword ``t`` a select-list obligation blocks; a lexeme whose
         # candidates reach it resolves to nothing (no fallback to an identifier). The Rust
@@ -553,6 +559,10 @@ class ParserRuntime:
 
     def _scoped_view(self, node: StackNode, sem: ScopeRules) -> LexiconView:
         allowed = self.allowed_mask(node)
+        if allowed & self.fresh_mask:
+            view = self._alias_view(node, sem)
+            if view is not None:
+                return view
         if not (allowed >> sem.column_tid) & 1:
             return self.base_lex  # no column position: generic keys stay scope-free
         qualifier = None
@@ -603,6 +613,51 @@ class ParserRuntime:
                 for w in sorted(cat.words):
                     h.update(len(w).to_bytes(4, "little") + w)
             view = LexiconView(lex, mask, h.hexdigest())
+            if len(self._views) >= VIEW_LIMIT:
+                self._views.clear()
+            self._views[key] = view
+        return view
+
+    def _alias_view(self, node: StackNode, sem: ScopeRules) -> LexiconView | None:
+        """At a table's alias (an IDENT that can only reduce to ``table_alias``, after a
+        table name with or without ``AS``): IDENT admits every word but the spellings of
+        :meth:`ScopeRules.refused_aliases`, the names the FROM so far exposes (docs/scope.md,
+        "Fresh aliases"); None elsewhere or when nothing is refused. The spellings are
+        compared ASCII-case-folded quoted or not (SQLite's rule; ``fresh_aliases`` is only
+        on there); names that are not ASCII refuse nothing."""
+        top = self.shift(node, sem.t_ident)
+        reduces = False
+        for t, a in enumerate(self.action[top.state]):
+            if a > 0 and t != sem.t_lpar:
+                return None  # the word may go on as something else
+            if a < 0:
+                if self.rule_lhs[-a - 1] != sem.nt_table_alias:
+                    return None
+                reduces = True
+        if not reduces:
+            return None
+        p = top.parent
+        if p is not None and p.symbol == sem.t_as:
+            p = p.parent
+        if p is None or p.symbol != sem.n_table_name:
+            return None  # a derived table, CTE or function: not modelled
+        refused = sem.refused_aliases(self.ctx_at(node))
+        spelled = self._spellings(frozenset(n for n in refused if n.isascii()), sem.t_ident)
+        # a complement lexicon keeps every partial lexeme live, so only spellings some
+        # longer lexeme extends are refused (bare and quoted ones; never `[q]`)
+        spelled = frozenset(w for w in spelled or () if w[:1] != b"[")
+        if not spelled:
+            return None
+        key = ("alias", spelled)
+        view = self._views.get(key)
+        if view is None:
+            lex = dict(self.lexicon)
+            lex[sem.t_ident] = CategoryWords(spelled, True, True, exclude=True)
+            h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
+            h.update(b"X" + sem.t_ident.to_bytes(4, "little"))
+            for w in sorted(spelled):
+                h.update(len(w).to_bytes(4, "little") + w)
+            view = LexiconView(lex, self.lexicon_mask | self.fresh_mask, h.hexdigest())
             if len(self._views) >= VIEW_LIMIT:
                 self._views.clear()
             self._views[key] = view

@@ -10,7 +10,12 @@ from ..grammar.scope import ScopeTable
 from ..schema.model import SchemaSnapshot
 
 
-def role_scopes(snapshot: SchemaSnapshot, *, bind_select_list: bool = False) -> ScopeTable:
+def role_scopes(
+    snapshot: SchemaSnapshot,
+    *,
+    bind_select_list: bool = False,
+    fresh_aliases: bool | None = None,
+) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
     Columns are not filtered by the policy here: the scope rule only narrows the role's
@@ -19,10 +24,17 @@ def role_scopes(snapshot: SchemaSnapshot, *, bind_select_list: bool = False) -> 
     Tables of the same name in several schemas are merged (a union only widens).
     ``bind_select_list``: a FROM clause may not close while a select-list reference before
     it is bound nowhere (``docs/scope.md``, select-list obligations).
+    ``fresh_aliases`` (default: on for SQLite only, where names compare case-insensitively
+    quoted or not): a table's alias may not repeat a name its FROM exposes or be a qualifier
+    the select list reads a missing column through (``docs/scope.md``, "Fresh aliases").
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
     for schema, t in snapshot.iter_tables():
         schemas.append(schema)
         tables.setdefault(t.name, []).extend(t.column_names)
-    return ScopeTable(tables, schemas, bind_select_list=bind_select_list)
+    if fresh_aliases is None:
+        fresh_aliases = snapshot.dialect == "sqlite"
+    return ScopeTable(
+        tables, schemas, bind_select_list=bind_select_list, fresh_aliases=fresh_aliases
+    )

@@ -73,7 +73,7 @@ class SpecGrammar:
     lexicon: Mapping[str, tuple[frozenset[bytes], bool]] = field(default_factory=dict)
     # scope-aware column lexicons (docs/scope.md): (table -> column names, schema names),
     # names lower-case and unquoted; None: off
-    scopes: tuple[Mapping[str, frozenset[str]], frozenset[str], bool] | None = None
+    scopes: tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool] | None = None
 
     @classmethod
     def from_lark(
@@ -168,7 +168,7 @@ class SpecOracle:
         self._scope: ScopeSpec | None = (
             None if grammar.scopes is None else ScopeSpec(*grammar.scopes)
         )
-        self._view: dict[str, tuple[frozenset[bytes], bool]] | None = None  # scoped lexicon
+        self._view: dict[str, tuple[frozenset[bytes], Any]] | None = None  # scoped lexicon
         self._forest: tuple[Any, ...] = ()  # parse forest of the last scoped scan
 
     def _check_lexicon(self, lexicon: Lexicon) -> dict[str, tuple[frozenset[bytes], bool]]:
@@ -251,12 +251,12 @@ class SpecOracle:
         return frozenset(t for t in self.names if self.shift(stack, t) is not None)
 
     # ---- lexer --------------------------------------------------------------------------
-    def _lexicon_now(self) -> dict[str, tuple[frozenset[bytes], bool]]:
+    def _lexicon_now(self) -> dict[str, tuple[frozenset[bytes], Any]]:
         return self.lexicon if self._view is None else self._view
 
     def _lex_key(self, name: str, s: bytes) -> tuple[frozenset[bytes], bytes]:
         words, fold = self._lexicon_now()[name]
-        if fold == 2 or (fold and s[:1] and s[:1] not in QUOTE_BYTES):
+        if fold in (2, EXCLUDE) or (fold and s[:1] and s[:1] not in QUOTE_BYTES):
             return words, s.lower()
         return words, s
 
@@ -266,6 +266,8 @@ class SpecOracle:
             return False
         if name in self._lexicon_now():
             words, key = self._lex_key(name, s)
+            if self._lexicon_now()[name][1] == EXCLUDE:
+                return key not in words
             return key in words
         return True
 
@@ -275,6 +277,8 @@ class SpecOracle:
             return False
         if name in self._lexicon_now():
             words, key = self._lex_key(name, s)
+            if self._lexicon_now()[name][1] == EXCLUDE:
+                return True  # refused words only: longer lexemes are admitted
             return any(w.startswith(key) for w in words)
         return True
 
@@ -479,6 +483,7 @@ SCOPE_PSEUDO_COLUMNS = frozenset(
     {"rowid", "oid", "_rowid_", "ctid", "xmin", "xmax", "cmin", "cmax", "tableoid", "user"}
 )
 SCOPE_MAX_REFS = 32
+EXCLUDE = "exclude"  # lexicon fold marker: the words are refused (compared case-folded)
 _IDENT_TERMINALS = (
     "FUNCTION_NAME",
     "TABLE_NAME",
@@ -514,6 +519,7 @@ class _Level:
     items: list[tuple[frozenset[str], str | None, bool, str | None]]
     aliases: list[str]
     refs: frozenset[tuple[str | None, str]] | None = frozenset()  # None: too many
+    exposed: list[str] = field(default_factory=list)  # names the FROM items so far expose
 
 
 class ScopeSpec:
@@ -522,11 +528,16 @@ class ScopeSpec:
     values: FROM items and output aliases are collected by walking subtrees."""
 
     def __init__(
-        self, tables: Mapping[str, frozenset[str]], schemas: frozenset[str], bind: bool = False
+        self,
+        tables: Mapping[str, frozenset[str]],
+        schemas: frozenset[str],
+        bind: bool = False,
+        fresh: bool = False,
     ) -> None:
         self.tables = tables
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
         self.bind = bind
+        self.fresh = fresh
         self.all_columns = {c for cs in tables.values() for c in cs}
 
     def _walk(self, x: Any, want: str) -> list[Any]:
@@ -559,6 +570,23 @@ class ScopeSpec:
                 out.append((frozenset({_norm(first[1][0][1])}), None, True, None))
             else:
                 out.append((frozenset({a_name or "*"}), None, True, None))
+        return out
+
+    def _exposed(self, x: Any) -> list[str]:
+        """The names the FROM items in ``x`` answer to as a whole: the alias when there is
+        one, else the table or CTE name (a parenthesized join: its items'); unknown ones
+        are left out."""
+        out: list[str] = []
+        for tp in self._walk(x, "table_primary"):
+            kids = tp[1]
+            if _tree(kids[-1], "table_alias"):
+                out += [_norm(k[1]) for k in kids[-1][1] if _tok(k, "IDENT")][:1]
+            elif _tree(kids[0], "table_name"):
+                out.append(_norm(kids[0][1][-1][1]))
+            elif _tok(kids[0], "LPAR") and _tree(kids[1], "table_ref"):
+                out += self._exposed(kids[1])
+            elif _tree(kids[0], "cte_ref") and _tok(kids[0][1][0]):
+                out.append(_norm(kids[0][1][0][1]))
         return out
 
     def _aliases(self, x: Any) -> list[str]:
@@ -668,7 +696,13 @@ class ScopeSpec:
                     x[0] in ("table_primary", "table_ref", "join_clause", "from_list")
                     or x[0].startswith("__from_list")
                 ):
-                    levels[-1] = _Level("from", top.items + self._items(x), top.aliases, top.refs)
+                    levels[-1] = _Level(
+                        "from",
+                        top.items + self._items(x),
+                        top.aliases,
+                        top.refs,
+                        top.exposed + self._exposed(x),
+                    )
             prev = x
         return levels, ctes
 
@@ -751,7 +785,14 @@ class ScopeSpec:
         self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
     ) -> dict[str, tuple[frozenset[bytes], Any]] | None:
         """The lexicons at a configuration (None: the grammar's own). A fold of 2 compares
-        every lexeme case-folded, quoted ones too (the names a qualifier may be)."""
+        every lexeme case-folded, quoted ones too (the names a qualifier may be); a fold of
+        ``EXCLUDE`` does so for words that are refused, every other lexeme admitted."""
+        if self.fresh:
+            fresh = self._fresh_alias(oracle, stack, forest)
+            if fresh is not None:
+                alias_view: dict[str, tuple[frozenset[bytes], Any]] = dict(oracle.lexicon)
+                alias_view["IDENT"] = (fresh, EXCLUDE)
+                return alias_view
         if "COLUMN_NAME" not in oracle.lexicon or "COLUMN_NAME" not in oracle.allowed(stack):
             return None
         view: dict[str, tuple[frozenset[bytes], Any]] | None = None
@@ -813,6 +854,41 @@ class ScopeSpec:
             view = dict(oracle.lexicon) if view is None else view
             view[t] = entry
         return view
+
+    def _fresh_alias(
+        self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
+    ) -> frozenset[bytes] | None:
+        """At an IDENT that can only be a table's alias (written after a table name): the
+        spellings it may not be, the names the FROM so far exposes; None elsewhere or when
+        none."""
+        if "IDENT" not in oracle.rx or "IDENT" not in oracle.allowed(stack) or not forest:
+            return None
+        after = oracle.shift(stack, "IDENT")
+        if not isinstance(after, tuple):
+            return None
+        acts = [(x, a) for x, a in oracle.table[after[-1]].items() if x in oracle.rx or x == END]
+        if not any(kind is not Shift for _, (kind, _) in acts):
+            return None
+        for x, (kind, arg) in acts:
+            if kind is Shift and x != "LPAR":
+                return None
+            if kind is not Shift and arg.origin.name != "table_alias":
+                return None
+        head = forest[-2] if _tok(forest[-1], "AS") and len(forest) >= 2 else forest[-1]
+        if not (_tree(head, "table_name") or _tok(head, "TABLE_NAME")):
+            return None
+        levels, _ = self._levels(forest)
+        if not levels or levels[-1].state != "from":
+            return None
+        refused = set(levels[-1].exposed)
+        forms = set()
+        for q in refused:
+            if not q.isascii():
+                continue
+            dq, bq = q.replace('"', '""'), q.replace("`", "``")
+            forms |= {q, f'"{dq}"', f"`{bq}`"}  # not `[q]`: nothing extends it past `]`
+        words = frozenset(w for w in (f.encode() for f in forms) if oracle.rx["IDENT"].fullmatch(w))
+        return words or None
 
     def qualifier_names(self, forest: tuple[Any, ...]) -> frozenset[str] | None:
         """The names ``q`` for which ``q.`` may go on to a valid reference (None: any):

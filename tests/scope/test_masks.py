@@ -73,7 +73,14 @@ def test_masks_exact_against_brute_force_on_samples() -> None:
         b"SELECT Theme,Name FROM singer",
         b"SELECT Theme FROM singer AS s ",
         b"SELECT Theme FROM singer ",  # stop bits: ` WHERE` may only grow into an alias
-        b"SELECT T2.Name FROM singer AS T1 JOIN concert AS T2 ON T1.Singer_ID = T2.concert_ID",
+        b"SELECT T2.Name FROM concert AS T1 JOIN singer AS T2 ON T2.Singer_ID = T1.concert_ID",
+        # fresh aliases: not a name the FROM already exposes (CD: ` T1 ON`, ` T1,`)
+        b"SELECT T2.Name FROM singer AS T1 JOIN concert AS ",
+        b"SELECT T2.Name FROM singer AS T1 JOIN concert AS T",
+        b"SELECT T2.Name FROM singer AS T1 JOIN concert AS T1",
+        b'SELECT T2.Name FROM singer AS T1 JOIN concert "T1"',
+        b"SELECT * FROM singer JOIN concert singer",
+        b"SELECT * FROM singer JOIN concert ",
         b"SELECT Name, T1.Age FROM singer AS T1 WHERE Age IN (SELECT T9.Age FROM concert",
         # a `.` no valid reference can follow: blocked in the CD pass and in the CI walk
         b"SELECT * FROM singer AS T1 WHERE Age",
@@ -125,6 +132,32 @@ def test_scope_is_part_of_the_identifier_key() -> None:
     cache._inject(gk2.namespace, ka, MaskEntry.make(generic, np.zeros(0, np.int32), ()))
     with pytest.raises(MaskError):
         gk2.fill_bitmask(a, np.zeros(gk2.n_words, dtype=np.int32))
+
+
+def test_fresh_alias_positions_are_identifier_keys() -> None:
+    """A table's alias with a name to refuse is keyed by its view (no lexicon terminal is
+    allowed there, so without ``fresh_mask`` the key would be generic and two FROMs exposing
+    different names would share one entry); an alias position refusing nothing stays
+    generic. The mask excludes the exposed names and admits longer ones."""
+    gk, gp = pair("gpt-2")
+    rt, v = gk.runtime, vocab("gpt-2")
+    a = rt.advance(rt.initial, b"SELECT * FROM singer JOIN concert AS")
+    b = rt.advance(rt.initial, b"SELECT * FROM stadium JOIN concert AS")
+    c = rt.advance(rt.initial, b"SELECT * FROM singer AS")
+    assert a is not None and b is not None and c is not None
+    ka, kb, kc = gk.key_for(a, 0), gk.key_for(b, 0), gk.key_for(c, 0)
+    assert ka.kind == kb.kind == "ident" and ka.scope is not None and ka != kb
+    assert kc.kind == KIND_GENERIC and kc.scope is None
+    np.testing.assert_array_equal(_fill(gk, a), _fill(gp, a))  # Rust complement == Python
+    ids = set(bitmask_to_ids(np.asarray(_fill(gk, a))).tolist())
+    assert v.token_bytes.index(b" singer") in ids  # may grow into `singer_x`
+    assert v.token_bytes.index(b" singers") in ids
+    m = gk.matcher()
+    m.accept_tokens(greedy_tokens("gpt-2", b"SELECT * FROM singer JOIN concert AS singer"))
+    after = set(m.allowed_token_ids().tolist())
+    assert v.token_bytes.index(b" ON") not in after and v.token_bytes.index(b",") not in after
+    assert v.token_bytes.index(b"_") in after
+    np.testing.assert_array_equal(_fill(gk, m.config), _fill(gp, m.config))
 
 
 def test_masks_of_unscoped_grammar_unchanged() -> None:

@@ -21,7 +21,18 @@ CASES = [
     ("SELECT T2.Name FROM singer AS T1 WHERE ", False, False),
     ("SELECT T2.Name FROM singer AS T1 ORDER BY ", False, False),
     ("SELECT T2.Name FROM singer AS T1 ;", False, False),
+    ("SELECT T2.Name FROM singer AS T1 JOIN stadium AS T2", True, True),
+    # fresh aliases: a table lacking `Name` may still be `T2` (the checker names the column,
+    # autofix may requalify it); an alias may not repeat a name the FROM exposes
     ("SELECT T2.Name FROM singer AS T1 JOIN concert AS T2", True, True),
+    ("SELECT Name FROM singer AS T1 JOIN concert AS T1 ", False, False),
+    ('SELECT Name FROM singer AS T1 JOIN concert AS "t1" ', False, False),
+    ("SELECT Name FROM singer AS T1 JOIN concert t1 ON 1", False, False),
+    ("SELECT Name FROM singer AS T1 JOIN concert AS T1", True, False),  # may grow: T1b
+    ("SELECT Name FROM singer AS T1 JOIN concert AS T1b JOIN stadium AS T2", True, True),
+    ("SELECT Name FROM singer JOIN concert AS singer ", False, False),
+    ("SELECT Name FROM singer AS s JOIN concert AS singer", True, True),  # `singer` hidden
+    ("SELECT Name FROM singer AS s WHERE EXISTS (SELECT 1 FROM concert AS s)", True, True),
     ("SELECT T2.Name FROM singer AS T1 , stadium AS T2 WHERE 1", True, True),
     ("SELECT T2.* FROM singer AS T1 WHERE ", False, False),
     ("SELECT singer.Name FROM singer WHERE 1", True, True),

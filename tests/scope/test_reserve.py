@@ -36,6 +36,10 @@ PREFIXES = [
     b"SELECT * FROM singer AS T1 WHERE T",
     b'SELECT * FROM singer AS T1 WHERE "',
     b"SELECT Age AS x FROM singer AS s ORDER BY s",  # cannot end: must qualify
+    # fresh aliases: the fixed alias spelling `A` is taken, so the reserve writes a longer one
+    b"SELECT * FROM singer AS A JOIN concert AS",
+    b"SELECT * FROM singer AS a JOIN concert",
+    b"SELECT * FROM singer AS A JOIN concert AS A",
 ]
 
 

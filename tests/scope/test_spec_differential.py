@@ -46,6 +46,11 @@ EXTRA = [
     'SELECT Age AS x , Name AS "T 1" FROM singer ORDER BY x , "t 1" DESC , X , nosuch',
     "SELECT Age AS x FROM singer AS s ORDER BY s DESC , s , s.Age",
     "SELECT Age AS s FROM singer AS s ORDER BY s DESC",
+    # fresh aliases: a name the FROM exposes (alias, else table name) is refused, any case
+    'SELECT * FROM singer AS T1 JOIN concert AS t1 JOIN stadium "T1" , concert AS T1x',
+    "SELECT * FROM singer JOIN concert singer , stadium AS s JOIN concert AS singer",
+    "SELECT * FROM singer AS T1 WHERE EXISTS (SELECT 1 FROM concert AS T1 JOIN stadium T1)",
+    "SELECT * FROM (SELECT 1) AS d JOIN singer AS d , singer_in_concert AS T2 JOIN concert T2",
 ]
 
 

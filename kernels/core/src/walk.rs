@@ -42,6 +42,7 @@ pub struct Lexicon {
     prefixes: FxSet<Vec<u8>>,
     fold_bare_case: bool,
     fold_quoted_case: bool,
+    exclude: bool,
 }
 
 impl Lexicon {
@@ -78,7 +79,21 @@ impl Lexicon {
             prefixes,
             fold_bare_case,
             fold_quoted_case,
+            exclude: false,
         }
+    }
+
+    /// The complement lexicon (`CategoryWords.exclude`): every lexeme of the terminal but
+    /// `words` (folded as [`Lexicon::with_folding`] does) is admitted.
+    pub fn excluding<I: IntoIterator<Item = Vec<u8>>>(
+        words: I,
+        fold_bare_case: bool,
+        fold_quoted_case: bool,
+    ) -> Self {
+        let mut lex = Self::with_folding(words, fold_bare_case, fold_quoted_case);
+        lex.prefixes = FxSet::default();
+        lex.exclude = true;
+        lex
     }
 
     fn folds(&self, lexeme: &[u8]) -> bool {
@@ -87,32 +102,40 @@ impl Lexicon {
             && lexeme.iter().any(u8::is_ascii_uppercase)
     }
 
-    /// Whether `lexeme` is one of the allowed words.
+    /// Whether `lexeme` is one of the allowed words (not a refused one).
     pub fn admits(&self, lexeme: &[u8]) -> bool {
-        if self.folds(lexeme) {
+        let listed = if self.folds(lexeme) {
             self.words.contains(&lexeme.to_ascii_lowercase())
         } else {
             self.words.contains(lexeme)
-        }
+        };
+        listed != self.exclude
     }
 
     /// Whether `partial` can still be extended to an allowed word.
     pub fn admits_prefix(&self, partial: &[u8]) -> bool {
-        if self.folds(partial) {
+        if self.exclude {
+            true
+        } else if self.folds(partial) {
             self.prefixes.contains(&partial.to_ascii_lowercase())
         } else {
             self.prefixes.contains(partial)
         }
     }
 
-    /// Number of words (after folding).
+    /// Number of words (after folding; the refused ones of a complement lexicon).
     pub fn len(&self) -> usize {
         self.words.len()
     }
 
     /// Whether the category admits no word at all.
     pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
+        !self.exclude && self.words.is_empty()
+    }
+
+    /// Whether the words are the refused ones ([`Lexicon::excluding`]).
+    pub fn is_complement(&self) -> bool {
+        self.exclude
     }
 }
 

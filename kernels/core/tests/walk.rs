@@ -602,3 +602,21 @@ fn lexicon_folding_quoted_case() {
     let bare = Lexicon::new([b"\"T1\"".to_vec()], true);
     assert!(bare.admits(b"\"T1\"") && !bare.admits(b"\"t1\""));
 }
+
+#[test]
+fn complement_lexicon_refuses_only_its_words() {
+    // the scope rule's fresh-alias views: every lexeme but the refused ones, any prefix live
+    let lex = Lexicon::excluding([b"t1".to_vec(), b"\"t1\"".to_vec()], true, true);
+    assert!(lex.is_complement() && !lex.is_empty());
+    for w in [&b"t1"[..], b"T1", b"\"t1\"", b"\"T1\""] {
+        assert!(!lex.admits(w), "{:?}", String::from_utf8_lossy(w));
+    }
+    for w in [&b"t2"[..], b"t1x", b"T", b"`t1`"] {
+        assert!(lex.admits(w), "{:?}", String::from_utf8_lossy(w));
+    }
+    // a refused word may still be extended: every partial lexeme is live
+    assert!(lex.admits_prefix(b"T1") && lex.admits_prefix(b""));
+    // refusing nothing admits everything (not an empty category)
+    let none = Lexicon::excluding(Vec::<Vec<u8>>::new(), true, true);
+    assert!(!none.is_empty() && none.admits(b"x"));
+}

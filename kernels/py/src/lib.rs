@@ -120,8 +120,8 @@ fn value_err(e: impl ToString) -> PyErr {
 }
 
 /// One category lexicon as passed from Python: (terminal id, folded words, fold_bare_case,
-/// fold_quoted_case).
-type LexiconSpec = (u32, Vec<Vec<u8>>, bool, bool);
+/// fold_quoted_case, exclude).
+type LexiconSpec = (u32, Vec<Vec<u8>>, bool, bool, bool);
 
 /// The union-DFA side of the scan tables (`ScanDfa`), built once per lexer and shared by
 /// the walkers of every grammar over it.
@@ -242,7 +242,14 @@ impl TrieWalker {
         let inner = py.detach(move || -> Result<Walker, String> {
             let lex = lexicons
                 .into_iter()
-                .map(|(t, words, bare, quoted)| (t, Lexicon::with_folding(words, bare, quoted)))
+                .map(|(t, words, bare, quoted, exclude)| {
+                    let lex = if exclude {
+                        Lexicon::excluding(words, bare, quoted)
+                    } else {
+                        Lexicon::with_folding(words, bare, quoted)
+                    };
+                    (t, lex)
+                })
                 .collect();
             let scan = ScanTables::with_dfa(dfa, &ignored, lex).map_err(|e| e.to_string())?;
             Ok(Walker::shared(scan, trie))
