@@ -23,7 +23,7 @@ from ..errors import MaskError, TokenRejected
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.scope import NONE
-from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime
+from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime, ScanState
 from ..parser.stack import StackNode
 from .cache import KIND_GENERIC, KIND_IDENT, MaskCache, MaskEntry, MaskKey
 from .trie import TokenTrie, get_token_trie
@@ -130,6 +130,11 @@ class Guide:
         # semantic value the sub-walk's scope is computed from)
         self._advanced: dict[tuple[StackNode, int, bytes, bytes | None], list[Any] | None] = {}
         self._shifted: dict[tuple[StackNode, int, bytes | None], StackNode] = {}
+        # the sub-walk memo of a class record, shared by every class record (any stack,
+        # terminal, requeue) whose advance reaches the same configuration: a sub-walk is a
+        # function of (configuration below, pending lexeme live, trie node) only, and a
+        # fresh stack at each step mostly advances onto configurations seen before
+        self._subs_at: dict[tuple[StackNode, ScanState, bool], dict[int, Any]] = {}
         self._n_subs = 0  # sub-walks memoized inside the class records of _advanced
         self._modes: dict[tuple[StackNode, int], int] = {}  # see _value_read
         # bytes that may start a `.` or an ignored terminal (a qualifier's dot may follow)
@@ -233,7 +238,14 @@ class Guide:
             rec = advanced.get(ak, _UNSEEN)
             if rec is _UNSEEN:
                 res = self._advance_class(stack, term, requeue, lx)
-                rec = None if res is None else [res[0], res[1], {}]
+                if res is None:
+                    rec = None
+                else:
+                    ck = (res[0].stack, res[0].scan, res[1])
+                    subs_at = self._subs_at.get(ck)
+                    if subs_at is None:
+                        subs_at = self._subs_at[ck] = {}
+                    rec = [res[0], res[1], subs_at]
                 if len(advanced) >= RESOLVE_MEMO_LIMIT:
                     self._clear_resolution_memo()
                 advanced[ak] = rec
@@ -370,6 +382,7 @@ class Guide:
     def _clear_resolution_memo(self) -> None:
         self._advanced.clear()
         self._shifted.clear()
+        self._subs_at.clear()
         self._n_subs = 0
 
     def _advance_class(
