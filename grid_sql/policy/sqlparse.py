@@ -58,13 +58,23 @@ def too_deep(sql: str, read: str, tokens: Sequence[Token] | None = None) -> str 
     )
 
 
+_TOO_NESTED = (
+    "the statement is nested too deeply to be parsed (sqlglot exceeded Python's recursion limit)"
+)
+
+
 def parse(sql: str, read: str) -> list[exp.Expr | None]:
     """``sqlglot.parse`` that raises :class:`sqlglot.errors.ParseError` instead of running
-    into the exponential case (see the module docs)."""
+    into the exponential case (see the module docs), and instead of the ``RecursionError``
+    sqlglot's recursive descent gives on a deeply nested statement (``degrees(degrees(...``
+    a few hundred deep): every caller already treats a parse error as fail-closed."""
     why = too_deep(sql, read)
     if why is not None:
         raise ParseError(why)
-    return sqlglot.parse(sql, read=read)
+    try:
+        return sqlglot.parse(sql, read=read)
+    except RecursionError:
+        raise ParseError(_TOO_NESTED) from None
 
 
 def parse_one(sql: str, read: str) -> exp.Expr:
@@ -72,4 +82,7 @@ def parse_one(sql: str, read: str) -> exp.Expr:
     why = too_deep(sql, read)
     if why is not None:
         raise ParseError(why)
-    return sqlglot.parse_one(sql, read=read)
+    try:
+        return sqlglot.parse_one(sql, read=read)
+    except RecursionError:
+        raise ParseError(_TOO_NESTED) from None

@@ -7,6 +7,7 @@ import typing
 from pathlib import Path
 
 import pytest
+import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -349,6 +350,31 @@ def test_deeply_nested_type_named_calls_are_refused_without_parsing() -> None:
     assert type_call_depth(ok, "sqlite") == 6 <= MAX_TYPE_CALL_DEPTH
     assert all(v.kind != "parse_error" for v in checker.check(ok))
     assert type_call_depth("SELECT 'date(' FROM t", "sqlite") == 0  # strings are not calls
+
+
+def test_deeply_nested_calls_are_a_parse_error_everywhere() -> None:
+    """A truncated 0.5B generation `WHERE degrees(degreeS(degreeS(...` hundreds deep (Spider
+    q535): sqlglot's recursive descent raises RecursionError. The checker already refused it;
+    the bind-parameter scan that follows crashed `generate_sql` with the untyped error. The
+    guarded parse now turns it into a parse error for every caller."""
+    from grid_sql.errors import StatementError
+    from grid_sql.front.execute import bind_parameters, statement_verb
+    from grid_sql.front.prompt import alias_hints
+    from grid_sql.policy.sqlparse import parse, parse_one
+
+    snap = _snapshot("sqlite", DIALECTS["sqlite"])
+    checker = Checker(snap, _policy(snap))
+    deep = "SELECT email FROM customer WHERE " + "degrees(" * 1500 + "1" + ")" * 1500
+    with pytest.raises(sqlglot.errors.ParseError, match="nested too deeply"):
+        parse(deep, "sqlite")
+    with pytest.raises(sqlglot.errors.ParseError, match="nested too deeply"):
+        parse_one(deep, "sqlite")
+    assert bind_parameters(deep, "sqlite") == []
+    with pytest.raises(StatementError, match="nested too deeply"):
+        statement_verb(deep, "sqlite")
+    assert alias_hints(deep, snap) == []
+    assert checker.parse_query(deep) is None
+    assert [v.kind for v in checker.check(deep)] == ["parse_error"]
 
 
 def test_set_operation_over_a_literal_is_refused_not_crashed() -> None:
