@@ -36,6 +36,7 @@ from ..decode.records import StepRecord, StopReason
 from ..errors import (
     ConnectionConfigError,
     EmptyLanguageError,
+    ExecutionError,
     GridSQLError,
     ModelError,
     OptionError,
@@ -43,6 +44,7 @@ from ..errors import (
     QuestionError,
     SchemaError,
     StatementError,
+    StatementTimeout,
 )
 from ..grammar import Grammar
 from ..mask.guide import Guide
@@ -400,7 +402,10 @@ class Asker:
         Options: ``max_tokens``, ``repair``, ``autofix``, ``examples``, ``on_step`` (called
         with each :class:`StepRecord` as it is emitted, e.g. for a progress bar). An autofixed
         statement is returned with a ``repairs`` entry of kind ``"autofix"`` listing the
-        generated SQL, the violations and the edits. Raises
+        generated SQL, the violations and the edits. ``refused``: ``(sql, problems)``, a
+        statement already refused elsewhere (the database, in :meth:`ask`) and why; the
+        generation is then that statement's repair round only (one round, the problems quoted
+        back, a ``repairs`` entry of kind ``"execution"`` first). Raises
         :class:`QuestionError`, :class:`PolicyViolation` (after the repair round),
         :class:`ModelError`.
         """
@@ -414,6 +419,7 @@ class Asker:
         examples = options.pop("examples", None)
         on_step: OnStep | None = options.pop("on_step", None)
         writes = bool(options.pop("allow_writes", self.allow_writes))
+        refused: tuple[str, Sequence[str]] | None = options.pop("refused", None)
         if options:
             raise OptionError(f"unknown option(s) for generate_sql: {sorted(options)}")
         mode = self._mode(writes)
@@ -423,8 +429,22 @@ class Asker:
         timings = {"generation": 0.0, "mask": 0.0, "check": 0.0}
         tokens = 0
         rounds = 2 if repair else 1
+        start = 0
+        if refused is not None:
+            old_sql, problems = refused[0], [str(p) for p in refused[1]]
+            if not problems:
+                raise OptionError("refused needs at least one problem to quote back")
+            msgs = repair_messages(
+                first_msgs,
+                old_sql,
+                problems,
+                tables=repair_tables(old_sql, problems, self.snapshot, mode.policy),
+                snapshot=self.snapshot,
+            )
+            repairs.append(Repair(old_sql, problems, 0, kind="execution"))
+            start, rounds = 1, 2
         last: tuple[str, list[Violation], list[str]] | None = None
-        for rnd in range(rounds):
+        for rnd in range(start, rounds):
             gen = self._generate(msgs, max_tokens, mode, on_step)
             timings["generation"] += gen.seconds
             timings["mask"] += gen.mask_seconds
@@ -548,15 +568,42 @@ class Asker:
         row_limit = int(options.pop("row_limit", self.row_limit))
         timeout_s = float(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
-        gen = self.generate_sql(question, allow_writes=allow_writes, **options)
-        res = execute(
-            self.bind,
-            gen.sql,
-            policy=self.policy,
-            allow_writes=allow_writes,
-            row_limit=row_limit,
-            timeout_s=timeout_s,
-        )
+        gen = self.generate_sql(question, allow_writes=allow_writes, **dict(options))
+        try:
+            res = execute(
+                self.bind,
+                gen.sql,
+                policy=self.policy,
+                allow_writes=allow_writes,
+                row_limit=row_limit,
+                timeout_s=timeout_s,
+            )
+        except ExecutionError as exc:
+            if not self._may_repair_execution(gen, exc, allow_writes, options):
+                raise
+            # the database refused a statement the checker passed (`count(DISTINCT a, b)`,
+            # a parser stack overflow): its message goes back for the unused repair round
+            again = self.generate_sql(
+                question,
+                allow_writes=allow_writes,
+                refused=(gen.sql, [str(exc)]),
+                **dict(options),
+            )
+            again.repairs = [*gen.repairs, *again.repairs]
+            again.audit_ids = [*gen.audit_ids, *again.audit_ids]
+            for k, v in gen.timings.items():
+                if k != "total":
+                    again.timings[k] = again.timings.get(k, 0.0) + v
+            again.tokens += gen.tokens
+            gen = again
+            res = execute(
+                self.bind,
+                gen.sql,
+                policy=self.policy,
+                allow_writes=allow_writes,
+                row_limit=row_limit,
+                timeout_s=timeout_s,
+            )
         timings = dict(gen.timings)
         timings["execution"] = res.seconds
         timings["total"] = time.perf_counter() - t_start
@@ -572,6 +619,23 @@ class Asker:
             repairs=gen.repairs,
             timings=timings,
         )
+
+    def _may_repair_execution(
+        self,
+        gen: GeneratedSQL,
+        exc: ExecutionError,
+        allow_writes: bool,
+        options: dict[str, Any],
+    ) -> bool:
+        """Whether a statement the database refused gets the repair round: repair on, the
+        round not spent on the checker's violations, read-only (the refused statement
+        changed nothing: its read-only transaction was rolled back), and not a time-out (a
+        slow statement is not a wrong one)."""
+        if isinstance(exc, StatementTimeout) or allow_writes:
+            return False
+        if not bool(options.get("repair", self.repair)):
+            return False
+        return not any(r.kind in ("checker", "execution") for r in gen.repairs)
 
     def run_sql(self, sql: str, **options: Any) -> AskResult:
         """Run a hand-written statement under the same rules as a generated one.

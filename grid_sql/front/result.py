@@ -27,9 +27,10 @@ class Repair:
 
     ``round`` is 0 for the first generation and 1 for the repair round, so the history reads in
     order; the violations are the one-sentence messages quoted back to the model. ``kind`` is
-    ``"checker"`` when the statement went back to the model, ``"autofix"`` when the checker's
-    deterministic fixes resolved every violation instead: ``edits`` then lists each text edit
-    (``start``, ``end``, ``old``, ``new``, ``kind``, ``reason``) applied to ``sql``.
+    ``"checker"`` when the statement went back to the model, ``"execution"`` when the
+    database refused a checked statement and its message went back, ``"autofix"`` when the
+    checker's deterministic fixes resolved every violation instead: ``edits`` then lists each
+    text edit (``start``, ``end``, ``old``, ``new``, ``kind``, ``reason``) applied to ``sql``.
     """
 
     sql: str
