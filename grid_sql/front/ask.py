@@ -569,15 +569,19 @@ class Asker:
         timeout_s = float(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
         gen = self.generate_sql(question, allow_writes=allow_writes, **dict(options))
-        try:
-            res = execute(
+
+        def run(sql: str) -> Any:
+            return execute(
                 self.bind,
-                gen.sql,
+                sql,
                 policy=self.policy,
                 allow_writes=allow_writes,
                 row_limit=row_limit,
                 timeout_s=timeout_s,
             )
+
+        try:
+            res = run(gen.sql)
         except ExecutionError as exc:
             if not self._may_repair_execution(gen, exc, allow_writes, options):
                 raise
@@ -596,14 +600,7 @@ class Asker:
                     again.timings[k] = again.timings.get(k, 0.0) + v
             again.tokens += gen.tokens
             gen = again
-            res = execute(
-                self.bind,
-                gen.sql,
-                policy=self.policy,
-                allow_writes=allow_writes,
-                row_limit=row_limit,
-                timeout_s=timeout_s,
-            )
+            res = run(gen.sql)
         timings = dict(gen.timings)
         timings["execution"] = res.seconds
         timings["total"] = time.perf_counter() - t_start

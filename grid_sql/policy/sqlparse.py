@@ -11,7 +11,8 @@ as unparseable (fail closed) after a linear token scan, before sqlglot's parser 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -20,6 +21,7 @@ from sqlglot.parser import Parser
 from sqlglot.tokenizer_core import Token, TokenType
 
 MAX_TYPE_CALL_DEPTH = 10
+_T = TypeVar("_T")
 
 
 def type_call_depth(sql: str, read: str, tokens: Sequence[Token] | None = None) -> int:
@@ -63,26 +65,25 @@ _TOO_NESTED = (
 )
 
 
+def _guarded(fn: Callable[..., _T], sql: str, read: str) -> _T:
+    why = too_deep(sql, read)
+    if why is not None:
+        raise ParseError(why)
+    try:
+        return fn(sql, read=read)
+    except RecursionError:
+        raise ParseError(_TOO_NESTED) from None
+
+
 def parse(sql: str, read: str) -> list[exp.Expr | None]:
     """``sqlglot.parse`` that raises :class:`sqlglot.errors.ParseError` instead of running
     into the exponential case (see the module docs), and instead of the ``RecursionError``
     sqlglot's recursive descent gives on a deeply nested statement (``degrees(degrees(...``
     a few hundred deep): every caller already treats a parse error as fail-closed."""
-    why = too_deep(sql, read)
-    if why is not None:
-        raise ParseError(why)
-    try:
-        return sqlglot.parse(sql, read=read)
-    except RecursionError:
-        raise ParseError(_TOO_NESTED) from None
+    return _guarded(sqlglot.parse, sql, read)
 
 
 def parse_one(sql: str, read: str) -> exp.Expr:
-    """``sqlglot.parse_one`` behind the same guard."""
-    why = too_deep(sql, read)
-    if why is not None:
-        raise ParseError(why)
-    try:
-        return sqlglot.parse_one(sql, read=read)
-    except RecursionError:
-        raise ParseError(_TOO_NESTED) from None
+    """``sqlglot.parse_one`` behind the same guards."""
+    stmt: exp.Expr = _guarded(sqlglot.parse_one, sql, read)
+    return stmt

@@ -32,6 +32,36 @@ ROWS = "INSERT INTO item (id, name, price) VALUES " + ", ".join(
 )
 
 
+MUSIC = """
+CREATE TABLE artist (artist_id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE album (album_id INTEGER PRIMARY KEY, title TEXT NOT NULL,
+                    artist_id INTEGER REFERENCES artist(artist_id));
+INSERT INTO artist VALUES (1, 'AC/DC'), (2, 'Accept');
+INSERT INTO album VALUES (1, 'Back in Black', 1), (2, 'Balls to the Wall', 2);
+"""
+
+
+def music_asker(d: Path, model: object, examples: list[object]) -> object:
+    """An Asker (audited, 48 tokens) over a two-table SQLite music database in ``d``, whose
+    few-shot ``examples`` the small test model copies under greedy decoding."""
+    import sqlite3
+
+    from grid_sql.audit import AuditStore
+    from grid_sql.front.ask import Asker
+
+    con = sqlite3.connect(d / "music.sqlite")
+    con.executescript(MUSIC)
+    con.commit()
+    con.close()
+    return Asker(
+        d / "music.sqlite",
+        model=model,
+        audit=AuditStore(d / "audit.sqlite"),
+        max_tokens=48,
+        examples=examples,  # type: ignore[arg-type]
+    )
+
+
 @pytest.fixture
 def chinook_copy(tmp_path: Path) -> Path:
     """A writable copy of the packaged Chinook database."""

@@ -5,42 +5,20 @@ the typed refusal is unchanged."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from grid_sql.errors import PolicyViolation
-from grid_sql.front.ask import Asker
 from grid_sql.front.prompt import Example
 
-SCHEMA = """
-CREATE TABLE artist (artist_id INTEGER PRIMARY KEY, name TEXT NOT NULL);
-CREATE TABLE album (album_id INTEGER PRIMARY KEY, title TEXT NOT NULL,
-                    artist_id INTEGER REFERENCES artist(artist_id));
-INSERT INTO artist VALUES (1, 'AC/DC'), (2, 'Accept');
-INSERT INTO album VALUES (1, 'Back in Black', 1), (2, 'Balls to the Wall', 2);
-"""
+from .conftest import music_asker
+
 QUESTION = "Which artist made each album?"
 WRONG = "SELECT T1.title, T1.name FROM album AS T1 JOIN artist AS T2 ON T1.artist_id = T2.artist_id"
 
 
 @pytest.fixture(scope="module")
 def asker(tmp_path_factory, smollm2):
-    from grid_sql.audit import AuditStore
-
-    d = tmp_path_factory.mktemp("autofix")
-    con = sqlite3.connect(d / "music.sqlite")
-    con.executescript(SCHEMA)
-    con.commit()
-    con.close()
-    store = AuditStore(d / "audit.sqlite")
-    return Asker(
-        d / "music.sqlite",
-        model=smollm2,
-        audit=store,
-        max_tokens=48,
-        examples=[Example(QUESTION, WRONG)],
-    )
+    return music_asker(tmp_path_factory.mktemp("autofix"), smollm2, [Example(QUESTION, WRONG)])
 
 
 def test_wrong_alias_is_autofixed_sealed_and_verified(asker):

@@ -4,7 +4,6 @@ example whose `count(DISTINCT a, b)` SQLite rejects)."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
@@ -14,33 +13,15 @@ from grid_sql.front.ask import Asker
 from grid_sql.front.prompt import Example
 from grid_sql.front.result import GeneratedSQL, Repair
 
-SCHEMA = """
-CREATE TABLE artist (artist_id INTEGER PRIMARY KEY, name TEXT NOT NULL);
-CREATE TABLE album (album_id INTEGER PRIMARY KEY, title TEXT NOT NULL,
-                    artist_id INTEGER REFERENCES artist(artist_id));
-INSERT INTO artist VALUES (1, 'AC/DC'), (2, 'Accept');
-INSERT INTO album VALUES (1, 'Back in Black', 1), (2, 'Balls to the Wall', 2);
-"""
+from .conftest import music_asker
+
 QUESTION = "How many different album titles and artists are there?"
 REFUSED = "SELECT count(DISTINCT title, artist_id) FROM album"
 
 
 @pytest.fixture(scope="module")
 def asker(tmp_path_factory, smollm2):
-    from grid_sql.audit import AuditStore
-
-    d = tmp_path_factory.mktemp("execrepair")
-    con = sqlite3.connect(d / "music.sqlite")
-    con.executescript(SCHEMA)
-    con.commit()
-    con.close()
-    return Asker(
-        d / "music.sqlite",
-        model=smollm2,
-        audit=AuditStore(d / "audit.sqlite"),
-        max_tokens=48,
-        examples=[Example(QUESTION, REFUSED)],
-    )
+    return music_asker(tmp_path_factory.mktemp("execrepair"), smollm2, [Example(QUESTION, REFUSED)])
 
 
 def test_checker_passes_what_the_database_refuses(asker):
