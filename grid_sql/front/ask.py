@@ -571,14 +571,7 @@ class Asker:
         gen = self.generate_sql(question, allow_writes=allow_writes, **dict(options))
 
         def run(sql: str) -> Any:
-            return execute(
-                self.bind,
-                sql,
-                policy=self.policy,
-                allow_writes=allow_writes,
-                row_limit=row_limit,
-                timeout_s=timeout_s,
-            )
+            return self._execute(sql, allow_writes, row_limit, timeout_s)
 
         try:
             res = run(gen.sql)
@@ -615,6 +608,17 @@ class Asker:
             audit_id=gen.audit_id,
             repairs=gen.repairs,
             timings=timings,
+        )
+
+    def _execute(self, sql: str, allow_writes: bool, row_limit: int, timeout_s: float) -> Any:
+        """One statement on the Asker's database under the execution rules (front/execute)."""
+        return execute(
+            self.bind,
+            sql,
+            policy=self.policy,
+            allow_writes=allow_writes,
+            row_limit=row_limit,
+            timeout_s=timeout_s,
         )
 
     def _may_repair_execution(
@@ -658,14 +662,7 @@ class Asker:
                 list(found),
                 sql=sql,
             )
-        res = execute(
-            self.bind,
-            sql,
-            policy=self.policy,
-            allow_writes=allow_writes,
-            row_limit=row_limit,
-            timeout_s=timeout_s,
-        )
+        res = self._execute(sql, allow_writes, row_limit, timeout_s)
         return AskResult(
             question="",
             sql=sql,
