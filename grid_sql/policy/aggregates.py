@@ -14,6 +14,9 @@ What is refused is exactly what the engines refuse (checked against the three se
 * every dialect: an aggregate in ``WHERE``, ``GROUP BY``, a join's ``ON``, ``LIMIT`` /
   ``OFFSET``, or directly inside another aggregate's arguments (not through a subquery, and
   not when the outer call is a window: ``sum(count(*)) OVER ()`` is valid);
+* SQLite and PostgreSQL: ``DISTINCT`` followed by more than one expression in an aggregate
+  (``count(DISTINCT a, b)``, MySQL's form; SQLite: "wrong number of arguments", PostgreSQL: no
+  such function);
 * SQLite only: an aggregate in ``ORDER BY`` or ``HAVING`` of a query that is not an aggregate
   query (no ``GROUP BY`` and no aggregate in its select list). PostgreSQL accepts
   ``SELECT 1 FROM t ORDER BY count(*)`` and fails only on ungrouped columns (a rule with
@@ -329,6 +332,28 @@ def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
     label = DIALECT_LABEL.get(dialect, dialect)
     # per SELECT, the positions of its WHERE aggregates (for the HAVING move)
     in_where: dict[int, tuple[exp.Select, list[int]]] = {}
+    if dialect in ("sqlite", "postgresql"):
+        for call in stmt.find_all(exp.AggFunc):
+            arg = call.this
+            if isinstance(arg, exp.Distinct) and len(arg.expressions) > 1:
+                pos, text = _span(call, sql)
+                cols = ", ".join(e.sql() for e in arg.expressions)
+                fix = (
+                    f"count the distinct combinations with `SELECT count(*) FROM (SELECT "
+                    f"DISTINCT {cols} FROM ...)`"
+                    if isinstance(call, exp.Count)
+                    else "apply DISTINCT to one expression"
+                )
+                out.append(
+                    Finding(
+                        "aggregate_misuse",
+                        f"`{text}`: {label} takes one expression after DISTINCT in an aggregate.",
+                        fix,
+                        position=pos,
+                        snippet=text if pos is not None else None,
+                        column=None,
+                    )
+                )
     for call in stmt.find_all(exp.Func):
         if not _is_aggregate(call, dialect) or _windowed(call):
             continue
