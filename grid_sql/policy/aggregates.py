@@ -333,24 +333,24 @@ def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
     # per SELECT, the positions of its WHERE aggregates (for the HAVING move)
     in_where: dict[int, tuple[exp.Select, list[int]]] = {}
     if dialect in ("sqlite", "postgresql"):
-        for call in stmt.find_all(exp.AggFunc):
-            arg = call.this
+        for agg in stmt.find_all(exp.AggFunc):
+            arg = agg.this
             if isinstance(arg, exp.Distinct) and len(arg.expressions) > 1:
-                pos, text = _span(call, sql)
-                cols = ", ".join(e.sql() for e in arg.expressions)
-                fix = (
+                a_pos, a_text = _span(agg, sql)
+                listed = ", ".join(e.sql() for e in arg.expressions)
+                a_fix = (
                     f"count the distinct combinations with `SELECT count(*) FROM (SELECT "
-                    f"DISTINCT {cols} FROM ...)`"
-                    if isinstance(call, exp.Count)
+                    f"DISTINCT {listed} FROM ...)`"
+                    if isinstance(agg, exp.Count)
                     else "apply DISTINCT to one expression"
                 )
                 out.append(
                     Finding(
                         "aggregate_misuse",
-                        f"`{text}`: {label} takes one expression after DISTINCT in an aggregate.",
-                        fix,
-                        position=pos,
-                        snippet=text if pos is not None else None,
+                        f"`{a_text}`: {label} takes one expression after DISTINCT in an aggregate.",
+                        a_fix,
+                        position=a_pos,
+                        snippet=a_text if a_pos is not None else None,
                         column=None,
                     )
                 )
