@@ -7,8 +7,8 @@ EX and EX in any column order with 95% Wilson intervals, refusals, s/query, and 
 differences, over the questions every listed arm has. ``--truncations`` adds the tokens/query
 and truncation counts per arm.
 
-    python bench/pool_report.py --model qwen2.5-coder-0.5b \\
-        --arms unconstrained bind bind+repair bind+autofix+repair FILE.jsonl [...]
+    python bench/pool_report.py FILE.jsonl [...] --model qwen2.5-coder-0.5b \\
+        --arms unconstrained bind bind+repair bind+autofix+repair
 """
 
 from __future__ import annotations
