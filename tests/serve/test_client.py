@@ -139,7 +139,8 @@ def test_remote_autofix_is_sealed_with_its_edits_and_verified(
     from grid_sql.audit.store import AuditStore
     from grid_sql.audit.verify import verify
     from grid_sql.front.prompt import Example
-    from tests.front.test_autofix_ask import QUESTION, SCHEMA, WRONG
+    from tests.front.conftest import MUSIC as SCHEMA
+    from tests.front.test_autofix_ask import QUESTION, WRONG
 
     db = tmp_path / "music.sqlite"
     con = sqlite3.connect(db)
