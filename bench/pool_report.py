@@ -54,8 +54,11 @@ def failures(recs: Sequence[dict[str, Any]], arm: str) -> str:
         if r["arm"] == arm and not r.get("executes"):
             by.setdefault(failure_reason(r), []).append(int(r["qid"]))
     total = sum(len(v) for v in by.values())
-    out = [f"\n{arm}: {total} statements did not run\n", "| reason | n | questions |",
-           "| --- | --- | --- |"]
+    out = [
+        f"\n{arm}: {total} statements did not run\n",
+        "| reason | n | questions |",
+        "| --- | --- | --- |",
+    ]
     for reason, qids in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         out.append(f"| {reason} | {len(qids)} | {' '.join(f'q{q}' for q in sorted(qids))} |")
     return "\n".join(out) + "\n"
