@@ -186,8 +186,14 @@ class Guide:
     def allowed_ids(self, cfg: Configuration) -> tuple[np.ndarray, bool, list[str]]:
         """(sorted allowed non-EOS ids, EOS legal, entry ids consulted)."""
         entries, extra = self.collect(cfg)
-        parts = [e.ci_ids for e in entries if e.ci_ids.size] + extra
-        ids = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int32)
+        parts = [e.ci_ids for e in entries if e.ci_ids.size] + [x for x in extra if x.size]
+        # sorted and distinct by a scatter over the vocabulary, not np.unique: the parts are
+        # in trie order and large (most of a vocabulary at an identifier position), and
+        # sorting them cost ~4 ms a step in the walk arm's profile
+        seen = np.zeros(self.vocab.size, dtype=bool)
+        for p in parts:
+            seen[p] = True
+        ids = np.flatnonzero(seen)
         eos = self.runtime.eos_allowed(cfg)
         return ids.astype(np.int32, copy=False), eos, [e.entry_id for e in entries]
 
@@ -662,9 +668,10 @@ class Matcher:
 
     def allowed_token_ids(self) -> np.ndarray:
         ids, eos, _ = self.guide.allowed_ids(self.config)
-        if eos:
-            ids = np.union1d(ids, np.array([self.guide.eos_id], dtype=np.int32))
-        return ids.astype(np.int32)
+        if eos:  # allowed_ids leaves EOS out; keep the ids sorted
+            e = self.guide.eos_id
+            ids = np.insert(ids, int(np.searchsorted(ids, e)), e)
+        return ids.astype(np.int32, copy=False)
 
     # -- advancing ------------------------------------------------------------------------
     def accept_token(self, token_id: int) -> None:
