@@ -100,3 +100,21 @@ def test_bench_walk_arm_records_and_resumes(tmp_path, monkeypatch) -> None:  # t
         assert r["lark"] or r["spec"], r
     assert wa.run(["sqlite+lex"], 2, 24, (0, 1), deadline=float("inf")) == 0
     assert "| sqlite+lex | 2 | 0 | 0 |" in wa.report(tmp_path / "r.md", ["cmd"])
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "mysql"])
+def test_lark_munch_lexes_by_the_languages_rule(dialect: str) -> None:
+    """lark's contextual lexer cuts a keyword off an identifier (`inhabx` -> IN + habx); the
+    report's second lark check lexes by maximal munch (foundation.md §2) and parses it, while a
+    text outside the language stays refused by both."""
+    wa = _walk_arm_module()
+    cut = b"SELECT a inhabx"
+    assert not wa.lark_parses(dialect, cut)
+    assert wa.lark_munch_parses(dialect, cut)
+    for bad in (b"SELECT a FROM", b"SELECT a FROM t WHERE", b"SELECT (1"):
+        assert not wa.lark_parses(dialect, bad) and not wa.lark_munch_parses(dialect, bad)
+    for ok in (
+        b"SELECT count(*) FROM t WHERE x IN (1, 2) -- c",
+        b"SELECT 'it''s' /* x */ , 1.5e3 AS n FROM t ORDER BY 1 DESC LIMIT 3",
+    ):
+        assert wa.lark_parses(dialect, ok) and wa.lark_munch_parses(dialect, ok)
