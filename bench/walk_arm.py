@@ -244,7 +244,9 @@ def _lark_terminals(dialect: str) -> tuple[list[tuple[str, Any, int, bool]], fro
 def lark_munch_parses(dialect: str, text: bytes) -> bool:
     """lark's LALR parser over the tokens of the language's lexing rule (maximal munch over all
     terminals, contextual resolution: higher priority, then string before regex, then name;
-    the first candidate the parser can shift, or an ignored one)."""
+    the first candidate the parser can shift, or an ignored one). Python's ``re`` gives a
+    terminal's first match, not always its longest; a refusal is therefore re-checked by hand
+    (``--recheck``) before it is read as a mask error."""
     import lark
     from lark.lexer import Token
 
