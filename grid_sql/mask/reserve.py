@@ -60,6 +60,7 @@ __all__ = ["Completion", "ReserveTable", "reserve_table"]
 _MAX_EXTENSION = 96  # bytes: longer than any identifier or literal the BFS needs to close
 _MAX_BFS_NODES = 50_000
 RESERVE_MEMO_LIMIT = 1 << 14  # completions kept per (grammar, vocabulary)
+_SKIP_SAME_TARGET = True  # see _bfs_close; tests turn it off to check that nothing changes
 # printable ASCII first, so lexemes and extensions are readable whenever they can be
 _ALPHABET = bytes([*range(0x20, 0x7F), *range(0x00, 0x20), *range(0x7F, 0x100)])
 # Search weights: _SCALE per token, +1 for terminals that make a poor filler.
@@ -379,6 +380,7 @@ class ReserveTable:
     ) -> tuple[bytes, StackNode] | None:
         rt = self.rt
         trans = rt.trans
+        live = rt.live_masks
         seen = 0
         visited: set[tuple[object, ...]] = set()
         queue: deque[tuple[bytes, Configuration]] = deque([(b"", cfg)])
@@ -396,9 +398,25 @@ class ReserveTable:
             if len(ext) >= _MAX_EXTENSION:
                 continue
             base = c.scan.dfa * 256
+            # Extending without an emission, two bytes that reach the same DFA state give the
+            # same key and the same verdict unless a lexicon reads the bytes (liveness checks
+            # lexicon prefixes): only the first such byte is advanced. Inside a comment or a
+            # string that is ~3 advances per node instead of ~250. `seen` still counts every
+            # byte, so the search's cut-off, and with it the result, is unchanged.
+            skip = extend_only and _SKIP_SAME_TARGET
+            lv = rt.lex_at(c.stack) if skip else None
+            words = rt.lexicon_mask | (lv.mask if lv is not None else 0)
+            reached: set[int] = set()
             for b in _ALPHABET:
-                if extend_only and trans[base + b] == DEAD:
-                    continue
+                if extend_only:
+                    t = trans[base + b]
+                    if t == DEAD:
+                        continue
+                    if skip and not live[t] & words:
+                        if t in reached:
+                            seen += 1
+                            continue
+                        reached.add(t)
                 c2 = rt.advance(c, bytes([b]))
                 seen += 1
                 if c2 is None:

@@ -79,3 +79,39 @@ def test_reserve_completion_exists_at_every_prefix_with_scopes() -> None:
             assert cfg is not None, sql[:i]
             comp = table.completion(cfg)  # raises MaskError when it cannot be verified
             assert comp.cost == len(comp.tokens)
+
+
+def test_same_target_skip_changes_no_completion(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The completion search advances one byte per reached DFA state where no lexicon reads
+    the bytes (reserve._SKIP_SAME_TARGET); every byte prefix of statements with strings,
+    comments, quoted and lexicon identifiers under scopes, and of the L1 dialects, gets the
+    same completion with the skip off."""
+    import grid_sql.mask.reserve as reserve
+    from grid_sql.grammar import Grammar
+
+    v = vocab("gpt-2")
+    cases = [
+        (
+            scoped(DB),
+            b"SELECT T1.Name FROM singer AS T1 WHERE T1.Country = 'Fr''a' AND \"Age\" > 3",
+        ),
+        (scoped(DB), b"SELECT count(*) FROM concert AS c WHERE c.Theme LIKE '%x%'"),
+        (Grammar.dialect("sqlite"), b"SELECT a /* c */ FROM t WHERE b = 'x' -- y\n AND \"q\" = 1"),
+        (Grammar.dialect("mysql"), b"SELECT `a` FROM t WHERE b = 'x\\'y' # c\n AND c = 1"),
+        (Grammar.dialect("postgresql"), b"SELECT $$x$$, E'\\n' /* c */ FROM t WHERE b = 1"),
+    ]
+    compared = 0
+    for g, stmt in cases:
+        table = reserve_table(g, v)
+        rt = table.rt
+        for i in range(len(stmt) + 1):
+            cfg = rt.advance(rt.initial, stmt[:i])
+            if cfg is None:
+                continue
+            monkeypatch.setattr(reserve, "_SKIP_SAME_TARGET", True)
+            on = table._compute(cfg)
+            monkeypatch.setattr(reserve, "_SKIP_SAME_TARGET", False)
+            off = table._compute(cfg)
+            assert (on.data, on.tokens) == (off.data, off.tokens), stmt[:i]
+            compared += 1
+    assert compared > 250
