@@ -44,12 +44,12 @@ class CategoryWords:
     fold_bare_case: bool = False
     fold_quoted_case: bool = False
     exclude: bool = False
-    prefixes: frozenset[bytes] = field(init=False, repr=False, compare=False)
+    prefixes: frozenset[bytes] = field(init=False, repr=False, compare=False)  # of the words
 
     def __post_init__(self) -> None:
         folded = frozenset(self._fold(w) for w in self.words)
         object.__setattr__(self, "words", folded)
-        pre = set() if self.exclude else {w[:i] for w in folded for i in range(len(w) + 1)}
+        pre = {w[:i] for w in folded for i in range(len(w) + 1)}
         object.__setattr__(self, "prefixes", frozenset(pre))
 
     def _fold(self, lexeme: bytes) -> bytes:
@@ -62,6 +62,12 @@ class CategoryWords:
     def admits_prefix(self, partial: bytes) -> bool:
         """Whether ``partial`` can still be extended to an allowed word."""
         return self.exclude or self._fold(partial) in self.prefixes
+
+    def reads(self, partial: bytes) -> bool:
+        """Whether the listed words (allowed or refused) still tell the extensions of
+        ``partial`` apart: it is a prefix of one of them. When not, the category decides
+        every extension alike (none is a word), whatever the bytes of ``partial``."""
+        return self._fold(partial) in self.prefixes
 
 
 class SchemaLexicon:

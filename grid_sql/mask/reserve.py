@@ -51,7 +51,7 @@ from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import fold_lexeme
 from ..grammar.scope import MAX_REFS, Ref, norm_name
-from ..parser.incremental import Configuration, ParserRuntime
+from ..parser.incremental import Configuration, LexiconView, ParserRuntime
 from ..parser.stack import StackNode
 from .vocab import Vocabulary, greedy_token_ids
 
@@ -254,7 +254,10 @@ class ReserveTable:
                 if math.isinf(c):
                     continue
                 items[s].append(_Item(lhs, rp.index, beta, int(c)))
-            items[s].sort(key=lambda it: it.cost)
+            # a total order: lark's kernels are sets, iterated in an order that varies with
+            # the process's string hashing, and cost ties (`CREATE TABLE A ( A )` and
+            # `CREATE VIEW A AS SELECT A`) would otherwise be broken differently per process
+            items[s].sort(key=lambda it: (it.cost, it.lhs, it.k, it.beta))
         return items
 
     # ------------------------------------------------------------------ per configuration
@@ -432,24 +435,34 @@ class ReserveTable:
                 )
                 lex_live = rt.live_masks[sc.dfa] & rt.lexicon_mask
                 if lex_live:
-                    key += self._lexicon_key(sc.rem, lex_live)
+                    key += self._lexicon_key(sc.rem, lex_live, rt.lex_at(c2.stack))
                 if key not in visited:
                     visited.add(key)
                     queue.append((ext + bytes([b]), c2))
         return None
 
-    def _lexicon_key(self, rem: bytes, live: int) -> tuple[bytes, ...]:
+    def _lexicon_key(self, rem: bytes, live: int, view: LexiconView) -> tuple[bytes | None, ...]:
         """What a pending lexeme's future depends on under the live lexicon categories.
 
         A category compares its words case-folded when it folds bare case, so ``Ref_T`` and
         ``ref_t`` extend alike there: keying the raw bytes made the search explore every case
         variant of a long identifier (2^n prefixes) and give up on ``Ref`` → ``Ref_Template_Types``.
+        A lexeme that is a prefix of no word of the category, in the grammar's lexicon or in
+        the view in force, is decided alike for every extension: all such lexemes share one
+        key. Keying their bytes made the search give up on MySQL's `_` (a charset introducer
+        `_x'…'` or an identifier; 63 letters per level under a lexicon without `_` words),
+        found by the walk arm. (None stands for "no word".)
         """
-        out: list[bytes] = []
+        out: list[bytes | None] = []
         while live:
             low = live & -live
-            cat = self.rt.lexicon[low.bit_length() - 1]
-            out.append(fold_lexeme(rem, cat.fold_bare_case, cat.fold_quoted_case))
+            tid = low.bit_length() - 1
+            cat = self.rt.lexicon[tid]
+            scoped = view.words.get(tid)
+            if cat.reads(rem) or (scoped is not None and scoped.reads(rem)):
+                out.append(fold_lexeme(rem, cat.fold_bare_case, cat.fold_quoted_case))
+            else:
+                out.append(None)
             live ^= low
         return tuple(out)
 

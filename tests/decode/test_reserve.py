@@ -172,3 +172,43 @@ def test_reserve_other_dialects_byte_prefixes(dialect: str, smollm2_vocab: Vocab
         assert cfg is not None
         comp = table.completion(cfg)
         assert accepts(g, s[:i] + comp.data), (s[:i], comp.data)
+
+
+_PRINT_COMPLETIONS = """
+import sys
+from grid_sql.grammar import Grammar
+from grid_sql.mask.reserve import reserve_table
+from grid_sql.mask.vocab import Vocabulary
+v = Vocabulary.from_gguf(sys.argv[1])
+for dialect in ("sqlite", "postgresql", "mysql"):
+    t = reserve_table(Grammar.dialect(dialect), v)
+    for p in (b"CREATE ", b"CREATE -- x", b"ALTER ", b"DROP ", b"SELECT a FROM t ", b"INSERT "):
+        cfg = t.rt.advance(t.rt.initial, p)
+        if cfg is not None:
+            print(dialect, p, t.completion(cfg).data)
+"""
+
+
+def test_reserve_is_the_same_in_every_process() -> None:
+    """The completion's ties (`CREATE TABLE A ( A )` against `CREATE VIEW A AS SELECT A`)
+    are broken by a total order, not by lark's set iteration, which follows the process's
+    string hashing: found by the walk arm, whose walks replayed differently per process."""
+    import os
+    import subprocess
+    import sys
+
+    gguf = SPIDER.parents[1] / "tokenizers" / "ggml-vocab-gpt-2.gguf"
+    if not gguf.is_file():
+        pytest.skip(f"GPT-2 vocabulary not found at {gguf}")
+    outs = set()
+    for seed in ("0", "1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        r = subprocess.run(
+            [sys.executable, "-c", _PRINT_COMPLETIONS, str(gguf)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        outs.add(r.stdout)
+    assert len(outs) == 1, outs

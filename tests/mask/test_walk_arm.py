@@ -118,3 +118,21 @@ def test_lark_munch_lexes_by_the_languages_rule(dialect: str) -> None:
         b"SELECT 'it''s' /* x */ , 1.5e3 AS n FROM t ORDER BY 1 DESC LIMIT 3",
     ):
         assert wa.lark_parses(dialect, ok) and wa.lark_munch_parses(dialect, ok)
+
+
+def test_walks_that_found_the_introducer_dead_end() -> None:
+    """mysql+lex walks 2338, 7417, 8203 ended in `MaskError: no way to finish the pending
+    lexeme b'_'` (MySQL's `_charset'…'` introducer or an identifier, under a lexicon with no
+    `_` word): the reserve's search keyed every `_x` apart and hit its node cap. Replayed, they
+    end through the reserve with a sentence lark parses."""
+    from grid_sql.mask.walk import kernels_enabled
+
+    if not kernels_enabled():
+        pytest.skip("grid_sql._kernels not built (make ext)")
+    wa = _walk_arm_module()
+    arm = wa.Arm("mysql+lex")
+    for k in (2338, 7417, 8203):
+        r = arm.walk(k, 48)
+        assert not r["dead_end"] and not r["overrun"] and r["stop"] == "reserve", r
+        assert r["lark"] or r["spec"], r
+        assert wa.lark_munch_parses("mysql", wa._text(r)), r
