@@ -362,6 +362,25 @@ def run(arms: list[str], walks: int, budget: int, shard: tuple[int, int], deadli
     return total
 
 
+def replay(n: int, budget: int, seed: int = 0) -> tuple[int, list[tuple[str, int]]]:
+    """Re-walk ``n`` recorded walks per arm (drawn with ``Random(seed)``) in this process and
+    compare text, token count and stop reason with the record: (walks replayed, differing)."""
+    rng = random.Random(seed)
+    done, differ = 0, []
+    for arm in ARMS:
+        p = out_path(arm)
+        if not p.exists():
+            continue
+        recs = {r["walk"]: r for r in map(json.loads, p.read_text().splitlines())}
+        a = Arm(arm)
+        for k in sorted(rng.sample(sorted(recs), min(n, len(recs)))):
+            r, o = a.walk(k, budget), recs[k]
+            done += 1
+            if (r["text"], r["tokens"], r["stop"]) != (o["text"], o["tokens"], o["stop"]):
+                differ.append((arm, k))
+    return done, differ
+
+
 # ----------------------------------------------------------------------------- report
 def report(out: Path, cmds: list[str]) -> str:
     import numpy as np
@@ -434,11 +453,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--recheck", nargs=2, metavar=("ARM", "WALK"), help="lark and spec verdicts of a walk"
     )
+    ap.add_argument(
+        "--replay", type=int, metavar="N", help="re-walk N recorded walks per arm and compare"
+    )
     args = ap.parse_args(argv)
     if args.recheck:
         text, ok, munch, spec = recheck(args.recheck[0], int(args.recheck[1]))
         print(f"{text!r}\nlark parses: {ok}; lark munch parses: {munch}; spec accepts: {spec}")
         return 0
+    if args.replay:
+        n, differ = replay(args.replay, args.budget)
+        print(f"{n} walks replayed, {len(differ)} differ from their records: {differ}")
+        return 1 if differ else 0
     if args.report:
         text = report(Path(args.out), args.cmd)
         if args.notes:

@@ -100,6 +100,15 @@ def test_bench_walk_arm_records_and_resumes(tmp_path, monkeypatch) -> None:  # t
         assert r["lark"] or r["spec"], r
     assert wa.run(["sqlite+lex"], 2, 24, (0, 1), deadline=float("inf")) == 0
     assert "| sqlite+lex | 2 | 0 | 0 |" in wa.report(tmp_path / "r.md", ["cmd"])
+    # a walk is reproducible in another process (the reserve's ties do not follow hashing),
+    # and a record that does not match its walk is reported
+    assert wa.replay(2, 24) == (2, [])
+    path = tmp_path / "sqlite+lex.jsonl"
+    lines = path.read_text().splitlines()
+    forged = json.loads(lines[1])
+    forged["text"] += " "
+    path.write_text(lines[0] + "\n" + json.dumps(forged) + "\n")
+    assert wa.replay(2, 24) == (2, [("sqlite+lex", 1)])
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "mysql"])
