@@ -342,6 +342,24 @@ impl ScanTables {
         self.dfa.n_states
     }
 
+    /// Terminal bitset words (of the accept/live sets and of an allowed set without stop
+    /// bits).
+    pub fn n_words(&self) -> usize {
+        self.dfa.n_words
+    }
+
+    /// One DFA step: the state after reading `byte` in `state` ([`DEAD`] if none).
+    #[inline]
+    pub fn step(&self, state: u32, byte: u8) -> u32 {
+        self.dfa.trans[state as usize * 256 + byte as usize]
+    }
+
+    /// Whether some terminal fully matches the bytes that lead to `state`.
+    #[inline]
+    pub fn accepting(&self, state: u32) -> bool {
+        self.dfa.accepting[state as usize]
+    }
+
     /// Contextual resolution (`ParserRuntime.resolve`): the first candidate, in resolution
     /// order, admitted by its lexicon (if any) that is ignored (`Some(Resolved::Ignored)`)
     /// or allowed (`Some(Resolved::Terminal)`); `None` if no candidate is viable, or if the
