@@ -11,6 +11,7 @@ from typing import Final, final
 __all__ = [
     "DEAD_STATE",
     "DEFAULT_MAX_STATES",
+    "ParserKernel",
     "START_STATE",
     "ScanDfa",
     "TokenTrieArrays",
@@ -160,3 +161,52 @@ class TrieWalker:
     def n_nodes(self) -> int: ...
     @property
     def n_states(self) -> int: ...
+
+@final
+class ParserKernel:
+    """The LALR(1) parser runtime of one grammar without scope rules
+    (``grid_sql/parser/incremental.py`` ``ParserRuntime`` is the reference; stacks, hashes,
+    allowed sets and verdicts are identical).
+
+    Tables as :func:`build_lalr` returns them (``action``/``goto`` little-endian ``i32``),
+    ``rule_lhs``/``rule_len`` per production; the scanner is the shared ``dfa`` plus the
+    grammar's ``ignored`` set (u64 words) and ``lexicons`` (as :class:`TrieWalker`).
+    Stacks are node ids of an interned arena (0 is the root, the start state); a scan
+    state is ``(dfa, rem, la_len, la_state)``. Raises ``ValueError`` for inconsistent
+    tables, an unknown node, or a shift the tables refuse.
+    """
+
+    def __new__(
+        cls,
+        n_terminals: int,
+        n_nonterminals: int,
+        action: bytes,
+        goto: bytes,
+        rule_lhs: Sequence[int],
+        rule_len: Sequence[int],
+        start_state: int,
+        end_state: int,
+        dfa: ScanDfa,
+        ignored: bytes,
+        lexicons: Sequence[tuple[int, Sequence[bytes], bool, bool, bool]],
+    ) -> ParserKernel: ...
+    @property
+    def n_nodes(self) -> int:
+        """Nodes in the arena (the root included)."""
+    def push(self, parent: int, state: int, symbol: int) -> int:
+        """The interned node ``state`` over ``parent``."""
+    def states(self, node: int) -> list[int]:
+        """LALR states from the bottom to ``node``."""
+    def config_hash(self, node: int) -> int:
+        """Rolling configuration hash of ``node`` (``StackNode.hash``)."""
+    def allowed(self, node: int) -> bytes:
+        """The allowed-terminal set of ``node`` as little-endian u64 words."""
+    def shift(self, node: int, tid: int) -> int:
+        """Apply ``tid``'s reduce chain and shift."""
+    def advance(
+        self, node: int, scan: tuple[int, bytes, int, int], data: bytes
+    ) -> tuple[int, tuple[int, bytes, int, int]] | None:
+        """Feed ``data`` from ``(node, scan)``: the new ``(node, scan)``, or None if the
+        result is not a viable prefix."""
+    def eos_allowed(self, node: int, scan: tuple[int, bytes, int, int]) -> bool:
+        """EOS gate: the input so far is a complete sentence."""

@@ -118,6 +118,37 @@ def scan_dfa(rt: ParserRuntime, n_words: int) -> Any:
     return dfa
 
 
+def parser_kernel(rt: ParserRuntime) -> Any:
+    """A ``_kernels.ParserKernel`` over ``rt``'s tables, lexer and lexicons: the Rust parser
+    runtime (``kernels/core/src/runtime.rs``) of a grammar without scope rules, whose
+    stacks, configuration hashes, allowed sets and verdicts equal ``rt``'s
+    (``tests/kernels/test_parser_kernel.py``). Its arena is its own: node ids, not
+    :class:`StackNode` objects. Raises ``ValueError`` for a grammar with scope rules (its
+    allowed sets and values depend on the scope rule, which the kernel does not run)."""
+    from .. import _kernels
+
+    if rt.sem is not None:
+        raise ValueError("the Rust parser runtime covers grammars without scope rules")
+    t = rt.grammar.tables
+    nw = rt.term_words
+    return _kernels.ParserKernel(
+        t.n_terminals,
+        int(t.goto.shape[1]),
+        np.ascontiguousarray(t.action, dtype="<i4").tobytes(),
+        np.ascontiguousarray(t.goto, dtype="<i4").tobytes(),
+        [int(x) for x in t.rule_lhs],
+        [int(x) for x in t.rule_len],
+        int(t.start_state),
+        int(t.end_state),
+        scan_dfa(rt, nw),
+        rt.ignored_mask.to_bytes(nw * 8, "little"),
+        [
+            (tid, sorted(w.words), w.fold_bare_case, w.fold_quoted_case, w.exclude)
+            for tid, w in rt.lexicon.items()
+        ],
+    )
+
+
 class Walker:
     """Runs CI walks for one (grammar runtime, token trie) pair."""
 

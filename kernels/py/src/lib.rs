@@ -4,7 +4,8 @@
 
 use grid_sql_core::lalr::{self, Production};
 use grid_sql_core::lexer::{BuildConfig, UnionDfa, DEFAULT_MAX_STATES};
-use std::sync::Arc;
+use grid_sql_core::runtime::{NodeId, ParseTables, ParserRuntime};
+use std::sync::{Arc, Mutex};
 
 use grid_sql_core::walk::{Frame, Lexicon, ScanDfa as CoreScanDfa, ScanTables, TrieArrays, Walker};
 use pyo3::exceptions::PyValueError;
@@ -240,19 +241,7 @@ impl TrieWalker {
         let ignored = le_words("ignored", ignored, u64::from_le_bytes)?;
         let (dfa, trie) = (Arc::clone(&dfa.inner), Arc::clone(&trie.inner));
         let inner = py.detach(move || -> Result<Walker, String> {
-            let lex = lexicons
-                .into_iter()
-                .map(|(t, words, bare, quoted, exclude)| {
-                    let lex = if exclude {
-                        Lexicon::excluding(words, bare, quoted)
-                    } else {
-                        Lexicon::with_folding(words, bare, quoted)
-                    };
-                    (t, lex)
-                })
-                .collect();
-            let scan = ScanTables::with_dfa(dfa, &ignored, lex).map_err(|e| e.to_string())?;
-            Ok(Walker::shared(scan, trie))
+            Ok(Walker::shared(scan_tables(dfa, &ignored, lexicons)?, trie))
         });
         Ok(TrieWalker {
             inner: inner.map_err(PyValueError::new_err)?,
@@ -309,6 +298,170 @@ impl TrieWalker {
     }
 }
 
+/// The scan tables of one grammar over a shared union DFA: its ignored set (u64 words) and
+/// lexicons (no Python objects: callable with the GIL released).
+fn scan_tables(
+    dfa: Arc<CoreScanDfa>,
+    ignored: &[u64],
+    lexicons: Vec<LexiconSpec>,
+) -> Result<ScanTables, String> {
+    let lex = lexicons
+        .into_iter()
+        .map(|(t, words, bare, quoted, exclude)| {
+            let lex = if exclude {
+                Lexicon::excluding(words, bare, quoted)
+            } else {
+                Lexicon::with_folding(words, bare, quoted)
+            };
+            (t, lex)
+        })
+        .collect();
+    ScanTables::with_dfa(dfa, ignored, lex).map_err(|e| e.to_string())
+}
+
+/// A scan state as Python holds it: `(dfa, rem, la_len, la_state)`.
+type PyScan = (u32, Vec<u8>, i64, u32);
+
+fn frame(scan: PyScan) -> Frame {
+    Frame {
+        dfa: scan.0,
+        rem: scan.1,
+        la_len: scan.2,
+        la_state: scan.3,
+    }
+}
+
+/// The LALR(1) parser runtime of one grammar without scope rules
+/// (`grid_sql/parser/incremental.py` `ParserRuntime` is the reference; results are
+/// identical). Stacks are node ids of its interned arena (0: the root).
+#[pyclass(frozen, module = "grid_sql._kernels")]
+struct ParserKernel {
+    inner: Mutex<ParserRuntime>,
+}
+
+impl ParserKernel {
+    fn rt(&self) -> std::sync::MutexGuard<'_, ParserRuntime> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl ParserKernel {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (n_terminals, n_nonterminals, action, goto, rule_lhs, rule_len, start_state, end_state, dfa, ignored, lexicons))]
+    fn new(
+        py: Python<'_>,
+        n_terminals: usize,
+        n_nonterminals: usize,
+        action: &[u8],
+        goto: &[u8],
+        rule_lhs: Vec<u32>,
+        rule_len: Vec<u32>,
+        start_state: u32,
+        end_state: u32,
+        dfa: &ScanDfa,
+        ignored: &[u8],
+        lexicons: Vec<LexiconSpec>,
+    ) -> PyResult<Self> {
+        let action = le_words("action", action, i32::from_le_bytes)?;
+        let goto = le_words("goto", goto, i32::from_le_bytes)?;
+        let tables = ParseTables::new(
+            n_terminals,
+            n_nonterminals,
+            action,
+            goto,
+            rule_lhs,
+            rule_len,
+            start_state,
+            end_state,
+        )
+        .map_err(value_err)?;
+        let ignored = le_words("ignored", ignored, u64::from_le_bytes)?;
+        let dfa = Arc::clone(&dfa.inner);
+        let scan = py
+            .detach(move || scan_tables(dfa, &ignored, lexicons))
+            .map_err(PyValueError::new_err)?;
+        let rt = ParserRuntime::new(Arc::new(tables), Arc::new(scan)).map_err(value_err)?;
+        Ok(ParserKernel {
+            inner: Mutex::new(rt),
+        })
+    }
+
+    /// Nodes in the arena (the root included).
+    #[getter]
+    fn n_nodes(&self) -> usize {
+        self.rt().n_nodes()
+    }
+
+    /// The interned node `state` over `parent`.
+    fn push(&self, parent: NodeId, state: u32, symbol: u32) -> PyResult<NodeId> {
+        let mut rt = self.rt();
+        check_node(&rt, parent)?;
+        Ok(rt.push(parent, state, symbol))
+    }
+
+    /// LALR states from the bottom to `node`.
+    fn states(&self, node: NodeId) -> PyResult<Vec<u32>> {
+        let rt = self.rt();
+        check_node(&rt, node)?;
+        Ok(rt.states(node))
+    }
+
+    /// Rolling configuration hash of `node`.
+    fn config_hash(&self, node: NodeId) -> PyResult<u64> {
+        let rt = self.rt();
+        check_node(&rt, node)?;
+        Ok(rt.hash(node))
+    }
+
+    /// The allowed-terminal set of `node` as little-endian u64 words.
+    fn allowed<'py>(&self, py: Python<'py>, node: NodeId) -> PyResult<Bound<'py, PyBytes>> {
+        let mut rt = self.rt();
+        check_node(&rt, node)?;
+        let words = rt.allowed(node).map_err(value_err)?;
+        let b: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// Apply `tid`'s reduce chain and shift; `ValueError` if the tables refuse it.
+    fn shift(&self, node: NodeId, tid: u32) -> PyResult<NodeId> {
+        let mut rt = self.rt();
+        check_node(&rt, node)?;
+        rt.shift(node, tid).map_err(value_err)
+    }
+
+    /// Feed `data` from `(node, scan)`: the new `(node, scan)`, or None if not viable.
+    fn advance(
+        &self,
+        node: NodeId,
+        scan: PyScan,
+        data: &[u8],
+    ) -> PyResult<Option<(NodeId, PyScan)>> {
+        let mut rt = self.rt();
+        check_node(&rt, node)?;
+        let out = rt.advance(node, &frame(scan), data).map_err(value_err)?;
+        Ok(out.map(|(n, f)| (n, (f.dfa, f.rem, f.la_len, f.la_state))))
+    }
+
+    /// EOS gate: the input so far is a complete sentence.
+    fn eos_allowed(&self, node: NodeId, scan: PyScan) -> PyResult<bool> {
+        let mut rt = self.rt();
+        check_node(&rt, node)?;
+        rt.eos_allowed(node, &frame(scan)).map_err(value_err)
+    }
+}
+
+fn check_node(rt: &ParserRuntime, node: NodeId) -> PyResult<()> {
+    if node as usize >= rt.n_nodes() {
+        return Err(PyValueError::new_err(format!(
+            "node {node} out of range ({} nodes)",
+            rt.n_nodes()
+        )));
+    }
+    Ok(())
+}
+
 type LalrOut<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, u32, u32);
 
 /// LALR(1) tables of a grammar given by symbol ids (terminals `0..n_terminals`, `$END` =
@@ -349,6 +502,7 @@ fn _kernels(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScanDfa>()?;
     m.add_class::<TokenTrieArrays>()?;
     m.add_class::<TrieWalker>()?;
+    m.add_class::<ParserKernel>()?;
     m.add("DEFAULT_MAX_STATES", DEFAULT_MAX_STATES)?;
     m.add("DEAD_STATE", grid_sql_core::lexer::DEAD)?;
     m.add("START_STATE", grid_sql_core::lexer::START)?;
