@@ -13,8 +13,16 @@ weigh, so ``--timers`` measures without it instead: the pieces of a fill listed 
 counted on the measured half only) and reported as total ms, calls and µs per call; nested
 pieces are included in their callers' totals.
 
+``--engine filler`` times the Rust fill instead (``_kernels.MaskFiller``,
+``kernels/core/src/fill.rs``: the same masks, rows and entry ids as the guide's fill, pinned
+by ``tests/kernels/test_mask_filler.py``): each step is one ``MaskFiller.fill`` call on the
+matcher's configuration (its stack converted to ``(state, symbol)`` pairs, included in the
+time), a miss is a step that ran a trie walk, and there is no warm-record layer in front of
+it (a hit also resolves the residue, from the filler's memos).
+
     python bench/cold_profile.py --vocab qwen2 --n 40
     python bench/cold_profile.py --vocab qwen2 --n 40 --timers
+    python bench/cold_profile.py --vocab qwen2 --n 40 --engine filler
 """
 
 from __future__ import annotations
@@ -48,6 +56,27 @@ TIMED = [
     ("grid_sql.mask.cache", "PackedWords", "or_into"),
     ("grid_sql.parser.incremental", "ParserRuntime", "eos_allowed"),
 ]
+
+
+def use_filler(eng: Any) -> None:
+    """Make ``eng.fill`` one ``MaskFiller.fill`` call (``missed``: it ran a trie walk)."""
+    import numpy as np
+
+    from grid_sql.mask.walk import mask_filler, stack_pairs
+
+    g = eng.guide
+    filler = mask_filler(g.walker, eng.v.size, eng.v.eos_token_id)
+    buf = np.zeros(g.n_words, dtype=np.int32)
+
+    def fill() -> Any:
+        cfg = eng.m.config
+        s = cfg.scan
+        before = filler.walks
+        filler.fill(stack_pairs(cfg.stack), (s.dfa, s.rem, s.la_len, s.la_state), buf, True)
+        eng.missed = filler.walks != before
+        return buf
+
+    eng.fill = fill
 
 
 def install_timers(on: list[bool]) -> dict[str, list[float]]:
@@ -90,7 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="no cProfile: wall-clock counters around the pieces of a fill (TIMED)",
     )
+    ap.add_argument(
+        "--engine",
+        choices=["guide", "filler"],
+        default="guide",
+        help="guide: Matcher.fill_next_token_bitmask (Python orchestration); filler: the Rust fill",
+    )
     args = ap.parse_args(argv)
+    if args.engine == "filler":
+        args.no_profile = True
     timing = [False]
     acc = install_timers(timing) if args.timers else {}
     if args.timers:
@@ -98,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from grid_sql.mask.vocab import greedy_token_ids
 
     eng = M.GridEngine(M.TOKENIZERS / f"ggml-vocab-{args.vocab}.gguf")
+    if args.engine == "filler":
+        use_filler(eng)
     stmts = M.sample_statements(args.n)
     half = args.n // 2
 
@@ -131,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.vocab}: {len(res)} steps, {len(miss)} misses; miss p50 {1e3 * p(miss, 0.5):.2f} ms"
         f" p90 {1e3 * p(miss, 0.9):.2f} ms, total {1e3 * sum(miss):.0f} ms;"
         f" hit p50 {1e6 * p(hit, 0.5):.1f} µs"
+        + (" [Rust fill]" if args.engine == "filler" else "")
         + (
             " (timers on)"
             if args.timers

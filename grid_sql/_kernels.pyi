@@ -11,6 +11,7 @@ from typing import Final, final
 __all__ = [
     "DEAD_STATE",
     "DEFAULT_MAX_STATES",
+    "MaskFiller",
     "ParserKernel",
     "START_STATE",
     "ScanDfa",
@@ -210,3 +211,50 @@ class ParserKernel:
         result is not a viable prefix."""
     def eos_allowed(self, node: int, scan: tuple[int, bytes, int, int]) -> bool:
         """EOS gate: the input so far is a complete sentence."""
+
+@final
+class MaskFiller:
+    """The whole mask fill of one (grammar without scope rules, vocabulary): root entry,
+    CD residue resolution, sub-walks and the row in one GIL-released call
+    (``grid_sql/mask/guide.py`` ``Guide._fill`` is the reference; rows, counts and entry
+    ids are identical).
+
+    Built from a :class:`ParserKernel` and a :class:`TrieWalker` of the same grammar;
+    ``lexicon_mask`` (u64 words) marks the lexicon terminals (identifier-position keys),
+    ``schema_fp`` is the schema lexicon's fingerprint (None without a lexicon). Entries
+    live in the filler's own store, dropped wholesale past ``max_bytes``.
+    """
+
+    def __new__(
+        cls,
+        parser: ParserKernel,
+        walker: TrieWalker,
+        lexicon_mask: bytes,
+        schema_fp: bytes | None,
+        term_words: int,
+        vocab_size: int,
+        eos_id: int,
+        max_bytes: int,
+    ) -> MaskFiller: ...
+    def fill(
+        self,
+        stack: Sequence[tuple[int, int]],
+        scan: tuple[int, bytes, int, int],
+        out: object,
+        walk: bool,
+    ) -> tuple[int, list[str]] | None:
+        """Fill ``out`` (writable C-contiguous int32, at least ``ceil(vocab_size / 32)``
+        items; the rest zeroed) with the mask of the configuration ``(stack, scan)``
+        (``stack``: ``(state, symbol)`` pairs bottom-up above the root). Returns
+        ``(allowed count, entry ids)``, or None when ``walk`` is false and an entry is not
+        stored (``out`` untouched). Raises ``ValueError`` for bad input or an empty mask."""
+    @property
+    def walks(self) -> int:
+        """Trie walks run (store misses) so far."""
+    @property
+    def n_entries(self) -> int: ...
+    @property
+    def store_bytes(self) -> int: ...
+    @property
+    def resets(self) -> int:
+        """Times the store was dropped for size."""

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..grammar.lexer import DEAD, START, LexerTables
 from ..parser.incremental import LexiconView, ParserRuntime
+from ..parser.stack import StackNode
 from .trie import TokenTrie
 
 _IGNORED = -1  # ParserRuntime.resolve's answer for an ignored terminal
@@ -147,6 +148,39 @@ def parser_kernel(rt: ParserRuntime) -> Any:
             for tid, w in rt.lexicon.items()
         ],
     )
+
+
+def mask_filler(walker: Walker, vocab_size: int, eos_id: int, max_bytes: int = 256 << 20) -> Any:
+    """A ``_kernels.MaskFiller`` for ``walker``'s (grammar runtime, trie): the whole fill of
+    a grammar without scope rules in Rust, equal to ``Guide._fill``
+    (``tests/kernels/test_mask_filler.py``). Raises ``ValueError`` for a grammar with scope
+    rules."""
+    from .. import _kernels
+
+    rt = walker.rt
+    nw = rt.term_words
+    lex = rt.grammar.lexicon
+    return _kernels.MaskFiller(
+        parser_kernel(rt),
+        walker.kernel(),
+        rt.lexicon_mask.to_bytes(nw * 8, "little"),
+        None if lex is None else lex.fingerprint.encode(),
+        nw,
+        vocab_size,
+        eos_id,
+        max_bytes,
+    )
+
+
+def stack_pairs(node: StackNode) -> list[tuple[int, int]]:
+    """``(state, symbol)`` of every node above the root, bottom-up (``MaskFiller.fill``)."""
+    out: list[tuple[int, int]] = []
+    n: StackNode | None = node
+    while n is not None and n.parent is not None:
+        out.append((n.state, n.symbol))
+        n = n.parent
+    out.reverse()
+    return out
 
 
 class Walker:

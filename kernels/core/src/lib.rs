@@ -11,9 +11,11 @@
 //! - [`lalr`]: LALR(1) table construction (lark's analysis, canonical state numbering).
 //! - [`fxhash`]: the hasher of the kernels' internal maps and sets.
 //! - [`walk`]: the cold token-trie walk (paper §4.1–§4.2): CI ids and CD residue of a key.
+//! - [`fill`]: the whole mask fill of a configuration (root entry, CD residue, row).
 //! - [`runtime`]: the LALR(1) parser runtime (paper §2–§3): interned stack arena, allowed
 //!   sets memoized per node, shift/reduce, the incremental scanner's advance.
 
+pub mod fill;
 pub mod fingerprint;
 pub mod fxhash;
 pub mod lalr;

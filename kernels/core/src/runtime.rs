@@ -239,6 +239,13 @@ impl ParserRuntime {
         })
     }
 
+    /// A runtime over the same tables with an empty arena (node ids of `self` mean
+    /// nothing to it).
+    pub fn fresh(&self) -> Self {
+        Self::new(Arc::clone(&self.tables), Arc::clone(&self.scan))
+            .expect("the tables were validated by new")
+    }
+
     /// The scanner tables.
     pub fn scan_tables(&self) -> &ScanTables {
         &self.scan

@@ -523,7 +523,7 @@ impl TrieArrays {
 }
 
 /// Scanner state inside the walk (`ScanFrame`): DFA state after `rem`, last accept.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Frame {
     pub dfa: u32,
     pub rem: Vec<u8>,

@@ -2,9 +2,11 @@
 //! mapping (`LexerError` -> `ValueError`) and releasing the GIL around long calls. The
 //! contract is `grid_sql/_kernels.pyi`, checked by `python -m mypy.stubtest`.
 
+use grid_sql_core::fill::{FillError, Filler};
 use grid_sql_core::lalr::{self, Production};
 use grid_sql_core::lexer::{BuildConfig, UnionDfa, DEFAULT_MAX_STATES};
 use grid_sql_core::runtime::{NodeId, ParseTables, ParserRuntime};
+use pyo3::buffer::PyBuffer;
 use std::sync::{Arc, Mutex};
 
 use grid_sql_core::walk::{Frame, Lexicon, ScanDfa as CoreScanDfa, ScanTables, TrieArrays, Walker};
@@ -452,6 +454,119 @@ impl ParserKernel {
     }
 }
 
+/// The whole mask fill of one (grammar without scope rules, vocabulary)
+/// (`Guide._fill` is the reference: rows, counts and entry ids are identical). Holds its
+/// own entry store (dropped wholesale past `max_bytes`); `fill` releases the GIL.
+#[pyclass(frozen, module = "grid_sql._kernels")]
+struct MaskFiller {
+    inner: Mutex<Filler>,
+}
+
+impl MaskFiller {
+    fn filler(&self) -> std::sync::MutexGuard<'_, Filler> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl MaskFiller {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (parser, walker, lexicon_mask, schema_fp, term_words, vocab_size, eos_id, max_bytes))]
+    fn new(
+        parser: &ParserKernel,
+        walker: &TrieWalker,
+        lexicon_mask: &[u8],
+        schema_fp: Option<Vec<u8>>,
+        term_words: usize,
+        vocab_size: usize,
+        eos_id: usize,
+        max_bytes: usize,
+    ) -> PyResult<Self> {
+        let lexicon_mask = le_words("lexicon_mask", lexicon_mask, u64::from_le_bytes)?;
+        let rt = parser.rt().fresh();
+        let f = Filler::new(
+            rt,
+            walker.inner.clone(),
+            lexicon_mask,
+            schema_fp,
+            term_words,
+            vocab_size,
+            eos_id,
+            max_bytes,
+        )
+        .map_err(value_err)?;
+        Ok(MaskFiller {
+            inner: Mutex::new(f),
+        })
+    }
+
+    /// Fill `out` (a writable C-contiguous int32 buffer of at least `ceil(vocab_size /
+    /// 32)` items; the rest is zeroed) with the mask of the configuration whose stack is
+    /// `stack` (`(state, symbol)` pairs bottom-up above the root) and scan state `scan`.
+    /// Returns `(allowed count, entry ids)`, or None when `walk` is false and some entry
+    /// is not stored (`out` untouched).
+    fn fill(
+        &self,
+        py: Python<'_>,
+        stack: Vec<(u32, u32)>,
+        scan: PyScan,
+        out: &Bound<'_, PyAny>,
+        walk: bool,
+    ) -> PyResult<Option<(u32, Py<PyList>)>> {
+        let buf = PyBuffer::<i32>::get(out)?;
+        if buf.readonly() || !buf.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "out must be a writable C-contiguous int32 buffer",
+            ));
+        }
+        let n_items = buf.item_count();
+        let f = frame(scan);
+        let res = py.detach(|| {
+            let mut filler = self.filler();
+            let mut words = vec![0u32; n_items];
+            let node = filler.node_of(&stack);
+            filler
+                .fill(node, &f, &mut words, walk)
+                .map(|(n, entries)| (n, entries, words))
+        });
+        match res {
+            Ok((n, entries, words)) => {
+                let w: Vec<i32> = words.into_iter().map(|x| x as i32).collect();
+                buf.copy_from_slice(py, &w)?;
+                let ids = PyList::new(py, entries.iter().map(|e| e.hex.as_str()))?;
+                Ok(Some((n, ids.unbind())))
+            }
+            Err(FillError::NeedWalk) => Ok(None),
+            Err(e) => Err(value_err(e)),
+        }
+    }
+
+    /// Trie walks run (store misses) so far.
+    #[getter]
+    fn walks(&self) -> u64 {
+        self.filler().walks
+    }
+
+    /// Entries stored.
+    #[getter]
+    fn n_entries(&self) -> usize {
+        self.filler().n_entries()
+    }
+
+    /// Bytes the stored entries account for.
+    #[getter]
+    fn store_bytes(&self) -> usize {
+        self.filler().store_bytes()
+    }
+
+    /// Times the store was dropped for size.
+    #[getter]
+    fn resets(&self) -> u64 {
+        self.filler().resets
+    }
+}
+
 fn check_node(rt: &ParserRuntime, node: NodeId) -> PyResult<()> {
     if node as usize >= rt.n_nodes() {
         return Err(PyValueError::new_err(format!(
@@ -503,6 +618,7 @@ fn _kernels(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TokenTrieArrays>()?;
     m.add_class::<TrieWalker>()?;
     m.add_class::<ParserKernel>()?;
+    m.add_class::<MaskFiller>()?;
     m.add("DEFAULT_MAX_STATES", DEFAULT_MAX_STATES)?;
     m.add("DEAD_STATE", grid_sql_core::lexer::DEAD)?;
     m.add("START_STATE", grid_sql_core::lexer::START)?;
