@@ -13,16 +13,14 @@ weigh, so ``--timers`` measures without it instead: the pieces of a fill listed 
 counted on the measured half only) and reported as total ms, calls and µs per call; nested
 pieces are included in their callers' totals.
 
-``--engine filler`` times the Rust fill instead (``_kernels.MaskFiller``,
-``kernels/core/src/fill.rs``: the same masks, rows and entry ids as the guide's fill, pinned
-by ``tests/kernels/test_mask_filler.py``): each step is one ``MaskFiller.fill`` call on the
-matcher's configuration (its stack converted to ``(state, symbol)`` pairs, included in the
-time), a miss is a step that ran a trie walk, and there is no warm-record layer in front of
-it (a hit also resolves the residue, from the filler's memos).
+The guide fills in Rust for this grammar (``Guide.filler``: ``_kernels.MaskFiller``,
+``kernels/core/src/fill.rs``); ``--engine py-fill`` builds it with ``kernel_fill=False``, the
+Python orchestration over the MaskCache that the Rust fill transcribes (same masks, rows and
+entry ids: ``tests/kernels/test_mask_filler.py``), which is what cProfile and ``--timers``
+can see into. A miss is a step whose fill ran a trie walk (``Guide.n_walks``).
 
-    python bench/cold_profile.py --vocab qwen2 --n 40
-    python bench/cold_profile.py --vocab qwen2 --n 40 --timers
-    python bench/cold_profile.py --vocab qwen2 --n 40 --engine filler
+    python bench/cold_profile.py --vocab qwen2 --n 40 --no-profile
+    python bench/cold_profile.py --vocab qwen2 --n 40 --engine py-fill --timers
 """
 
 from __future__ import annotations
@@ -56,27 +54,6 @@ TIMED = [
     ("grid_sql.mask.cache", "PackedWords", "or_into"),
     ("grid_sql.parser.incremental", "ParserRuntime", "eos_allowed"),
 ]
-
-
-def use_filler(eng: Any) -> None:
-    """Make ``eng.fill`` one ``MaskFiller.fill`` call (``missed``: it ran a trie walk)."""
-    import numpy as np
-
-    from grid_sql.mask.walk import mask_filler, stack_pairs
-
-    g = eng.guide
-    filler = mask_filler(g.walker, eng.v.size, eng.v.eos_token_id)
-    buf = np.zeros(g.n_words, dtype=np.int32)
-
-    def fill() -> Any:
-        cfg = eng.m.config
-        s = cfg.scan
-        before = filler.walks
-        filler.fill(stack_pairs(cfg.stack), (s.dfa, s.rem, s.la_len, s.la_state), buf, True)
-        eng.missed = filler.walks != before
-        return buf
-
-    eng.fill = fill
 
 
 def install_timers(on: list[bool]) -> dict[str, list[float]]:
@@ -121,22 +98,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--engine",
-        choices=["guide", "filler"],
+        choices=["guide", "py-fill"],
         default="guide",
-        help="guide: Matcher.fill_next_token_bitmask (Python orchestration); filler: the Rust fill",
+        help="guide: as shipped (the Rust fill); py-fill: kernel_fill=False (Python orchestration)",
     )
     args = ap.parse_args(argv)
-    if args.engine == "filler":
-        args.no_profile = True
+    if args.timers and args.engine == "guide":
+        ap.error("--timers weighs the Python fill's pieces: use it with --engine py-fill")
     timing = [False]
     acc = install_timers(timing) if args.timers else {}
     if args.timers:
         args.no_profile = True
     from grid_sql.mask.vocab import greedy_token_ids
 
-    eng = M.GridEngine(M.TOKENIZERS / f"ggml-vocab-{args.vocab}.gguf")
-    if args.engine == "filler":
-        use_filler(eng)
+    eng = M.GridEngine(
+        M.TOKENIZERS / f"ggml-vocab-{args.vocab}.gguf", kernel_fill=args.engine == "guide"
+    )
     stmts = M.sample_statements(args.n)
     half = args.n // 2
 
@@ -170,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.vocab}: {len(res)} steps, {len(miss)} misses; miss p50 {1e3 * p(miss, 0.5):.2f} ms"
         f" p90 {1e3 * p(miss, 0.9):.2f} ms, total {1e3 * sum(miss):.0f} ms;"
         f" hit p50 {1e6 * p(hit, 0.5):.1f} µs"
-        + (" [Rust fill]" if args.engine == "filler" else "")
+        + (" [Rust fill]" if args.engine == "guide" else " [Python fill]")
         + (
             " (timers on)"
             if args.timers

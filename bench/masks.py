@@ -78,7 +78,7 @@ def rss_bytes() -> int:
 class GridEngine:
     name = "grid-sql"
 
-    def __init__(self, vocab_path: Path, kernels: bool = True):
+    def __init__(self, vocab_path: Path, kernels: bool = True, kernel_fill: bool = True):
         import grid_sql as gs
         from grid_sql.grammar.dialects import dialects_dir
         from grid_sql.mask.cache import MaskCache
@@ -97,7 +97,7 @@ class GridEngine:
         g = gs.Grammar.from_lark(
             path.read_text(), "start", import_paths=[d], source_path=path, name="sqlite"
         )
-        self.guide = Guide(g, self.v, cache=MaskCache(), trie=trie)
+        self.guide = Guide(g, self.v, cache=MaskCache(), trie=trie, kernel_fill=kernel_fill)
         self.guide.walker.use_kernel = kernels
         if kernels:
             self.guide.walker.kernel()  # the kernel's tables are part of the compile
@@ -114,10 +114,9 @@ class GridEngine:
         self.buf = self.m.allocate_bitmask()
 
     def fill(self):
-        st = self.guide.cache.stats
-        before = st.misses
+        before = self.guide.n_walks  # a miss: the fill ran a trie walk (either fill path)
         self.m.fill_next_token_bitmask(self.buf)
-        self.missed = st.misses != before
+        self.missed = self.guide.n_walks != before
         return self.buf
 
     def accept(self, tid: int) -> bool:

@@ -248,6 +248,8 @@ class MaskFiller:
         (``stack``: ``(state, symbol)`` pairs bottom-up above the root). Returns
         ``(allowed count, entry ids)``, or None when ``walk`` is false and an entry is not
         stored (``out`` untouched). Raises ``ValueError`` for bad input or an empty mask."""
+    def reset(self) -> None:
+        """Drop the stored entries and every memo (the next fills walk again)."""
     @property
     def walks(self) -> int:
         """Trie walks run (store misses) so far."""

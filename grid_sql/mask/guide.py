@@ -28,7 +28,7 @@ from ..parser.stack import StackNode
 from .cache import KIND_GENERIC, KIND_IDENT, MaskCache, MaskEntry, MaskKey
 from .trie import TokenTrie, get_token_trie
 from .vocab import Vocabulary
-from .walk import ScanFrame, Walker
+from .walk import ScanFrame, Walker, mask_filler, stack_pairs
 
 DEFAULT_CACHE = MaskCache()
 MAX_FORCED = 64
@@ -99,6 +99,7 @@ class Guide:
         *,
         cache: MaskCache | None = None,
         trie: TokenTrie | None = None,
+        kernel_fill: bool = True,
     ) -> None:
         self.grammar = grammar
         self.vocab = vocab
@@ -151,6 +152,40 @@ class Guide:
                 )
             )
         self._subs_gen = self.cache.generation
+        # The whole fill in Rust (_kernels.MaskFiller, kernels/core/src/fill.rs) for grammars
+        # without scope rules when the Rust walk is on: same rows, counts and entry ids as
+        # collect() below (tests/kernels/test_mask_filler.py), its entries in its own store.
+        # kernel_fill=False keeps the Python orchestration over the MaskCache (the reference).
+        self.kernel_fill = kernel_fill
+        self._filler: Any = None
+        self._filler_lock = threading.Lock()
+        self._py_walks = 0  # trie walks run by entry_for (the Python orchestration)
+
+    @property
+    def n_walks(self) -> int:
+        """Trie walks this guide has run (cache misses), by either fill path."""
+        f = self._filler
+        return self._py_walks + (0 if f is None else int(f.walks))
+
+    def filler(self) -> Any:
+        """The guide's ``_kernels.MaskFiller`` when the kernel fill applies (built on first
+        use), else None: the grammar has scope rules, the Rust walk is off
+        (``GRID_SQL_KERNELS=0``), the cache is disabled, or ``kernel_fill`` is False."""
+        if (
+            not self.kernel_fill
+            or self.runtime.sem is not None
+            or not self.walker.use_kernel
+            or not self.cache.enabled
+        ):
+            return None
+        f = self._filler
+        if f is None:
+            with self._filler_lock:
+                f = self._filler
+                if f is None:
+                    f = mask_filler(self.walker, self.vocab.size, self.eos_id, self.cache.max_bytes)
+                    self._filler = f
+        return f
 
     def matcher(self, max_tokens: int | None = None) -> Matcher:
         return Matcher(self, max_tokens=max_tokens)
@@ -181,6 +216,7 @@ class Guide:
         frame = ScanFrame(s.dfa, s.rem, s.la_len, s.la_state)
         lex = self.runtime.lex_at(cfg.stack)
         ci_ids, residue = self.walker.walk_payload(node, frame, key.allowed, lex)
+        self._py_walks += 1
         return self.cache.publish(self.namespace, MaskEntry.make(key, ci_ids, residue))
 
     def allowed_ids(self, cfg: Configuration) -> tuple[np.ndarray, bool, list[str]]:
@@ -515,7 +551,7 @@ class Guide:
             and buf.ndim == 1
             and buf.size >= nw
         ):
-            if f[3] != cache.epoch:
+            if f[3] != cache.epoch and self._filler is None:
                 # Some entry left since the row was recorded: revalidate as a structural memo
                 # hit does (root entry resident, same id; the identifier rule re-checked),
                 # without rebuilding the structural key. Keeps the record useful while a full
@@ -555,17 +591,40 @@ class Guide:
         words = buf.view(np.uint32)
         memo_on = self.cache.enabled
         mk = self._memo_key(cfg) if memo_on else None
+        kf = self.filler()
         if mk is not None:
             with self._memo_lock:
                 hit = self._memo.get(mk)
                 if hit is not None:
                     self._memo.move_to_end(mk)
             if hit is not None:
-                root = self.cache.get(self.namespace, self.key_for(cfg, 0))
-                if root is not None and root.entry_id == hit[2][0]:
+                # a kernel-fill row is exact by construction (its entries are the filler's,
+                # keyed by kind); a collect() row is revalidated against the MaskCache
+                root = (
+                    None if kf is not None else self.cache.get(self.namespace, self.key_for(cfg, 0))
+                )
+                if kf is not None or (root is not None and root.entry_id == hit[2][0]):
                     words[:nw] = hit[0]
                     words[nw:] = 0
                     return hit[1], list(hit[2]), hit[0]
+        if kf is not None:
+            s = cfg.scan
+            # the filler writes C-contiguous int32 memory in place (a strided view goes
+            # through a copy)
+            direct = buf.flags.c_contiguous and buf.flags.writeable
+            out = buf if direct else np.empty(buf.size, dtype=np.int32)
+            try:
+                got = kf.fill(
+                    stack_pairs(cfg.stack), (s.dfa, s.rem, s.la_len, s.la_state), out, walk
+                )
+            except ValueError as exc:
+                raise MaskError(f"{exc} (stack {cfg.stack!r})") from exc
+            if got is None:
+                raise _NeedWalk
+            if not direct:
+                buf[...] = out
+            n, entry_ids = got
+            return n, entry_ids, self._remember(mk, words[:nw], n, entry_ids)
         entries, extra = self.collect(cfg, walk=walk)
         eos = self.runtime.eos_allowed(cfg)
         words[:] = 0
@@ -581,18 +640,24 @@ class Guide:
         if n == 0:
             raise MaskError(f"empty mask at a viable configuration (stack {cfg.stack!r})")
         entry_ids = [e.entry_id for e in entries]
-        row = None
-        if mk is not None:
-            row = words[:nw].copy()
-            row.setflags(write=False)
-            with self._memo_lock:
-                if mk not in self._memo:
-                    self._memo[mk] = (row, n, tuple(entry_ids))
-                    self._memo_bytes += row.nbytes
-                    while self._memo_bytes > FILL_MEMO_BYTES and len(self._memo) > 1:
-                        _, old = self._memo.popitem(last=False)
-                        self._memo_bytes -= old[0].nbytes
-        return n, entry_ids, row
+        return n, entry_ids, self._remember(mk, words[:nw], n, entry_ids)
+
+    def _remember(
+        self, mk: tuple[Any, ...] | None, words: np.ndarray, n: int, entry_ids: list[str]
+    ) -> np.ndarray | None:
+        """Keep a finished row in the structural memo (cache on); returns the read-only row."""
+        if mk is None:
+            return None
+        row = words.copy()
+        row.setflags(write=False)
+        with self._memo_lock:
+            if mk not in self._memo:
+                self._memo[mk] = (row, n, tuple(entry_ids))
+                self._memo_bytes += row.nbytes
+                while self._memo_bytes > FILL_MEMO_BYTES and len(self._memo) > 1:
+                    _, old = self._memo.popitem(last=False)
+                    self._memo_bytes -= old[0].nbytes
+        return row
 
 
 def fill_rows(

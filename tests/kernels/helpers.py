@@ -73,7 +73,9 @@ def statements(gname: str, n: int) -> tuple[bytes, ...]:
 
 
 def guide_pair(gname: str, vname: str) -> tuple[Guide, Guide]:
-    """(kernel guide, Python-walk guide), fresh caches, one shared trie."""
+    """(kernel guide, Python-walk guide), fresh caches, one shared trie. The kernel guide
+    also fills in Rust (``Guide.filler``) when its grammar has no scope rules; the other is
+    the Python reference throughout."""
     assert kernels_enabled(), "grid_sql._kernels lacks TrieWalker (run `make ext`)"
     g = grammar(gname)
     gk = Guide(g, vocab(vname), cache=MaskCache())

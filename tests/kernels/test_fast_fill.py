@@ -22,6 +22,7 @@ def _sessions(gname: str, vname: str, n: int) -> list[list[int]]:
     return [greedy_tokens(vname, sql) for sql in statements(gname, n)]
 
 
+@pytest.mark.parametrize("kernel_fill", [True, False], ids=["kernel-fill", "py-fill"])
 @pytest.mark.parametrize(
     ("gname", "vname", "cache_bytes"),
     [
@@ -31,12 +32,18 @@ def _sessions(gname: str, vname: str, n: int) -> list[list[int]]:
     ],
 )
 def test_try_fill_is_none_exactly_when_a_walk_is_needed(
-    gname: str, vname: str, cache_bytes: int
+    gname: str, vname: str, cache_bytes: int, kernel_fill: bool
 ) -> None:
     """Also on a cache small enough to evict while the statements run (1 MB): warm records
     are then revalidated by their root entry, and a walk is needed exactly when that or a
-    sub-walk entry is gone."""
-    g = Guide(grammar(gname), vocab(vname), cache=MaskCache(max_bytes=cache_bytes))
+    sub-walk entry is gone (the kernel fill's store drops everything past the bound)."""
+    g = Guide(
+        grammar(gname),
+        vocab(vname),
+        cache=MaskCache(max_bytes=cache_bytes),
+        kernel_fill=kernel_fill,
+    )
+    assert (g.filler() is not None) == kernel_fill
     sentinel = np.int32(0x5A5A5A5A)
     tried = np.full(g.n_words + 2, sentinel, dtype=np.int32)
     ref = np.zeros(g.n_words + 2, dtype=np.int32)
@@ -47,9 +54,9 @@ def test_try_fill_is_none_exactly_when_a_walk_is_needed(
             for t in [*toks, None]:
                 tried[:] = sentinel
                 got = g.try_fill_bitmask(m.config, tried)
-                p0 = g.cache.stats.publishes
+                p0 = g.n_walks
                 want = g.fill_bitmask(m.config, ref)
-                walked = g.cache.stats.publishes > p0
+                walked = g.n_walks > p0
                 assert (got is None) == walked
                 if got is None:
                     assert (tried == sentinel).all()  # untouched
@@ -62,10 +69,20 @@ def test_try_fill_is_none_exactly_when_a_walk_is_needed(
                     m.accept_token(t)
     assert seen_none and seen_hit
     if cache_bytes < 256 << 20:
-        assert g.cache.stats.evictions > 0
-    # entries rolled over: the fill memo alone must not answer
-    g.cache.roll_over(set())
+        assert (g.filler().resets if kernel_fill else g.cache.stats.evictions) > 0
     m = g.matcher()
+    if kernel_fill:
+        # the filler's entries are its own: a MaskCache roll-over leaves them, and its rows
+        # stay exact without them (the memo answers after a store reset: no walk needed)
+        g.cache.roll_over(set())
+        assert g.try_fill_bitmask(m.config, tried) is not None
+        g.filler().reset()
+        assert g.try_fill_bitmask(m.config, tried) is not None
+        g._memo.clear()
+        g._warm.clear()
+    else:
+        # entries rolled over: the fill memo alone must not answer
+        g.cache.roll_over(set())
     assert g.try_fill_bitmask(m.config, tried) is None
     g.fill_bitmask(m.config, ref)
     assert g.try_fill_bitmask(m.config, tried) == g.fill_bitmask(m.config, ref)
@@ -94,17 +111,22 @@ def _structure(cfg: Configuration) -> tuple[object, ...]:
     ("gname", "vname", "n"),
     [("sqlite", "gpt-2", 2), ("sqlite", "qwen2", 1), ("scoped", "gpt-2", 2)],
 )
-def test_warm_path_equals_reference_through_clears(gname: str, vname: str, n: int) -> None:
+@pytest.mark.parametrize("kernel_fill", [True, False], ids=["kernel-fill", "py-fill"])
+def test_warm_path_equals_reference_through_clears(
+    gname: str, vname: str, n: int, kernel_fill: bool
+) -> None:
     """Matcher steps (accept memo + warm records) and Guide.fill_bitmask vs a second guide
-    with its own cache filled through the reference path (structural memo + collect) and
-    advanced by the parser: same configurations, rows, counts and entry ids, on a cold
-    pass, a warm pass, after an intern-table clear, a fill-memo and warm-record clear, a
-    cache roll-over, and on a cache small enough to evict every few publishes."""
+    with its own cache filled through the reference path (structural memo + collect, no
+    kernel fill) and advanced by the parser: same configurations, rows, counts and entry
+    ids, on a cold pass, a warm pass, after an intern-table clear, a fill-memo and
+    warm-record clear, a cache roll-over, and on a cache small enough to evict every few
+    publishes (the kernel fill: drop its store)."""
     g = _grammar(gname)
     v = vocab(vname)
-    fast = Guide(g, v, cache=MaskCache())
-    ref = Guide(g, v, cache=MaskCache(), trie=fast.trie)
-    tiny = Guide(g, v, cache=MaskCache(max_bytes=64 << 10), trie=fast.trie)
+    fast = Guide(g, v, cache=MaskCache(), kernel_fill=kernel_fill)
+    ref = Guide(g, v, cache=MaskCache(), trie=fast.trie, kernel_fill=False)
+    tiny = Guide(g, v, cache=MaskCache(max_bytes=64 << 10), trie=fast.trie, kernel_fill=kernel_fill)
+    kf = kernel_fill and fast.filler() is not None  # scoped grammars: always the Python fill
     rt = fast.runtime
     sqls = [b"SELECT a.Title FROM Album AS a WHERE a.AlbumId < 3"] if gname != "sqlite" else []
     seqs = [greedy_tokens(vname, s) for s in (sqls or list(statements(gname, n)))]
@@ -140,14 +162,26 @@ def test_warm_path_equals_reference_through_clears(gname: str, vname: str, n: in
         return steps
 
     steps = one_pass()  # cold
-    hits = fast.cache.stats.hits
+    hits, walks = fast.cache.stats.hits, fast.n_walks
     assert one_pass() == steps  # warm: warm records answer, no cache lookup at all
-    assert fast.cache.stats.hits == hits and fast.cache.stats.misses > 0
+    assert fast.cache.stats.hits == hits and fast.n_walks == walks > 0
     rt._interned.clear()  # structurally equal stacks become new objects
     one_pass()
     fast._memo.clear()
     fast._warm.clear()
     one_pass()
+    if kf:
+        # the filler's store is its own: rows are exact without any MaskCache entry, and
+        # dropping the store (as past its bound) only costs walks
+        assert fast.cache.stats.publishes == 0
+        fast._memo.clear()
+        fast._warm.clear()
+        fast.filler().reset()
+        walks = fast.n_walks
+        one_pass()
+        assert fast.n_walks > walks
+        assert tiny.filler().resets > 0
+        return
     fast.cache.roll_over(set())  # every entry gone: warm records must not answer alone
     publishes = fast.cache.stats.publishes
     one_pass()

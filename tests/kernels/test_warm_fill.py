@@ -52,7 +52,10 @@ def test_fill_equals_allowed_ids_along_statements() -> None:
 
 
 def test_fill_memo_replays_by_structure_and_keeps_cache_checks() -> None:
+    """The Python fill's memo over the MaskCache (the kernel fill keeps its own store and
+    is checked against this path in tests/kernels/test_mask_filler.py)."""
     gk, _ = guide_pair("chinook", "llama-spm")
+    gk.kernel_fill = False
     toks = greedy_tokens("llama-spm", b"select Name from Artist where ArtistId < 3")
     buf = np.zeros(gk.n_words, dtype=np.int32)
 

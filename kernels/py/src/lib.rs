@@ -542,6 +542,11 @@ impl MaskFiller {
         }
     }
 
+    /// Drop the stored entries and every memo (the next fills walk again).
+    fn reset(&self) {
+        self.filler().reset();
+    }
+
     /// Trie walks run (store misses) so far.
     #[getter]
     fn walks(&self) -> u64 {
