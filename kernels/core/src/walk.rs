@@ -155,6 +155,26 @@ fn err<T>(msg: String) -> Result<T, WalkError> {
     Err(WalkError(msg))
 }
 
+/// Byte classes for the sink-subtree shortcut of the walk (see [`Walker::walk`]): a trie
+/// node records which of them contain every edge byte below it, a DFA state which of them
+/// it loops on. Identifier characters, digits, whitespace, and string contents (all bytes
+/// but a quote and the backslash).
+const SINK_CLASSES: usize = 5;
+
+fn in_sink_class(k: usize, b: u8) -> bool {
+    match k {
+        0 => b.is_ascii_alphanumeric() || b == b'_',
+        1 => b.is_ascii_digit(),
+        2 => matches!(b, b' ' | b'\t' | b'\n' | b'\r'),
+        3 => b != b'\'' && b != b'\\',
+        _ => b != b'"' && b != b'\\',
+    }
+}
+
+fn class_bits(b: u8) -> u8 {
+    (0..SINK_CLASSES).fold(0u8, |m, k| m | (u8::from(in_sink_class(k, b)) << k))
+}
+
 #[inline]
 fn bit(words: &[u64], t: usize) -> bool {
     words.get(t / 64).is_some_and(|w| (w >> (t % 64)) & 1 == 1)
@@ -172,6 +192,8 @@ pub struct ScanDfa {
     live: Vec<u64>,
     n_words: usize,
     candidates: Vec<Vec<u32>>,
+    /// per state: the byte classes (`SINK_CLASSES`) on every byte of which it loops
+    sink: Vec<u8>,
 }
 
 impl ScanDfa {
@@ -240,6 +262,18 @@ impl ScanDfa {
                     .any(|&w| w != 0)
             })
             .collect();
+        let sink = (0..n_states)
+            .map(|st| {
+                let row = &trans[st * 256..(st + 1) * 256];
+                (0..SINK_CLASSES).fold(0u8, |m, k| {
+                    let loops = st != DEAD as usize
+                        && (0..=255u8)
+                            .filter(|&b| in_sink_class(k, b))
+                            .all(|b| row[b as usize] as usize == st);
+                    m | (u8::from(loops) << k)
+                })
+            })
+            .collect();
         Ok(ScanDfa {
             trans,
             n_states,
@@ -247,6 +281,7 @@ impl ScanDfa {
             live,
             n_words,
             candidates,
+            sink,
         })
     }
 
@@ -264,6 +299,7 @@ impl ScanDfa {
     pub fn heap_bytes(&self) -> usize {
         self.trans.len() * 4
             + self.accepting.len()
+            + self.sink.len()
             + self.live.len() * 8
             + self.candidates.len() * std::mem::size_of::<Vec<u32>>()
             + self.candidates.iter().map(|c| c.len() * 4).sum::<usize>()
@@ -388,6 +424,22 @@ impl ScanTables {
         None
     }
 
+    /// Whether [`Self::pending_live`] at DFA state `dfa` under `allowed` is the same for
+    /// every pending lexeme: some live terminal without a lexicon, or none with one.
+    pub fn liveness_ignores_rem(&self, dfa: u32, allowed: &[u64]) -> bool {
+        let (live, n_words) = (&self.dfa.live, self.dfa.n_words);
+        let base = dfa as usize * n_words;
+        let mut any_lex = false;
+        for w in 0..n_words {
+            let m = live[base + w] & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w]);
+            if m & !self.lexicon_mask[w] != 0 {
+                return true;
+            }
+            any_lex |= m & self.lexicon_mask[w] != 0;
+        }
+        !any_lex
+    }
+
     /// `ParserRuntime.pending_live`: the pending lexeme `rem` (DFA state `dfa`) can still
     /// become an allowed or ignored terminal.
     pub fn pending_live(&self, dfa: u32, rem: &[u8], allowed: &[u64]) -> bool {
@@ -439,6 +491,8 @@ pub struct TrieArrays {
     size: Vec<u32>,
     alias_off: Vec<u32>,
     alias_ids: Vec<i32>,
+    /// per node: the byte classes (`SINK_CLASSES`) holding every edge byte strictly below it
+    below: Vec<u8>,
 }
 
 impl TrieArrays {
@@ -483,12 +537,26 @@ impl TrieArrays {
         {
             return err("alias offsets must be a CSR row pointer over alias_ids".into());
         }
+        // bottom-up (reverse preorder): a node's classes are those of each child's edge
+        // byte and of everything below that child
+        let mut below = vec![u8::MAX; n];
+        for i in (0..n).rev() {
+            let end = i + size[i] as usize;
+            let mut m = u8::MAX;
+            let mut c = i + 1;
+            while c < end {
+                m &= class_bits(edge[c]) & below[c];
+                c += size[c] as usize;
+            }
+            below[i] = m;
+        }
         Ok(TrieArrays {
             edge,
             depth,
             size,
             alias_off,
             alias_ids,
+            below,
         })
     }
 
@@ -504,6 +572,7 @@ impl TrieArrays {
             + self.size.len() * 4
             + self.alias_off.len() * 4
             + self.alias_ids.len() * 4
+            + self.below.len()
     }
 
     /// The edge byte into node `i`.
@@ -713,13 +782,33 @@ impl Walker {
                 Step::Frame => {
                     let (a, b) = (tr.alias_off[i], tr.alias_off[i + 1]);
                     let ok = self.scan.pending_live(scratch.dfa, &scratch.rem, allowed);
+                    let size = tr.size[i] as usize;
+                    // Sink subtree: every byte below loops on this DFA state, so every node
+                    // below keeps this frame's state (the scan never dies: no CD entry) and,
+                    // when liveness does not read the lexeme, this node's verdict. All of
+                    // them are admitted (one id range) or none is; counted as visited where
+                    // the node-by-node walk would visit them.
+                    let sink = size > 1
+                        && tr.below[i] & self.scan.dfa.sink[scratch.dfa as usize] != 0
+                        && self.scan.liveness_ignores_rem(scratch.dfa, allowed);
+                    let b = if sink && ok {
+                        tr.alias_off[i + size]
+                    } else {
+                        b
+                    };
                     if ok && a < b {
                         match ranges.last_mut() {
                             Some(last) if last.1 == a => last.1 = b,
                             _ => ranges.push((a, b)),
                         }
                     }
-                    if ok || self.may_recover(&scratch, allowed) {
+                    let explore = ok || self.may_recover(&scratch, allowed);
+                    if sink {
+                        if explore {
+                            visited += size as u64 - 1;
+                        }
+                        i += size;
+                    } else if explore {
                         if frames.len() == k {
                             frames.push(Frame::start());
                         }
