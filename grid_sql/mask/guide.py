@@ -489,7 +489,7 @@ class Guide:
 
         Fills exactly when every entry the mask is made of is already resident (a fill-memo
         hit, or the root entry and every CD sub-walk entry found in the cache or in the
-        resolution memo); the result is then bit-identical to :meth:`fill_bitmask` (same
+        resolution memo, or in the Rust filler's store); the result is then bit-identical to :meth:`fill_bitmask` (same
         row, count and entry ids). Never an approximate mask. The CD pass's LALR simulation
         may still run (cheap, no walk). With the cache disabled every fill walks: None.
         """
@@ -581,8 +581,10 @@ class Guide:
     def _fill(
         self, cfg: Configuration, buf: np.ndarray, walk: bool
     ) -> tuple[int, list[str], np.ndarray | None]:
-        """The reference fill (structural memo, then collect); also returns the finished
-        row (read-only uint32) when the cache is on, for the warm record."""
+        """The fill behind the warm records: the structural memo, then the Rust filler
+        (:meth:`filler`) or the Python orchestration (:meth:`collect`, the reference); also
+        returns the finished row (read-only uint32) when the cache is on, for the warm
+        record."""
         if buf.dtype != np.int32 or buf.ndim != 1 or buf.size < self.n_words:
             raise ValueError(f"bitmask buffer must be a 1-d int32 array of >= {self.n_words} words")
         if not walk and not self.cache.enabled:

@@ -200,7 +200,8 @@ def test_fingerprint_cache_pickle_and_immutability() -> None:
         trie.foo = 1  # type: ignore[attr-defined]
     kt = trie.kernel_arrays()  # the Rust copy: built once, shared, never pickled
     assert trie.kernel_arrays() is kt and kt.n_nodes == trie.num_nodes
-    assert kt.nbytes == trie.num_nodes * 11 + 4 + 4 * len(trie.alias_ids)
+    # per node: edge, depth, size, alias offset, the sink classes below it
+    assert kt.nbytes == trie.num_nodes * 12 + 4 + 4 * len(trie.alias_ids)
     again = pickle.loads(pickle.dumps(trie))
     assert again.kernel_arrays() is not kt and again.kernel_arrays().n_nodes == kt.n_nodes
     assert again.fingerprint == trie.fingerprint
