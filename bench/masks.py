@@ -113,6 +113,15 @@ class GridEngine:
         self.m = self.guide.matcher()
         self.buf = self.m.allocate_bitmask()
 
+    def cache_bytes(self) -> int:
+        """Bytes of stored mask entries: the MaskCache's, plus the Rust filler's store."""
+        f = self.guide._filler
+        return self.guide.cache.nbytes + (0 if f is None else f.store_bytes)
+
+    def cache_entries(self) -> int:
+        f = self.guide._filler
+        return len(self.guide.cache) + (0 if f is None else f.n_entries)
+
     def fill(self):
         before = self.guide.n_walks  # a miss: the fill ran a trie walk (either fill path)
         self.m.fill_next_token_bitmask(self.buf)
@@ -487,8 +496,8 @@ def bench_vocab(
                 cold_n=len(cold),
                 cold_p50=csum["p50"],
                 cold_p99=csum["p99"],
-                cache_bytes=eng.guide.cache.nbytes,
-                cache_entries=len(eng.guide.cache),
+                cache_bytes=eng.cache_bytes(),
+                cache_entries=eng.cache_entries(),
                 trie_bytes=eng.guide.trie.nbytes,
             )
         summ.update(
@@ -507,8 +516,8 @@ def bench_vocab(
             summ["slope"] = position_slope(eng, ids, v.eos_token_id)
             if name.startswith("grid"):  # the cache after the chain as well
                 summ["slope"].update(
-                    cache_bytes_after=eng.guide.cache.nbytes,
-                    cache_entries_after=len(eng.guide.cache),
+                    cache_bytes_after=eng.cache_bytes(),
+                    cache_entries_after=eng.cache_entries(),
                 )
         res["engines"][eng.name] = summ
         log(f"[{vname}] {eng.name}: {json.dumps(summ)}")
