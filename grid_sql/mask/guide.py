@@ -488,10 +488,11 @@ class Guide:
         """:meth:`fill_bitmask` if no trie walk is needed, else None with ``buf`` untouched.
 
         Fills exactly when every entry the mask is made of is already resident (a fill-memo
-        hit, or the root entry and every CD sub-walk entry found in the cache or in the
-        resolution memo, or in the Rust filler's store); the result is then bit-identical to :meth:`fill_bitmask` (same
-        row, count and entry ids). Never an approximate mask. The CD pass's LALR simulation
-        may still run (cheap, no walk). With the cache disabled every fill walks: None.
+        hit, or the root entry and every CD sub-walk entry found in the cache, in the
+        resolution memo or in the Rust filler's store); the result is then bit-identical to
+        :meth:`fill_bitmask` (same row, count and entry ids). Never an approximate mask. The
+        CD pass's LALR simulation may still run (cheap, no walk). With the cache disabled
+        every fill walks: None.
         """
         try:
             n, ids = self._fill_warm(self._warm_for(cfg), buf, False)
