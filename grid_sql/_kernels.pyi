@@ -250,6 +250,9 @@ class MaskFiller:
         stored (``out`` untouched). Raises ``ValueError`` for bad input or an empty mask."""
     def reset(self) -> None:
         """Drop the stored entries and every memo (the next fills walk again)."""
+    def set_memo_limit(self, n: int) -> None:
+        """Keep at most ``n`` class records / memoized sub-walks before dropping those
+        memos (checked between fills; the store is kept). Default ``1 << 18``."""
     @property
     def walks(self) -> int:
         """Trie walks run (store misses) so far."""

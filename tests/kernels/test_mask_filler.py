@@ -99,6 +99,17 @@ def test_filler_equals_guide_fill(vname: str, gname: str) -> None:
     assert filler.walks == before  # type: ignore[attr-defined]
 
 
+def test_memo_limit_drops_the_resolution_memos_only() -> None:
+    """With a tiny memo limit the class records and sub-walk memos are dropped between most
+    fills: rows and entry ids stay equal to the reference, and no entry is walked twice."""
+    guide, filler, sqls = _setup("sqlite", "gpt-2")
+    filler.set_memo_limit(16)  # type: ignore[attr-defined]
+    guide._memo.clear()
+    steps, walked = _run(guide, filler, sqls, "gpt-2")
+    assert steps > 20 and walked > 3
+    assert filler.walks == filler.n_entries  # type: ignore[attr-defined]
+
+
 def test_walk_false_needs_every_entry_stored() -> None:
     guide, filler, sqls = _setup("sqlite", "gpt-2")
     cfg = guide.matcher().config

@@ -27,6 +27,10 @@ use crate::walk::{or_ids_into_words, CdEntry, Frame, WalkError, Walker};
 
 const ENTRY_PERSON: &[u8] = b"grid-sql-entry";
 
+/// Class records and memoized sub-walks kept before the resolution memos are dropped
+/// (`RESOLVE_MEMO_LIMIT` / `SUB_MEMO_LIMIT` of the Python fill); the store is not.
+pub const MEMO_LIMIT: usize = 1 << 18;
+
 /// Why a fill did not produce a row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FillError {
@@ -246,6 +250,8 @@ pub struct Filler {
     shifted: FxMap<(NodeId, u32), NodeId>,
     subs_at: FxMap<(NodeId, Frame, bool), usize>,
     subs: Vec<FxMap<u32, Arc<Sub>>>,
+    n_subs: usize,
+    memo_limit: usize,
     /// trie walks run (cache misses) since the filler was built
     pub walks: u64,
     /// times the store and memos were dropped for size
@@ -294,9 +300,17 @@ impl Filler {
             shifted: FxMap::default(),
             subs_at: FxMap::default(),
             subs: Vec::new(),
+            n_subs: 0,
+            memo_limit: MEMO_LIMIT,
             walks: 0,
             resets: 0,
         })
+    }
+
+    /// Class records / memoized sub-walks kept before those memos are dropped (between
+    /// fills; default [`MEMO_LIMIT`]).
+    pub fn set_memo_limit(&mut self, n: usize) {
+        self.memo_limit = n;
     }
 
     /// Bitmask words of a row (`ceil(vocab_size / 32)`).
@@ -325,12 +339,19 @@ impl Filler {
         self.rem_ids.clear();
         self.class_ids.clear();
         self.class_tab.clear();
+        self.clear_resolution_memos();
+        self.resets += 1;
+    }
+
+    /// Drop the class records and memoized sub-walks (between fills only: a resolution in
+    /// progress holds indices into them).
+    fn clear_resolution_memos(&mut self) {
         self.advanced.clear();
         self.recs.clear();
         self.shifted.clear();
         self.subs_at.clear();
         self.subs.clear();
-        self.resets += 1;
+        self.n_subs = 0;
     }
 
     /// The node for a stack given bottom-up as `(state, symbol)` pairs above the root.
@@ -521,6 +542,7 @@ impl Filler {
                     self.resolve(rec.node, &e2, &mut s.entries, &mut s.extra, walk)?;
                     let g = Arc::new(s);
                     self.subs[si].insert(sub, Arc::clone(&g));
+                    self.n_subs += 1;
                     g
                 }
             };
@@ -548,6 +570,8 @@ impl Filler {
         }
         if self.store_bytes > self.max_bytes {
             self.reset();
+        } else if self.advanced.len() > self.memo_limit || self.n_subs > self.memo_limit {
+            self.clear_resolution_memos();
         }
         let root = self.entry_for(node, scan, 0, walk)?;
         let mut entries = vec![Arc::clone(&root)];

@@ -547,6 +547,12 @@ impl MaskFiller {
         self.filler().reset();
     }
 
+    /// Keep at most `n` class records / memoized sub-walks before dropping those memos
+    /// (checked between fills; the store is kept).
+    fn set_memo_limit(&self, n: usize) {
+        self.filler().set_memo_limit(n);
+    }
+
     /// Trie walks run (store misses) so far.
     #[getter]
     fn walks(&self) -> u64 {
