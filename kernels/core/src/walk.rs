@@ -424,38 +424,41 @@ impl ScanTables {
         None
     }
 
-    /// Whether [`Self::pending_live`] at DFA state `dfa` under `allowed` is the same for
-    /// every pending lexeme: some live terminal without a lexicon, or none with one.
-    pub fn liveness_ignores_rem(&self, dfa: u32, allowed: &[u64]) -> bool {
+    /// At DFA state `dfa` under `allowed`: (some live allowed-or-ignored terminal has no
+    /// lexicon, some has one).
+    fn live_kinds(&self, dfa: u32, allowed: &[u64]) -> (bool, bool) {
         let (live, n_words) = (&self.dfa.live, self.dfa.n_words);
         let base = dfa as usize * n_words;
         let mut any_lex = false;
         for w in 0..n_words {
             let m = live[base + w] & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w]);
             if m & !self.lexicon_mask[w] != 0 {
-                return true;
+                return (true, any_lex);
             }
             any_lex |= m & self.lexicon_mask[w] != 0;
         }
-        !any_lex
+        (false, any_lex)
+    }
+
+    /// Whether [`Self::pending_live`] at DFA state `dfa` under `allowed` is the same for
+    /// every pending lexeme: some live terminal without a lexicon, or none with one.
+    pub fn liveness_ignores_rem(&self, dfa: u32, allowed: &[u64]) -> bool {
+        let (plain, lex) = self.live_kinds(dfa, allowed);
+        plain || !lex
     }
 
     /// `ParserRuntime.pending_live`: the pending lexeme `rem` (DFA state `dfa`) can still
     /// become an allowed or ignored terminal.
     pub fn pending_live(&self, dfa: u32, rem: &[u8], allowed: &[u64]) -> bool {
-        let (live, n_words) = (&self.dfa.live, self.dfa.n_words);
-        let base = dfa as usize * n_words;
-        let mut any_lex = false;
-        for w in 0..n_words {
-            let m = live[base + w] & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w]);
-            if m & !self.lexicon_mask[w] != 0 {
-                return true;
-            }
-            any_lex |= m & self.lexicon_mask[w] != 0;
+        let (plain, any_lex) = self.live_kinds(dfa, allowed);
+        if plain {
+            return true;
         }
         if !any_lex {
             return false;
         }
+        let (live, n_words) = (&self.dfa.live, self.dfa.n_words);
+        let base = dfa as usize * n_words;
         for w in 0..n_words {
             let mut m = live[base + w]
                 & (allowed.get(w).copied().unwrap_or(0) | self.ignored[w])
