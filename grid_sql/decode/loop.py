@@ -130,9 +130,9 @@ class _Recorder:
         self.on_step = on_step
         self.t = t
         self._filled_for: Configuration | None = None
-        self._fill: tuple[int, list[str]] = (0, [])
+        self._fill: tuple[int, tuple[str, ...]] = (0, ())
 
-    def fill(self) -> tuple[int, list[str]]:
+    def fill(self) -> tuple[int, tuple[str, ...]]:
         cfg = self.m.config
         if self._filled_for is not cfg:
             t0 = time.perf_counter()
@@ -149,7 +149,7 @@ class _Recorder:
         rec = StepRecord(
             step=len(self.records),
             config_hash=self.m.config_hash,
-            entry_ids=tuple(entry_ids),
+            entry_ids=entry_ids,
             mask_digest=mask_digest(self.buf),
             token=token,
             allowed=n_allowed,

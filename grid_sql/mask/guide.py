@@ -13,6 +13,7 @@ of ``ceil(V / 32)`` words, bit ``i % 32`` of word ``i // 32`` set iff token ``i`
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -119,6 +120,10 @@ class Guide:
         )
         self._memo_bytes = 0
         self._memo_lock = threading.Lock()
+        # Finished rows by content (see _remember): many configurations share a mask.
+        self._rows: weakref.WeakValueDictionary[tuple[int, int], np.ndarray] = (
+            weakref.WeakValueDictionary()
+        )
         # Warm records by configuration identity, in front of the structural memo (_Warm).
         # Stacks are hash-consed, so the stack object stands for its structure; after an
         # intern-table clear a structurally equal stack is a new object, misses here and is
@@ -468,8 +473,10 @@ class Guide:
         s = cfg.scan
         return (tuple(states), s.dfa, s.rem, s.la_len, s.la_state)
 
-    def fill_bitmask(self, cfg: Configuration, buf: np.ndarray) -> tuple[int, list[str]]:
+    def fill_bitmask(self, cfg: Configuration, buf: np.ndarray) -> tuple[int, tuple[str, ...]]:
         """Write the exact mask of ``cfg`` into ``buf``; returns (allowed count, entry ids).
+        The ids are a shared tuple (hundreds of sub-walk entries at an identifier position:
+        copying them would cost a warm fill more than its row).
 
         Each entry's CI part is ORed in as pre-packed words (:meth:`MaskEntry.packed`);
         only the alias classes of CD nodes that passed are set bit by bit. Configurations
@@ -481,10 +488,11 @@ class Guide:
         answers with one epoch compare while no cache entry has left since its row was
         built.
         """
-        n, ids = self._fill_warm(self._warm_for(cfg), buf, True)
-        return n, list(ids)
+        return self._fill_warm(self._warm_for(cfg), buf, True)
 
-    def try_fill_bitmask(self, cfg: Configuration, buf: np.ndarray) -> tuple[int, list[str]] | None:
+    def try_fill_bitmask(
+        self, cfg: Configuration, buf: np.ndarray
+    ) -> tuple[int, tuple[str, ...]] | None:
         """:meth:`fill_bitmask` if no trie walk is needed, else None with ``buf`` untouched.
 
         Fills exactly when every entry the mask is made of is already resident (a fill-memo
@@ -495,10 +503,9 @@ class Guide:
         every fill walks: None.
         """
         try:
-            n, ids = self._fill_warm(self._warm_for(cfg), buf, False)
+            return self._fill_warm(self._warm_for(cfg), buf, False)
         except _NeedWalk:
             return None
-        return n, list(ids)
 
     def fill_rows(
         self,
@@ -507,7 +514,7 @@ class Guide:
         rows: Sequence[int] | None = None,
         *,
         walk: bool = True,
-    ) -> list[tuple[int, list[str]] | None]:
+    ) -> list[tuple[int, tuple[str, ...]] | None]:
         """Fill row ``rows[k]`` (default ``k``) of the 2-d int32 ``buf`` with the mask of
         ``cfgs[k]``, each exactly as :meth:`fill_bitmask` would (``walk=False``: as
         :meth:`try_fill_bitmask`, None and the row untouched where a walk is needed).
@@ -571,8 +578,7 @@ class Guide:
                     buf[nw:] = 0
                 return f[1], f[2]
         epoch = cache.epoch  # read before: an eviction during the fill invalidates the record
-        n, ids, row = self._fill(w.cfg, buf, walk)
-        t = tuple(ids)
+        n, t, row = self._fill(w.cfg, buf, walk)
         if row is not None:
             if w.fill is None:
                 self._warm_bytes += row.nbytes
@@ -581,7 +587,7 @@ class Guide:
 
     def _fill(
         self, cfg: Configuration, buf: np.ndarray, walk: bool
-    ) -> tuple[int, list[str], np.ndarray | None]:
+    ) -> tuple[int, tuple[str, ...], np.ndarray | None]:
         """The fill behind the warm records: the structural memo, then the Rust filler
         (:meth:`filler`) or the Python orchestration (:meth:`collect`, the reference); also
         returns the finished row (read-only uint32) when the cache is on, for the warm
@@ -609,7 +615,7 @@ class Guide:
                 if kf is not None or (root is not None and root.entry_id == hit[2][0]):
                     words[:nw] = hit[0]
                     words[nw:] = 0
-                    return hit[1], list(hit[2]), hit[0]
+                    return hit[1], hit[2], hit[0]
         if kf is not None:
             s = cfg.scan
             # the filler writes C-contiguous int32 memory in place (a strided view goes
@@ -626,7 +632,8 @@ class Guide:
                 raise _NeedWalk
             if not direct:
                 buf[...] = out
-            n, entry_ids = got
+            n, got_ids = got
+            entry_ids = tuple(got_ids)
             return n, entry_ids, self._remember(mk, words[:nw], n, entry_ids)
         entries, extra = self.collect(cfg, walk=walk)
         eos = self.runtime.eos_allowed(cfg)
@@ -642,21 +649,31 @@ class Guide:
         n = int(np.bitwise_count(words[:nw]).sum())
         if n == 0:
             raise MaskError(f"empty mask at a viable configuration (stack {cfg.stack!r})")
-        entry_ids = [e.entry_id for e in entries]
+        entry_ids = tuple(e.entry_id for e in entries)
         return n, entry_ids, self._remember(mk, words[:nw], n, entry_ids)
 
     def _remember(
-        self, mk: tuple[Any, ...] | None, words: np.ndarray, n: int, entry_ids: list[str]
+        self, mk: tuple[Any, ...] | None, words: np.ndarray, n: int, entry_ids: tuple[str, ...]
     ) -> np.ndarray | None:
         """Keep a finished row in the structural memo (cache on); returns the read-only row."""
         if mk is None:
             return None
-        row = words.copy()
-        row.setflags(write=False)
+        # One array per distinct row content: configurations that differ only in what a
+        # mask cannot see (e.g. the stack below an identifier position) share their row,
+        # so the rows a decode replays are fewer and hotter in the CPU caches. A strided
+        # sample of the words picks the bucket (~0.4 µs); equality is checked on all words.
+        ck = (n, hash(words[::61].tobytes()))
+        with self._memo_lock:
+            row = self._rows.get(ck)
+        if row is None or row.tobytes() != words.tobytes():
+            row = words.copy()
+            row.setflags(write=False)
+            with self._memo_lock:
+                self._rows.setdefault(ck, row)
         with self._memo_lock:
             if mk not in self._memo:
-                self._memo[mk] = (row, n, tuple(entry_ids))
-                self._memo_bytes += row.nbytes
+                self._memo[mk] = (row, n, entry_ids)
+                self._memo_bytes += row.nbytes  # a shared row counts per entry (an upper bound)
                 while self._memo_bytes > FILL_MEMO_BYTES and len(self._memo) > 1:
                     _, old = self._memo.popitem(last=False)
                     self._memo_bytes -= old[0].nbytes
@@ -669,7 +686,7 @@ def fill_rows(
     rows: Sequence[int] | None = None,
     *,
     walk: bool = True,
-) -> list[tuple[int, list[str]] | None]:
+) -> list[tuple[int, tuple[str, ...]] | None]:
     """Batched fill for heterogeneous guides: row ``rows[k]`` (default ``k``) of the 2-d
     int32 ``buf`` gets the mask of ``pairs[k] = (guide, cfg)`` exactly as
     ``guide.fill_bitmask(cfg, row)`` would write it (``walk=False``: as
@@ -681,7 +698,7 @@ def fill_rows(
     if len(idx) != len(pairs):
         raise ValueError(f"{len(pairs)} configurations but {len(idx)} rows")
     width = buf.shape[1]
-    out: list[tuple[int, list[str]] | None] = []
+    out: list[tuple[int, tuple[str, ...]] | None] = []
     for (g, cfg), r in zip(pairs, idx, strict=True):
         w = g._warm_for(cfg)
         f = w.fill
@@ -690,14 +707,12 @@ def fill_rows(
             buf[r, :nw] = f[0]  # the warm hit of _fill_warm, without a row view per call
             if width > nw:
                 buf[r, nw:] = 0
-            out.append((f[1], list(f[2])))
+            out.append((f[1], f[2]))
             continue
         try:
-            n, ids = g._fill_warm(w, buf[r], walk)
+            out.append(g._fill_warm(w, buf[r], walk))
         except _NeedWalk:
             out.append(None)
-            continue
-        out.append((n, list(ids)))
     return out
 
 

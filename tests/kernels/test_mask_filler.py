@@ -62,7 +62,7 @@ def _run(guide: Guide, filler: object, sqls: list[bytes], vname: str) -> tuple[i
             )
             walked += filler.walks > before  # type: ignore[attr-defined]
             assert got is not None
-            assert got == (n, ids), (sql, t)
+            assert (got[0], tuple(got[1])) == (n, ids), (sql, t)
             assert np.array_equal(a, b), (sql, t)
             steps += 1
             if t is None:

@@ -46,7 +46,7 @@ def test_fill_equals_allowed_ids_along_statements() -> None:
                 if eos:
                     want[gk.eos_id >> 5] |= np.uint32(1 << (gk.eos_id & 31))
                 np.testing.assert_array_equal(buf.view(np.uint32), want)
-                assert n == ids.size + eos and entries == entries2
+                assert n == ids.size + eos and entries == tuple(entries2)
             if t is not None:
                 m.accept_token(t)
 
@@ -86,3 +86,32 @@ def test_fill_memo_replays_by_structure_and_keeps_cache_checks() -> None:
     gk.cache._inject(gk.namespace, key, bogus)
     with pytest.raises(MaskError):
         gk.fill_bitmask(m.config, buf)
+
+
+@pytest.mark.parametrize("kernel_fill", [True, False], ids=["kernel-fill", "py-fill"])
+def test_equal_rows_are_one_array(kernel_fill: bool) -> None:
+    """Warm records of configurations with the same mask hold one shared row (the rows a
+    decode replays stay few and cache-hot), and rows that differ are never shared."""
+    from grid_sql.mask.cache import MaskCache
+    from grid_sql.mask.guide import Guide
+
+    gk, _ = guide_pair("sqlite", "gpt-2")
+    g = Guide(gk.grammar, gk.vocab, cache=MaskCache(), trie=gk.trie, kernel_fill=kernel_fill)
+    buf = np.zeros(g.n_words, dtype=np.int32)
+    rows = []
+    for sql in statements("sqlite", 6):
+        m = g.matcher()
+        for t in [*greedy_tokens("gpt-2", sql), None]:
+            g.fill_bitmask(m.config, buf)
+            rec = g._warm_for(m.config).fill
+            assert rec is not None
+            np.testing.assert_array_equal(rec[0], buf)
+            rows.append(rec[0])
+            if t is None:
+                break
+            m.accept_token(t)
+    by_content: dict[bytes, set[int]] = {}
+    for r in rows:
+        by_content.setdefault(r.tobytes(), set()).add(r.__array_interface__["data"][0])
+    assert len(by_content) < len(rows)  # some masks recur along the statements
+    assert all(len(addrs) == 1 for addrs in by_content.values())

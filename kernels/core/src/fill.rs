@@ -278,7 +278,7 @@ impl Filler {
             )));
         }
         Ok(Filler {
-            rt,
+            rt: rt.without_hashing(),
             walker,
             lexicon_mask,
             schema_fp,

@@ -207,6 +207,9 @@ pub struct ParserRuntime {
     allowed_done: Vec<bool>,
     /// per node: 0 unknown, 1 `$END` does not reach ACCEPT, 2 it does
     eos: Vec<u8>,
+    /// whether `push` computes the configuration hash (off: `hash` recomputes it from the
+    /// chain on demand; a filler never reads it, and BLAKE2b per push was ~4 % of a miss)
+    hashing: bool,
 }
 
 impl ParserRuntime {
@@ -236,14 +239,25 @@ impl ParserRuntime {
             allowed: vec![0; words],
             allowed_done: vec![false],
             eos: vec![0],
+            hashing: true,
         })
+    }
+
+    /// The same runtime with configuration hashes computed on demand only (see `hash`).
+    /// Only while the arena holds just the root, so every node is stored one way.
+    pub fn without_hashing(mut self) -> Self {
+        assert_eq!(self.nodes.len(), 1, "without_hashing on a used arena");
+        self.hashing = false;
+        self
     }
 
     /// A runtime over the same tables with an empty arena (node ids of `self` mean
     /// nothing to it).
     pub fn fresh(&self) -> Self {
-        Self::new(Arc::clone(&self.tables), Arc::clone(&self.scan))
-            .expect("the tables were validated by new")
+        let mut rt = Self::new(Arc::clone(&self.tables), Arc::clone(&self.scan))
+            .expect("the tables were validated by new");
+        rt.hashing = self.hashing;
+        rt
     }
 
     /// The scanner tables.
@@ -282,9 +296,22 @@ impl ParserRuntime {
         self.nodes[id as usize].depth
     }
 
-    /// Rolling configuration hash of `id` (the root is 0).
+    /// Rolling configuration hash of `id` (the root is 0); O(depth) BLAKE2b calls when the
+    /// runtime was made `without_hashing`.
     pub fn hash(&self, id: NodeId) -> u64 {
-        self.nodes[id as usize].hash
+        if self.hashing {
+            return self.nodes[id as usize].hash;
+        }
+        let mut chain = Vec::with_capacity(self.depth(id) as usize);
+        let mut n = id;
+        while let Some(p) = self.parent(n) {
+            chain.push(n);
+            n = p;
+        }
+        chain
+            .iter()
+            .rev()
+            .fold(0, |h, &c| mix_hash(h, self.state(c), self.symbol(c)))
     }
 
     /// LALR states from the bottom (start state) to `id`.
@@ -314,7 +341,11 @@ impl ParserRuntime {
             parent,
             symbol,
             depth: p.depth + 1,
-            hash: mix_hash(p.hash, state, symbol),
+            hash: if self.hashing {
+                mix_hash(p.hash, state, symbol)
+            } else {
+                0
+            },
         });
         self.allowed.resize(self.allowed.len() + self.words, 0);
         self.allowed_done.push(false);

@@ -329,6 +329,28 @@ fn nodes_are_interned_and_hashes_chain() {
 }
 
 #[test]
+fn hashes_on_demand_equal_stored_ones() {
+    let f = fixture(None);
+    let mut eager = runtime(&f);
+    let mut lazy = runtime(&f).without_hashing();
+    let text = b"select a, b ";
+    let e = eager.advance(ROOT, &Frame::start(), text).unwrap().unwrap();
+    let l = lazy.advance(ROOT, &Frame::start(), text).unwrap().unwrap();
+    let (mut x, mut y) = (e.0, l.0);
+    loop {
+        assert_eq!(eager.state(x), lazy.state(y));
+        assert_eq!(eager.hash(x), lazy.hash(y));
+        match (eager.parent(x), lazy.parent(y)) {
+            (Some(p), Some(q)) => (x, y) = (p, q),
+            (None, None) => break,
+            _ => panic!("stacks of different depth"),
+        }
+    }
+    assert_ne!(lazy.hash(l.0), 0);
+    assert_eq!(lazy.fresh().hash(ROOT), 0);
+}
+
+#[test]
 fn bad_tables_are_refused() {
     let f = fixture(None);
     let t = &f.lalr;
