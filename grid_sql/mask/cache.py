@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -196,6 +197,45 @@ class MaskCache:
         # memo that saw its entries resident at epoch e may skip the lookups while the
         # epoch is still e (the guide's warm fill path, guide.py _Warm).
         self.epoch = 0
+        # Guides whose Rust filler keeps its own entry store (guide.py Guide.filler), least
+        # recently charged first: their stores share this cache's max_bytes (charge_store).
+        self._stores: OrderedDict[int, weakref.ref[Any]] = OrderedDict()
+        self.store_drops = 0
+
+    def charge_store(self, owner: Any) -> None:
+        """Count ``owner``'s separate entry store against ``max_bytes`` after it grew.
+
+        ``owner`` has ``store_nbytes()`` and ``drop_store()`` (a :class:`Guide` with a Rust
+        filler). While this cache's entries plus every registered store exceed the bound,
+        the least recently charged *other* stores are dropped whole (their entries are
+        recomputed on demand, with the same ids: dropping is always exact). One store alone
+        is bounded by ``max_bytes`` in Rust. Without this, a server with many role guides
+        would hold ``max_bytes`` per guide.
+        """
+        with self._lock:
+            k = id(owner)
+            self._stores[k] = weakref.ref(owner)
+            self._stores.move_to_end(k)
+            live = []
+            for kk, r in list(self._stores.items()):
+                o = r()
+                if o is None:
+                    del self._stores[kk]
+                else:
+                    live.append(o)
+            total = self._bytes + sum(o.store_nbytes() for o in live)
+            for o in live[:-1]:
+                if total <= self.max_bytes:
+                    break
+                total -= o.store_nbytes()
+                o.drop_store()
+                self.store_drops += 1
+
+    @property
+    def store_bytes(self) -> int:
+        """Bytes of the registered guides' own stores (see :meth:`charge_store`)."""
+        with self._lock:
+            return sum(o.store_nbytes() for r in self._stores.values() if (o := r()) is not None)
 
     def get(self, namespace: str, key: MaskKey) -> MaskEntry | None:
         if not self.enabled:

@@ -192,6 +192,18 @@ class Guide:
                     self._filler = f
         return f
 
+    def store_nbytes(self) -> int:
+        """Bytes of the Rust filler's own entry store (0 without one)."""
+        f = self._filler
+        return 0 if f is None else int(f.store_bytes)
+
+    def drop_store(self) -> None:
+        """Drop the filler's stored entries (the cache's shared bound; always exact: a
+        dropped entry is recomputed on demand with the same id)."""
+        f = self._filler
+        if f is not None:
+            f.reset()
+
     def matcher(self, max_tokens: int | None = None) -> Matcher:
         return Matcher(self, max_tokens=max_tokens)
 
@@ -622,6 +634,7 @@ class Guide:
             # through a copy)
             direct = buf.flags.c_contiguous and buf.flags.writeable
             out = buf if direct else np.empty(buf.size, dtype=np.int32)
+            walks = kf.walks
             try:
                 got = kf.fill(
                     stack_pairs(cfg.stack), (s.dfa, s.rem, s.la_len, s.la_state), out, walk
@@ -630,6 +643,8 @@ class Guide:
                 raise MaskError(f"{exc} (stack {cfg.stack!r})") from exc
             if got is None:
                 raise _NeedWalk
+            if kf.walks != walks:  # the store grew: one bound with the other guides' stores
+                self.cache.charge_store(self)
             if not direct:
                 buf[...] = out
             n, got_ids = got

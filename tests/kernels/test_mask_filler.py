@@ -125,3 +125,42 @@ def test_walk_false_needs_every_entry_stored() -> None:
         filler.fill(stack_pairs(cfg.stack), scan, np.zeros(guide.n_words, np.int64), True)  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match=">= "):
         filler.fill(stack_pairs(cfg.stack), scan, np.zeros(3, np.int32), True)  # type: ignore[attr-defined]
+
+
+def test_filler_stores_share_the_cache_bound() -> None:
+    """Every guide's filler store counts against its cache's ``max_bytes``: past it, the least
+    recently grown other stores are dropped, and masks after a drop are unchanged."""
+    g = grammar("sqlite")
+    v = vocab("gpt-2")
+    sqls = list(statements("sqlite", 3))
+
+    def rows(guide: Guide) -> list[np.ndarray]:
+        out = []
+        buf = np.zeros(guide.n_words, dtype=np.int32)
+        for sql in sqls:
+            m = guide.matcher()
+            for t in [*greedy_tokens("gpt-2", sql), None]:
+                guide.fill_bitmask(m.config, buf)
+                out.append(buf.copy())
+                if t is None:
+                    break
+                m.accept_token(t)
+        return out
+
+    want = rows(Guide(g, v, cache=MaskCache()))
+    probe = Guide(g, v, cache=MaskCache())
+    rows(probe)
+    one = probe.store_nbytes()
+    assert one > 0
+    cache = MaskCache(max_bytes=one + one // 2)  # room for one guide's store, not two
+    a = Guide(g, v, cache=cache)
+    b = Guide(g, v, cache=cache)
+    assert [r.tobytes() for r in rows(a)] == [r.tobytes() for r in want]
+    assert cache.store_drops == 0 and cache.store_bytes == a.store_nbytes() == one
+    assert [r.tobytes() for r in rows(b)] == [r.tobytes() for r in want]
+    assert cache.store_drops >= 1
+    assert a.store_nbytes() < one  # a's store was dropped while b's grew
+    assert cache.store_bytes <= cache.max_bytes
+    a._memo.clear()  # through the filler again: a dropped store refills to the same masks
+    a._warm.clear()
+    assert [r.tobytes() for r in rows(a)] == [r.tobytes() for r in want]
