@@ -139,9 +139,12 @@ impl Entry {
         h.update(key);
         h.update(b"ids-i32le/v1");
         h.update((ci_ids.len() as u32).to_le_bytes());
+        // one update over the bytes: per-id 4-byte updates cost as much as the compression
+        let mut bytes = Vec::with_capacity(4 * ci_ids.len());
         for t in &ci_ids {
-            h.update(t.to_le_bytes());
+            bytes.extend_from_slice(&t.to_le_bytes());
         }
+        h.update(&bytes);
         h.update((residue.len() as u32).to_le_bytes());
         for c in &residue {
             h.update((c.node as i32).to_le_bytes());
