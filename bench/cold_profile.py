@@ -122,9 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in batch:
             eng.start()
             for tid in [*greedy_token_ids(eng.v, s.encode(), max_len=32), None]:
+                eng.pre_fill()
                 t0 = time.perf_counter()
                 eng.fill()
-                out.append((eng.missed, time.perf_counter() - t0))
+                dt = time.perf_counter() - t0
+                eng.post_fill()
+                out.append((eng.missed, dt))
                 if tid is None or not eng.accept(tid):
                     break
         return out
