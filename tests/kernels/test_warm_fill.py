@@ -115,3 +115,24 @@ def test_equal_rows_are_one_array(kernel_fill: bool) -> None:
         by_content.setdefault(r.tobytes(), set()).add(r.__array_interface__["data"][0])
     assert len(by_content) < len(rows)  # some masks recur along the statements
     assert all(len(addrs) == 1 for addrs in by_content.values())
+
+
+@pytest.mark.parametrize("ids", [[], [5], [0, 1, 2, 40], list(range(0, 3000, 2)), [70000]])
+def test_entry_id_payload_is_canonical(ids: list[int]) -> None:
+    """An entry's ids enter its id as an int32 list or, when shorter, as a bitmap up to the
+    largest id's word; both decode back to the same ids, and the Rust filler hashes the
+    same bytes (its entry ids equal the Python path's: test_mask_filler.py)."""
+    from grid_sql.mask.cache import ids_payload
+
+    arr = np.array(ids, dtype=np.int32)
+    p = ids_payload(arr)
+    if p.startswith(b"ids-bitmap/v1"):
+        n, nw = np.frombuffer(p[13:21], dtype="<u4")
+        assert n == len(ids) and nw < n
+        bits = np.unpackbits(np.frombuffer(p[21:], dtype=np.uint8), bitorder="little")
+        assert np.flatnonzero(bits).tolist() == ids and len(p) == 21 + 4 * int(nw)
+    else:
+        assert p.startswith(b"ids-i32le/v1")
+        assert int(np.frombuffer(p[12:16], dtype="<u4")[0]) == len(ids)
+        assert np.frombuffer(p[16:], dtype="<i4").tolist() == ids
+        assert not ids or (max(ids) >> 5) + 1 >= len(ids)
