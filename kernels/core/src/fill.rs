@@ -133,7 +133,11 @@ impl Packed {
 /// hashing ~50k ids as a list on a 151k vocabulary).
 pub fn ids_payload(ids: &[i32]) -> Vec<u8> {
     let n = ids.len();
-    let nw = ids.iter().map(|&t| (t as u32 >> 5) as usize + 1).max().unwrap_or(0);
+    let nw = ids
+        .iter()
+        .map(|&t| (t as u32 >> 5) as usize + 1)
+        .max()
+        .unwrap_or(0);
     let mut out = Vec::new();
     if n > 0 && nw < n {
         let mut words = vec![0u32; nw];
