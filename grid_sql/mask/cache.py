@@ -173,8 +173,8 @@ def ids_payload(ids: np.ndarray) -> bytes:
 
     A list of little-endian int32 ids, or, when that would be longer, the bitmap of the
     ids as little-endian uint32 words up to the word of the largest id. An identifier
-    position on a 151k vocabulary holds ~50k ids: 200 KB as a list, 19 KB as a bitmap,
-    and BLAKE2b over the list was a third of a cold miss. ``kernels/core/src/fill.rs``
+    position on a 151k vocabulary holds ~50k ids: 200 KB as a list (~250 µs of BLAKE2b
+    here, against a ~0.85 ms cold miss), 19 KB as a bitmap. ``kernels/core/src/fill.rs``
     (``ids_payload``) writes the same bytes."""
     n = int(ids.size)
     nw = (int(ids.max()) >> 5) + 1 if n else 0

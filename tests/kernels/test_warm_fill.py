@@ -91,7 +91,7 @@ def test_fill_memo_replays_by_structure_and_keeps_cache_checks() -> None:
 @pytest.mark.parametrize("kernel_fill", [True, False], ids=["kernel-fill", "py-fill"])
 def test_equal_rows_are_one_array(kernel_fill: bool) -> None:
     """Warm records of configurations with the same mask hold one shared row (the rows a
-    decode replays stay few and cache-hot), and rows that differ are never shared."""
+    decode replays stay few and cache-hot), and each record's row is its own mask."""
     from grid_sql.mask.cache import MaskCache
     from grid_sql.mask.guide import Guide
 

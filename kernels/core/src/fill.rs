@@ -129,8 +129,8 @@ impl Packed {
 
 /// The canonical bytes of an entry's CI ids in its entry id (`grid_sql/mask/cache.py`
 /// `ids_payload`): the little-endian i32 list, or, when that would be longer, the bitmap up
-/// to the largest id's word as little-endian u32 words (a third of a cold miss went to
-/// hashing ~50k ids as a list on a 151k vocabulary).
+/// to the largest id's word as little-endian u32 words (~50k ids on a 151k vocabulary are
+/// 200 KB as a list, ~250 µs of BLAKE2b against a ~0.85 ms cold miss).
 pub fn ids_payload(ids: &[i32]) -> Vec<u8> {
     let n = ids.len();
     let nw = ids

@@ -208,7 +208,8 @@ pub struct ParserRuntime {
     /// per node: 0 unknown, 1 `$END` does not reach ACCEPT, 2 it does
     eos: Vec<u8>,
     /// whether `push` computes the configuration hash (off: `hash` recomputes it from the
-    /// chain on demand; a filler never reads it, and BLAKE2b per push was ~4 % of a miss)
+    /// chain on demand; a filler never reads it, and BLAKE2b per push was ~4 % of the
+    /// samples of a cold-profile run)
     hashing: bool,
 }
 
