@@ -433,9 +433,14 @@ class ReserveTable:
                     sc.la_state,
                     len(sc.rem) - sc.la_len,
                 )
-                lex_live = rt.live_masks[sc.dfa] & rt.lexicon_mask
+                # every category that reads the lexeme here: the grammar's lexicons and the
+                # ones the view in force adds (an IDENT held to the qualifier names and output
+                # aliases at a sort key is no category of the grammar, issue #29: keyed on the
+                # DFA state alone, `ORDER BY TotalSp` explored one extension and gave up)
+                view = rt.lex_at(c2.stack)
+                lex_live = rt.live_masks[sc.dfa] & (rt.lexicon_mask | view.mask)
                 if lex_live:
-                    key += self._lexicon_key(sc.rem, lex_live, rt.lex_at(c2.stack))
+                    key += self._lexicon_key(sc.rem, lex_live, view)
                 if key not in visited:
                     visited.add(key)
                     queue.append((ext + bytes([b]), c2))
@@ -457,10 +462,12 @@ class ReserveTable:
         while live:
             low = live & -live
             tid = low.bit_length() - 1
-            cat = self.rt.lexicon[tid]
+            cat = self.rt.lexicon.get(tid)
             scoped = view.words.get(tid)
-            if cat.reads(rem) or (scoped is not None and scoped.reads(rem)):
-                out.append(fold_lexeme(rem, cat.fold_bare_case, cat.fold_quoted_case))
+            ref = cat if cat is not None else scoped
+            assert ref is not None  # tid is in the grammar's lexicon mask or the view's
+            if (cat is not None and cat.reads(rem)) or (scoped is not None and scoped.reads(rem)):
+                out.append(fold_lexeme(rem, ref.fold_bare_case, ref.fold_quoted_case))
             else:
                 out.append(None)
             live ^= low
