@@ -15,9 +15,10 @@ from .artifacts import (
     vocab_artifact,
 )
 from .cli import audit_main
+from .explain import Explainer, explain
 from .log import GENESIS, ArtifactRefs, AuditLog, AuditRecord, chain_link, encode_step, seal_hash
 from .store import AuditStore, default_path
-from .verify import Divergence, Explainer, Verifier, VerifyReport, explain, verify, verify_all
+from .verify import Divergence, Verifier, VerifyReport, verify, verify_all
 
 __all__ = [
     "GENESIS",

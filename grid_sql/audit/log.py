@@ -29,6 +29,7 @@ from typing import Any
 
 from ..decode.records import StepKind, StepRecord, StopReason
 from ..errors import AuditError
+from .schemes import ENTRY_SCHEME, engine_name
 
 FORMAT_VERSION = 1
 GENESIS: bytes = hashlib.blake2b(
@@ -170,6 +171,12 @@ class AuditRecord:
     links: tuple[str, ...] = field(default=())
 
     @property
+    def kind(self) -> str:
+        """``"generation"`` (decoded under masks, the default) or ``"statement"`` (a
+        hand-written ``run_sql`` statement: no steps, a checker verdict instead)."""
+        return str(self.seal.get("kind", "generation"))
+
+    @property
     def artifacts(self) -> ArtifactRefs:
         return ArtifactRefs.from_dict(self.seal["artifacts"])
 
@@ -194,9 +201,10 @@ class AuditRecord:
         when = time.strftime(
             "%Y-%m-%d %H:%M:%S", time.gmtime(int(self.seal["sealed_at_ns"]) // 1_000_000_000)
         )
+        what = self.seal.get("stop_reason") if self.kind == "generation" else self.kind
         return (
             f"{self.audit_id[:16]}  {when}Z  {self.user or '-'}  {len(self.steps)} steps  "
-            f"{self.seal['stop_reason']}  {self.final_sql[:60]!r}"
+            f"{what}  {self.final_sql[:60]!r}"
         )
 
 
@@ -300,6 +308,10 @@ class AuditLog:
             "final_sql": final_sql,
             "started_at_ns": self.started_at_ns,
             "sealed_at_ns": time.time_ns() if sealed_at_ns is None else int(sealed_at_ns),
+            # which engine computed the masks and how it hashed entry ids: a verifier of a
+            # later version replays under this scheme, or says it cannot (never "tampered")
+            "engine": engine_name(),
+            "entry_scheme": ENTRY_SCHEME,
         }
         if autofix is not None:
             edits = autofix.get("edits")
@@ -317,3 +329,46 @@ class AuditLog:
         )
         self._sealed = rec
         return rec
+
+
+def seal_statement(
+    sql: str,
+    *,
+    policy: str,
+    schema: str,
+    violations: Iterable[str] = (),
+    user: str = "",
+    dialect: str = "",
+    allow_writes: bool = False,
+    started_at_ns: int | None = None,
+    sealed_at_ns: int | None = None,
+) -> AuditRecord:
+    """Seal a hand-written statement (``Asker.run_sql``): what was checked, by whom, and the
+    checker's verdict, before anything runs.
+
+    Nothing was decoded, so there are no steps (the record's chain head is GENESIS); what
+    an auditor needs is that the statement, the policy and schema it was checked against
+    (their fingerprints; the store archives both) and the verdict are sealed and chained
+    like every generation, and that its outcome follows in the store chain. ``verify``
+    re-runs the checker on the archived schema and policy.
+    """
+    listed = [str(v) for v in violations]
+    now = time.time_ns()
+    seal: dict[str, Any] = {
+        "format": FORMAT_VERSION,
+        "kind": "statement",
+        "chain_head": GENESIS.hex(),
+        "n_steps": 0,
+        "artifacts": {"policy": policy, "schema": schema},
+        "checker": {"passed": not listed, "violations": listed},
+        "allow_writes": bool(allow_writes),
+        "dialect": dialect,
+        "question": "",
+        "user": user,
+        "final_sql": sql,
+        "started_at_ns": now if started_at_ns is None else int(started_at_ns),
+        "sealed_at_ns": now if sealed_at_ns is None else int(sealed_at_ns),
+        "engine": engine_name(),
+        "entry_scheme": ENTRY_SCHEME,
+    }
+    return AuditRecord(audit_id=seal_hash(seal), seal=seal, steps=(), links=())

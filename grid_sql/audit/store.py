@@ -14,11 +14,14 @@ cannot reach if you need to detect a wholesale re-sealing.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -38,11 +41,13 @@ from .artifacts import (
     schema_artifact,
     vocab_artifact,
 )
-from .log import AuditRecord
+from .chain import STORE_GENESIS, ChainEntry, ChainHead, entry_link
+from .log import AuditRecord, canonical_json
 
 ENV_VAR = "GRID_SQL_AUDIT_DB"
 APPEND_ONLY_MESSAGE = "grid-sql audit store is append-only"
 
+_T = TypeVar("_T")
 _BLOB = sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
 _TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 
@@ -56,7 +61,9 @@ def default_path() -> Path:
     return Path(state) / "grid-sql" / "audit.sqlite"
 
 
-def _engine_for(target: str | os.PathLike[str] | Engine | None) -> Engine:
+def _engine_for(
+    target: str | os.PathLike[str] | Engine | None, *, readonly: bool = False
+) -> Engine:
     if isinstance(target, Engine):
         return target
     if target is None:
@@ -68,23 +75,48 @@ def _engine_for(target: str | os.PathLike[str] | Engine | None) -> Engine:
         except (sa.exc.ArgumentError, ImportError) as e:
             raise AuditError(f"cannot open audit store {text!r}: {e}") from e
     path = Path(text).expanduser()
+    # A busy timeout well above an append's duration: writers of one file queue on its lock
+    # (BEGIN IMMEDIATE) instead of failing with "database is locked".
+    args = {"timeout": 30.0}
+    if readonly:
+        if not path.is_file():
+            raise AuditError(f"no audit store at {path}")
+        # mode=ro: a verifier cannot change the evidence, not even by re-installing guards
+        return sa.create_engine(
+            f"sqlite:///file:{path.resolve()}?mode=ro&uri=true", connect_args=args
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise AuditError(f"cannot create the audit store directory {path.parent}: {e}") from e
-    return sa.create_engine(f"sqlite:///{path}")
+    return sa.create_engine(f"sqlite:///{path}", connect_args=args)
+
+
+def _retryable(e: sa.exc.DBAPIError) -> bool:
+    """A lock or serialization conflict another writer caused: worth trying again."""
+    text = str(e.orig).lower()
+    return any(
+        k in text for k in ("locked", "busy", "deadlock", "serializ", "lock wait", "duplicate")
+    ) or isinstance(e, sa.exc.IntegrityError)
 
 
 class AuditStore:
-    """Append-only persistence of :class:`AuditRecord` values and their artifacts."""
+    """Append-only persistence of :class:`AuditRecord` values, their artifacts, and the
+    store chain across them (:mod:`grid_sql.audit.chain`).
+
+    ``readonly=True`` (what ``grid-sql audit verify|show|list|head`` use) opens an existing
+    store without creating or repairing anything: a SQLite file is opened ``mode=ro``, and
+    missing guards stay missing for the verifier to report.
+    """
 
     def __init__(
         self,
         target: str | os.PathLike[str] | Engine | None = None,
         *,
         prefix: str = "grid_sql_audit",
+        readonly: bool = False,
     ) -> None:
-        self.engine = _engine_for(target)
+        self.engine = _engine_for(target, readonly=readonly)
         self.dialect = self.engine.dialect.name
         if self.dialect not in ("sqlite", "postgresql", "mysql", "mariadb"):
             raise AuditError(
@@ -92,6 +124,7 @@ class AuditStore:
                 f"MySQL/MariaDB, not {self.dialect}"
             )
         self.prefix = prefix
+        self.readonly = readonly
         md = sa.MetaData()
         self.seals = sa.Table(
             f"{prefix}_seal",
@@ -124,75 +157,169 @@ class AuditStore:
             sa.Column("content_hash", sa.String(64), nullable=False),
             sa.Column("payload", _BLOB, nullable=False),
         )
+        self.chain_table = sa.Table(
+            f"{prefix}_chain",
+            md,
+            sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+            sa.Column("link", sa.String(64), nullable=False, unique=True),
+            sa.Column("kind", sa.String(16), nullable=False),
+            sa.Column("audit_id", sa.String(64), nullable=True),
+            sa.Column("body", _TEXT, nullable=False),
+        )
         self.metadata = md
-        # Guards found missing on an existing store are re-installed, and remembered: a
-        # verifier reports that the store was not append-only for some time.
+        # Guards a writer found missing on opening (and re-installed, writing a "guards"
+        # chain entry so that the evidence stays): the verifier reports them as a failure.
         self.guards_restored: list[str] = []
         try:
-            existed = sa.inspect(self.engine).has_table(self.seals.name)
-            md.create_all(self.engine, checkfirst=True)
-            if existed:
-                self.guards_restored = self.missing_guards()
-            try:
-                self._install_triggers()
-            except sa.exc.DBAPIError:
-                # Another process installing the same guards at the same moment is fine.
-                if self.missing_guards():
-                    raise
+            if readonly:
+                if not sa.inspect(self.engine).has_table(self.seals.name):
+                    raise AuditError(f"no audit store (table {self.seals.name}) in {self!r}")
+                self.has_chain = sa.inspect(self.engine).has_table(self.chain_table.name)
+            else:
+                self._write(self._initialise, "initialise the audit store")
+                self.has_chain = True
         except sa.exc.SQLAlchemyError as e:
             raise AuditError(f"cannot initialise the audit store: {e}") from e
 
+    # ------------------------------------------------------------------ serialized writes
+    @contextlib.contextmanager
+    def _serialized(self) -> Iterator[sa.Connection]:
+        """A transaction holding the store's write lock: one writer at a time, across
+        processes. SQLite: ``BEGIN IMMEDIATE`` (the file's write lock from the start, so a
+        reader never has to upgrade and lose); PostgreSQL: a transaction-scoped advisory
+        lock; MySQL/MariaDB: a named lock (DDL commits implicitly there). Appends read the
+        chain's last entry and write the next, which must not interleave."""
+        with self.engine.connect() as conn:
+            if self.dialect == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            elif self.dialect == "postgresql":
+                key = int.from_bytes(
+                    hashlib.blake2b(self.prefix.encode(), digest_size=8).digest(),
+                    "big",
+                    signed=True,
+                )
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+            else:
+                got = conn.execute(
+                    sa.text("SELECT GET_LOCK(:n, 60)"), {"n": f"{self.prefix}_w"[:64]}
+                ).scalar()
+                if got != 1:
+                    raise AuditError(f"cannot take the audit store's write lock ({got!r})")
+            try:
+                yield conn
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+            finally:
+                if self.dialect in ("mysql", "mariadb"):
+                    conn.execute(sa.text("SELECT RELEASE_LOCK(:n)"), {"n": f"{self.prefix}_w"[:64]})
+                    conn.commit()
+
+    def _write(self, fn: Callable[[sa.Connection], _T], what: str) -> _T:
+        """Run ``fn`` in a serialized transaction, retrying lock conflicts a few times."""
+        if self.readonly:
+            raise AuditError(f"cannot {what}: the store was opened read-only")
+        delay = 0.02
+        for attempt in range(8):
+            try:
+                with self._serialized() as conn:
+                    return fn(conn)
+            except sa.exc.DBAPIError as e:
+                if attempt == 7 or not _retryable(e):
+                    raise AuditError(f"cannot {what}: {e}") from e
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def _initialise(self, conn: sa.Connection) -> None:
+        """Create what is missing, in one serialized transaction (so processes opening a
+        fresh store at once see either nothing or all of it: a half-made store would look
+        like one whose guards were removed), and keep the evidence of removed guards."""
+        tables = (self.seals, self.steps, self.artifacts, self.chain_table)
+        insp = sa.inspect(conn)
+        existed = {t.name for t in tables if insp.has_table(t.name)}
+        have = self._existing_triggers(conn) if existed else set()
+        missing = [name for name, table in self._guards() if table in existed and name not in have]
+        self.metadata.create_all(conn, checkfirst=True)
+        self._install_triggers(conn)
+        if self.chain_table.name not in existed and self.seals.name in existed:
+            ids = [
+                str(r[0])
+                for r in conn.execute(
+                    sa.select(self.seals.c.audit_id).order_by(
+                        self.seals.c.sealed_at_ns, self.seals.c.audit_id
+                    )
+                )
+            ]
+            if ids:  # records sealed before store chaining: committed to as a set
+                self._chain_append(conn, {"kind": "adopt", "audit_ids": ids})
+        if missing:
+            self._chain_append(
+                conn, {"kind": "guards", "missing": missing, "at_ns": time.time_ns()}
+            )
+        self.guards_restored = missing
+
     # ------------------------------------------------------------------ append-only
+    def _tables(self) -> tuple[sa.Table, ...]:
+        return (self.seals, self.steps, self.artifacts, self.chain_table)
+
     def _trigger_names(self) -> list[tuple[str, str, str]]:
-        """(trigger name, table, operation) for every guarded operation."""
+        """(trigger name, table, operation) for every guarded row operation."""
         out = []
-        for t in (self.seals, self.steps, self.artifacts):
+        for t in self._tables():
             for op in ("UPDATE", "DELETE"):
                 out.append((f"{t.name}_no_{op.lower()}", t.name, op))
         return out
 
-    def _install_triggers(self) -> None:
-        with self.engine.begin() as conn:
-            if self.dialect == "sqlite":
-                for name, table, op in self._trigger_names():
-                    conn.exec_driver_sql(
-                        f'CREATE TRIGGER IF NOT EXISTS "{name}" BEFORE {op} ON "{table}" '
-                        f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END"
-                    )
-            elif self.dialect == "postgresql":
-                fn = f"{self.prefix}_append_only"
-                conn.execute(  # sa.text escapes the '%' placeholders for the driver
-                    sa.text(
-                        f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql "
-                        f"AS $$ BEGIN RAISE EXCEPTION '{APPEND_ONLY_MESSAGE} (% on %)', TG_OP, "
-                        "TG_TABLE_NAME; END $$"
-                    )
+    def _guards(self) -> list[tuple[str, str]]:
+        """(trigger name, table) of every guard this dialect installs."""
+        out = [(n, t) for n, t, _ in self._trigger_names()]
+        if self.dialect == "postgresql":
+            out += [(f"{t.name}_no_truncate", t.name) for t in self._tables()]
+        return out
+
+    def _install_triggers(self, conn: sa.Connection) -> None:
+        if self.dialect == "sqlite":
+            for name, table, op in self._trigger_names():
+                conn.exec_driver_sql(
+                    f'CREATE TRIGGER IF NOT EXISTS "{name}" BEFORE {op} ON "{table}" '
+                    f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END"
                 )
-                have = self._existing_triggers(conn)
-                for name, table, op in self._trigger_names():
-                    if name not in have:
-                        conn.exec_driver_sql(
-                            f'CREATE TRIGGER "{name}" BEFORE {op} ON "{table}" '
-                            f"FOR EACH ROW EXECUTE FUNCTION {fn}()"
-                        )
-                for t in (self.seals, self.steps, self.artifacts):
-                    name = f"{t.name}_no_truncate"
-                    if name not in have:
-                        conn.exec_driver_sql(
-                            f'CREATE TRIGGER "{name}" BEFORE TRUNCATE ON "{t.name}" '
-                            f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()"
-                        )
-            else:  # mysql / mariadb
-                have = self._existing_triggers(conn)
-                for name, table, op in self._trigger_names():
-                    if name not in have:
-                        conn.exec_driver_sql(
-                            f"CREATE TRIGGER `{name}` BEFORE {op} ON `{table}` FOR EACH ROW "
-                            f"SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{APPEND_ONLY_MESSAGE}'"
-                        )
+        elif self.dialect == "postgresql":
+            fn = f"{self.prefix}_append_only"
+            conn.execute(  # sa.text escapes the '%' placeholders for the driver
+                sa.text(
+                    f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql "
+                    f"AS $$ BEGIN RAISE EXCEPTION '{APPEND_ONLY_MESSAGE} (% on %)', TG_OP, "
+                    "TG_TABLE_NAME; END $$"
+                )
+            )
+            have = self._existing_triggers(conn)
+            for name, table, op in self._trigger_names():
+                if name not in have:
+                    conn.exec_driver_sql(
+                        f'CREATE TRIGGER "{name}" BEFORE {op} ON "{table}" '
+                        f"FOR EACH ROW EXECUTE FUNCTION {fn}()"
+                    )
+            for t in self._tables():
+                name = f"{t.name}_no_truncate"
+                if name not in have:
+                    conn.exec_driver_sql(
+                        f'CREATE TRIGGER "{name}" BEFORE TRUNCATE ON "{t.name}" '
+                        f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()"
+                    )
+        else:  # mysql / mariadb
+            have = self._existing_triggers(conn)
+            for name, table, op in self._trigger_names():
+                if name not in have:
+                    conn.exec_driver_sql(
+                        f"CREATE TRIGGER `{name}` BEFORE {op} ON `{table}` FOR EACH ROW "
+                        f"SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{APPEND_ONLY_MESSAGE}'"
+                    )
 
     def _existing_triggers(self, conn: sa.Connection) -> set[str]:
-        tables = [t.name for t in (self.seals, self.steps, self.artifacts)]
+        tables = [t.name for t in self._tables()]
         if self.dialect == "sqlite":
             rows = conn.execute(sa.text("SELECT name FROM sqlite_master WHERE type = 'trigger'"))
         elif self.dialect == "postgresql":
@@ -215,13 +342,17 @@ class AuditStore:
         return {str(r[0]) for r in rows}
 
     def missing_guards(self) -> list[str]:
-        """Triggers that should enforce append-only but are gone (empty = enforced)."""
+        """Triggers that should enforce append-only but are gone (empty = enforced).
+
+        Only reads: nothing here (or in ``verify``) re-installs a guard, which would wipe
+        the evidence that the store was writable for a while."""
         with self.engine.connect() as conn:
             have = self._existing_triggers(conn)
-        want = [n for n, _, _ in self._trigger_names()]
-        if self.dialect == "postgresql":
-            want += [f"{t.name}_no_truncate" for t in (self.seals, self.steps, self.artifacts)]
-        return [n for n in want if n not in have]
+        return [
+            n
+            for n, t in self._guards()
+            if n not in have and (self.has_chain or t != self.chain_table.name)
+        ]
 
     # ------------------------------------------------------------------ artifacts
     def archive(self, art: Artifact) -> None:
@@ -292,22 +423,29 @@ class AuditStore:
         schema: SchemaSnapshot | None = None,
         policy: Policy | None = None,
     ) -> str:
-        """Persist a sealed record (and, if given, the artifacts it names); returns its id.
+        """Persist a sealed record (and, if given, the artifacts it names) and chain it to
+        the store's previous entry; returns its id.
 
         ``schema`` and ``policy`` are archived when given (the Asker gives them for autofixed
-        records, whose fix ``verify`` then re-derives)."""
-        refs = record.artifacts
-        if grammar is not None and vocab is not None:
-            if grammar.fingerprint != refs.grammar or vocab.fingerprint != refs.tokenizer:
-                raise AuditError("the grammar/vocabulary given are not the ones the seal names")
-            self.archive_guide(grammar, vocab)
-        extra: list[tuple[Artifact, str | None]] = []
+        records, whose fix ``verify`` then re-derives, and for ``run_sql`` statement records,
+        whose checker verdict it re-derives)."""
+        if record.kind == "statement":
+            arts = record.seal.get("artifacts") or {}
+            named = {"schema": arts.get("schema"), "policy": arts.get("policy")}
+        else:
+            refs = record.artifacts
+            if grammar is not None and vocab is not None:
+                if grammar.fingerprint != refs.grammar or vocab.fingerprint != refs.tokenizer:
+                    raise AuditError("the grammar/vocabulary given are not the ones the seal names")
+                self.archive_guide(grammar, vocab)
+            named = {"schema": refs.schema, "policy": refs.policy}
+        extra: list[Artifact] = []
         if schema is not None:
-            extra.append((schema_artifact(schema), refs.schema))
+            extra.append(schema_artifact(schema))
         if policy is not None:
-            extra.append((policy_artifact(policy), refs.policy))
-        for art, named in extra:
-            if art.fingerprint != named:
+            extra.append(policy_artifact(policy))
+        for art in extra:
+            if art.fingerprint != named[art.kind]:
                 raise AuditError(f"the {art.kind} given is not the one the seal names")
             if not self.has_artifact(art.fingerprint):
                 self.archive(art)
@@ -330,27 +468,122 @@ class AuditStore:
             for s, link in zip(record.steps, links, strict=True)
         ]
         seal_text = json.dumps(record.seal, sort_keys=True, separators=(",", ":"))
-        try:
-            with self.engine.begin() as conn:
-                exists = conn.execute(
-                    sa.select(sa.literal(1)).where(self.seals.c.audit_id == record.audit_id)
-                ).first()
-                if exists is not None:
-                    raise AuditError(f"audit record {record.audit_id[:16]} is already stored")
-                if step_rows:
-                    conn.execute(self.steps.insert(), step_rows)
-                conn.execute(
-                    self.seals.insert().values(
-                        audit_id=record.audit_id,
-                        format=int(record.seal["format"]),
-                        sealed_at_ns=int(record.seal["sealed_at_ns"]),
-                        user_name=str(record.seal.get("user", ""))[:255],
-                        seal=seal_text,
-                    )
+
+        def write(conn: sa.Connection) -> str:
+            exists = conn.execute(
+                sa.select(sa.literal(1)).where(self.seals.c.audit_id == record.audit_id)
+            ).first()
+            if exists is not None:
+                raise AuditError(f"audit record {record.audit_id[:16]} is already stored")
+            if step_rows:
+                conn.execute(self.steps.insert(), step_rows)
+            conn.execute(
+                self.seals.insert().values(
+                    audit_id=record.audit_id,
+                    format=int(record.seal["format"]),
+                    sealed_at_ns=int(record.seal["sealed_at_ns"]),
+                    user_name=str(record.seal.get("user", ""))[:255],
+                    seal=seal_text,
                 )
-        except sa.exc.SQLAlchemyError as e:
-            raise AuditError(f"cannot store audit record {record.audit_id[:16]}: {e}") from e
-        return record.audit_id
+            )
+            self._chain_append(conn, {"kind": "record", "audit_id": record.audit_id})
+            return record.audit_id
+
+        return self._write(write, f"store audit record {record.audit_id[:16]}")
+
+    def append_outcome(
+        self,
+        audit_id: str,
+        *,
+        ran: bool,
+        rowcount: int | None = None,
+        error: str | None = None,
+        duration_ns: int = 0,
+        at_ns: int | None = None,
+    ) -> ChainHead:
+        """Chain what happened when a record's statement was executed.
+
+        ``ran``: the statement completed (rows read, or a write committed); ``error``: the
+        class of the error that stopped it (``"StatementTimeout"``, ``"PolicyViolation"``
+        when the checker refused it, ...). An outcome is a new chain entry naming the
+        record, never an update of it: the store stays append-only and the outcome is as
+        tamper-evident as the record. Returns the new head."""
+        full = self.resolve(audit_id)
+        if not isinstance(ran, bool):
+            raise AuditError(f"ran must be a bool, not {ran!r}")
+        for name, v in (("rowcount", rowcount), ("duration_ns", duration_ns)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+                raise AuditError(f"{name} must be an integer, not {v!r}")
+        body = {
+            "kind": "outcome",
+            "audit_id": full,
+            "ran": ran,
+            "rowcount": rowcount,
+            "error": None if error is None else str(error),
+            "duration_ns": max(0, int(duration_ns)),
+            "at_ns": time.time_ns() if at_ns is None else int(at_ns),
+        }
+        return self._write(
+            lambda conn: self._chain_append(conn, body), f"chain the outcome of {full[:16]}"
+        )
+
+    def _chain_append(self, conn: sa.Connection, body: Mapping[str, Any]) -> ChainHead:
+        """Write the next chain entry (inside :meth:`_serialized`: nobody else appends)."""
+        c = self.chain_table.c
+        last = conn.execute(sa.select(c.seq, c.link).order_by(c.seq.desc()).limit(1)).first()
+        seq = 0 if last is None else int(last[0]) + 1
+        full = {**body, "seq": seq, "prev": STORE_GENESIS if last is None else str(last[1])}
+        link = entry_link(full)
+        conn.execute(
+            self.chain_table.insert().values(
+                seq=seq,
+                link=link,
+                kind=str(full["kind"]),
+                audit_id=full.get("audit_id"),
+                body=canonical_json(full).decode("utf-8"),
+            )
+        )
+        return ChainHead(seq, link)
+
+    def chain(self) -> list[ChainEntry]:
+        """Every chain entry as stored, in ``seq`` order (unverified: see ``verify``)."""
+        if not self.has_chain:
+            return []
+        c = self.chain_table.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(c.seq, c.kind, c.audit_id, c.body, c.link).order_by(c.seq)
+            ).all()
+        return [
+            ChainEntry(
+                int(r[0]), str(r[1]), None if r[2] is None else str(r[2]), str(r[3]), str(r[4])
+            )
+            for r in rows
+        ]
+
+    def head(self) -> ChainHead | None:
+        """The chain's last entry (``None``: empty). Export it (``grid-sql audit head``) to
+        somewhere the store's writers cannot reach; ``verify --head`` then detects
+        truncation and rewriting."""
+        if not self.has_chain:
+            return None
+        c = self.chain_table.c
+        with self.engine.connect() as conn:
+            last = conn.execute(sa.select(c.seq, c.link).order_by(c.seq.desc()).limit(1)).first()
+        return None if last is None else ChainHead(int(last[0]), str(last[1]))
+
+    def seals_by_id(self) -> dict[str, Mapping[str, Any] | None]:
+        """Every stored seal by audit id (``None`` where it does not parse)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(self.seals.c.audit_id, self.seals.c.seal)).all()
+        out: dict[str, Mapping[str, Any] | None] = {}
+        for r in rows:
+            try:
+                v = json.loads(r[1])
+            except ValueError:
+                v = None
+            out[str(r[0])] = v if isinstance(v, dict) else None
+        return out
 
     def resolve(self, audit_id: str) -> str:
         """The full id of ``audit_id`` or of a unique prefix of at least 6 hex digits."""

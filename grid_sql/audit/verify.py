@@ -19,7 +19,6 @@ and a name outside the role's schema lexicon.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -27,13 +26,15 @@ import numpy as np
 
 from ..decode.records import StepKind, StopReason, mask_digest
 from ..errors import AuditError
-from ..grammar.ir import Grammar, RoleProjection
+from ..grammar.ir import Grammar
 from ..mask.cache import MaskCache
 from ..mask.guide import Guide, Matcher
 from ..mask.vocab import Vocabulary
-from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime
-from .artifacts import l1_grammar_of, rebuild_grammar, rebuild_vocab
+from ..parser.incremental import Configuration
+from .artifacts import rebuild_grammar, rebuild_vocab
+from .chain import ChainHead, ChainReport, Outcome, check_chain
 from .log import FORMAT_VERSION, GENESIS, AuditRecord, chain_link, seal_hash
+from .schemes import ENTRY_SCHEME, REPLAYABLE, SCHEME_NAMES, engine_name, entry_id_under
 from .store import AuditStore
 
 MAX_FINDINGS = 50
@@ -57,17 +58,34 @@ class Divergence:
 
 @dataclass
 class VerifyReport:
-    """The outcome of verifying one record; ``ok`` iff nothing diverged."""
+    """The outcome of verifying one record.
+
+    Three verdicts: ``ok`` (everything re-derived), ``tampered`` (a finding: something
+    differs from what was sealed and chained) and ``not_replayable`` (no finding, but the
+    record was sealed under an entry-id scheme this version cannot replay: its seal and
+    chains were checked, its masks were not — never reported as tampering)."""
 
     audit_id: str
     steps: int = 0
     replayed: int = 0
     findings: list[Divergence] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    kind: str = "generation"
+    # the entry-id scheme the replay used (None: not replayed) and how it was chosen
+    scheme: int | None = None
+    scheme_note: str = ""
+    not_replayable: str = ""
+    # the store chain entry that holds the record, and its execution outcomes
+    chain_entry: int | None = None
+    outcomes: list[Outcome] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        return not self.findings and not self.not_replayable
+
+    @property
+    def tampered(self) -> bool:
+        return bool(self.findings)
 
     @property
     def first(self) -> Divergence | None:
@@ -79,12 +97,23 @@ class VerifyReport:
 
     def describe(self) -> str:
         head = f"audit {self.audit_id[:16]}: "
-        if self.ok:
-            out = head + f"OK — {self.replayed}/{self.steps} steps replay bit-identically"
-        else:
+        if self.findings:
             out = head + f"TAMPERED or DIVERGENT — {len(self.findings)} finding(s); first: "
             out += str(self.findings[0])
             out += "".join(f"\n  - {d}" for d in self.findings[1:])
+        elif self.not_replayable:
+            out = head + "NOT REPLAYABLE — " + self.not_replayable
+        elif self.kind == "statement":
+            out = head + "OK — hand-written statement; seal intact, checker verdict re-derived"
+        else:
+            out = head + f"OK — {self.replayed}/{self.steps} steps replay bit-identically"
+            if self.scheme is not None:
+                out += f" (entry-id scheme {self.scheme})"
+        if self.scheme_note:
+            out += f"\n  note: {self.scheme_note}"
+        if self.chain_entry is not None:
+            out += f"\n  chained at store entry {self.chain_entry}"
+        out += "".join(f"\n  outcome: {o.describe()}" for o in self.outcomes)
         return out + "".join(f"\n  warning: {w}" for w in self.warnings)
 
 
@@ -106,6 +135,7 @@ class Verifier:
         self._grammars: dict[str, Grammar] = {}
         self._vocabs: dict[str, Vocabulary] = {}
         self._guides: dict[tuple[str, str], Guide] = {}
+        self._index: tuple[dict[str, int], dict[str, list[Outcome]]] | None = None
 
     # ---------------------------------------------------------------- artifacts
     def grammar(self, fp: str) -> Grammar:
@@ -147,7 +177,88 @@ class Verifier:
             rep = VerifyReport(full)
             rep.add(Divergence(None, "record", "a well-formed stored record", str(e)))
             return rep
-        return self.verify_record(rec, first_only=first_only)
+        rep = self.verify_record(rec, first_only=first_only)
+        self._check_membership(full, rep)
+        return rep
+
+    def _chain_index(
+        self, refresh: bool = False
+    ) -> tuple[dict[str, int], dict[str, list[Outcome]]]:
+        """Which chain entry holds each record, and each record's outcomes, read from the
+        entries as stored (their links are :meth:`verify_store`'s business)."""
+        if self._index is None or refresh:
+            members: dict[str, int] = {}
+            outcomes: dict[str, list[Outcome]] = {}
+            for e in self.store.chain():
+                try:
+                    body = e.body()
+                except AuditError:
+                    continue
+                if e.kind == "record":
+                    members.setdefault(str(body.get("audit_id")), e.seq)
+                elif e.kind == "adopt":
+                    for aid in body.get("audit_ids") or []:
+                        members.setdefault(str(aid), e.seq)
+                elif e.kind == "outcome":
+                    try:
+                        o = Outcome(
+                            str(body["audit_id"]),
+                            bool(body["ran"]),
+                            None if body.get("rowcount") is None else int(body["rowcount"]),
+                            None if body.get("error") is None else str(body["error"]),
+                            int(body["duration_ns"]),
+                            int(body["at_ns"]),
+                            e.seq,
+                        )
+                    except (KeyError, TypeError, ValueError):
+                        continue
+                    outcomes.setdefault(o.audit_id, []).append(o)
+            self._index = (members, outcomes)
+        return self._index
+
+    def _check_membership(self, audit_id: str, rep: VerifyReport) -> None:
+        if not self.store.has_chain:
+            rep.warnings.append(
+                "the store has no chain (written before store chaining): whole records "
+                "deleted, inserted or reordered cannot be detected"
+            )
+            return
+        members, outcomes = self._chain_index()
+        if audit_id not in members:
+            members, outcomes = self._chain_index(refresh=True)
+        rep.chain_entry = members.get(audit_id)
+        rep.outcomes = list(outcomes.get(audit_id, ()))
+        if rep.chain_entry is None:
+            rep.add(
+                Divergence(
+                    None,
+                    "store chain",
+                    "an entry chaining this record",
+                    "none",
+                    "inserted beside the store chain, or its chain entry was deleted",
+                )
+            )
+
+    def verify_store(self, head: ChainHead | str | None = None) -> ChainReport:
+        """Check the store chain (:func:`grid_sql.audit.chain.check_chain`) and the guards:
+        deleted, inserted or reordered records and entries, removed guards (now, or found
+        and repaired by a writer earlier), and, given the ``head`` an auditor kept,
+        truncation. Reads only: a missing guard stays missing."""
+        kept = ChainHead.parse(head) if isinstance(head, str) else head
+        if not self.store.has_chain:
+            rep = check_chain([], {}, missing_guards=self.store.missing_guards(), head=kept)
+            rep.warnings.append(
+                "the store has no chain (written before store chaining): whole records "
+                "deleted, inserted or reordered cannot be detected"
+            )
+            return rep
+        self._index = None
+        return check_chain(
+            self.store.chain(),
+            self.store.seals_by_id(),
+            missing_guards=self.store.missing_guards(),
+            head=kept,
+        )
 
     def verify_record(self, rec: AuditRecord, *, first_only: bool = False) -> VerifyReport:
         """Verify one record; ``first_only`` stops the replay at the first divergence."""
@@ -171,20 +282,37 @@ class Verifier:
         if seal.get("format") != FORMAT_VERSION:
             rep.add(Divergence(None, "format", str(seal.get("format")), str(FORMAT_VERSION)))
             return rep
+        rep.kind = rec.kind
         self._check_chain(rec, rep)
-        if self.store.guards_restored:
-            rep.warnings.append(
-                "the store was not append-only when opened (triggers re-installed: "
-                + ", ".join(self.store.guards_restored)
-                + ")"
-            )
         missing = self.store.missing_guards()
         if missing:
             rep.warnings.append(
-                "the store is not append-only any more (missing triggers: "
+                "the store is not append-only (missing triggers: "
                 + ", ".join(missing)
-                + ")"
+                + "): see the store chain verdict"
             )
+        if rec.kind == "statement":
+            from .statement import verify_statement
+
+            verify_statement(self.store, rec, rep)
+            return rep
+        if rec.kind != "generation":
+            rep.add(Divergence(None, "kind", rec.kind, "generation or statement"))
+            return rep
+        scheme = seal.get("entry_scheme")
+        if scheme is None:
+            rep.warnings.append(
+                "sealed before seals named their engine and entry-id scheme: the scheme is "
+                "inferred from the recorded ids"
+            )
+        elif not isinstance(scheme, int) or isinstance(scheme, bool) or scheme not in REPLAYABLE:
+            by = seal.get("engine") or "an unnamed engine"
+            rep.not_replayable = (
+                f"sealed under scheme {scheme}, not replayable by this version (entry-id "
+                f"scheme {scheme}, sealed by {by}; {engine_name()} replays schemes "
+                f"{', '.join(map(str, REPLAYABLE))}); its seal and step chain were checked"
+            )
+            return rep
         try:
             refs = rec.artifacts
             guide = self.guide(refs.grammar, refs.tokenizer)
@@ -249,6 +377,7 @@ class Verifier:
         m = guide.matcher()
         buf = m.allocate_bitmask()
         eos = vocab.eos_token_id
+        ids = _SchemeIds(rec.seal.get("entry_scheme"))
         for pos, s in enumerate(rec.steps):
             step = s.step
             if m.is_terminated():
@@ -271,13 +400,15 @@ class Verifier:
                 rep.add(Divergence(step, "mask", "a mask", f"{type(e).__name__}: {e}"))
                 return
             digest = mask_digest(buf)
-            if tuple(entries) != tuple(s.entry_ids):
+            got = ids.compare(guide, cfg, tuple(entries), tuple(s.entry_ids))
+            if got is not None:
                 rep.add(
                     Divergence(
                         step,
                         "entry_ids",
                         ",".join(x[:12] for x in s.entry_ids),
-                        ",".join(x[:12] for x in entries),
+                        ",".join(x[:12] for x in got),
+                        ids.note,
                     )
                 )
             if digest != s.mask_digest:
@@ -320,6 +451,7 @@ class Verifier:
                 return
             m.accept_token(tok)
             rep.replayed = pos + 1
+        rep.scheme, rep.scheme_note = ids.result()
         self._check_end(rec, m, rep, guide.grammar)
 
     def _check_autofix(self, rec: AuditRecord, grammar: Grammar, rep: VerifyReport) -> str:
@@ -442,6 +574,62 @@ class Verifier:
             )
 
 
+class _SchemeIds:
+    """Compares replayed entry ids with recorded ones under the record's entry-id scheme.
+
+    The guide computes current-scheme ids; a record sealed under another replayable
+    scheme gets the same entries' ids re-hashed under its own (:func:`entry_id_under`,
+    from the entries the Python path collects). An unversioned seal (before seals named a
+    scheme) may be under any of them: every step must match one and the same scheme."""
+
+    def __init__(self, sealed: object) -> None:
+        self.sealed = sealed if isinstance(sealed, int) else None
+        self.possible = set(REPLAYABLE) if self.sealed is None else {self.sealed}
+        self.note = ""
+
+    def _under(
+        self, scheme: int, guide: Guide, cfg: Configuration, got: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        if scheme == ENTRY_SCHEME:
+            return got
+        entries, _ = guide.collect(cfg)
+        table = {e.entry_id: entry_id_under(scheme, e) for e in entries}
+        return tuple(table.get(x, "?" * 32) for x in got)
+
+    def compare(
+        self, guide: Guide, cfg: Configuration, got: tuple[str, ...], recorded: tuple[str, ...]
+    ) -> tuple[str, ...] | None:
+        """``None`` if ``recorded`` is what the replay gives, else the replayed ids."""
+        if self.possible == {ENTRY_SCHEME} and got == recorded:
+            return None
+        still = {s for s in self.possible if self._under(s, guide, cfg, got) == recorded}
+        if still:
+            self.possible = still
+            return None
+        if self.sealed is None:
+            self.note = (
+                "unversioned seal: no entry-id scheme this version knows ("
+                + ", ".join(map(str, REPLAYABLE))
+                + ") gives the recorded ids"
+            )
+        best = min(self.possible) if self.sealed is None else self.sealed
+        return self._under(best, guide, cfg, got)
+
+    def result(self) -> tuple[int | None, str]:
+        if self.sealed is not None:
+            return self.sealed, ""
+        if len(self.possible) == 1:
+            (s,) = self.possible
+            return s, (
+                f"unversioned seal: replayed under entry-id scheme {s} ({SCHEME_NAMES[s]}), "
+                "inferred from its ids"
+            )
+        return None, (
+            "unversioned seal: its ids are the same under entry-id schemes "
+            + ", ".join(map(str, sorted(self.possible)))
+        )
+
+
 def _norm(sql: str) -> str:
     return sql.strip().rstrip(";").strip()
 
@@ -462,220 +650,3 @@ def verify(store: AuditStore, audit_id: str) -> VerifyReport:
 def verify_all(store: AuditStore, ids: Iterable[str] | None = None) -> list[VerifyReport]:
     v = Verifier(store)
     return [v.verify(i) for i in (store.ids() if ids is None else ids)]
-
-
-# ---------------------------------------------------------------------------- explain
-
-_WORD_RE = re.compile(rb'\s*("[^"]*"?|`[^`]*`?|\[[^\]]*\]?|[A-Za-z_0-9$\x80-\xff]+)')
-
-
-def _terminals(rt: ParserRuntime, cfg: Configuration) -> list[str]:
-    return sorted(rt.allowed_terminals(cfg))
-
-
-def _next_terminals(rt: ParserRuntime, cfg: Configuration) -> list[str]:
-    """Terminals allowed after the pending lexeme (if any) ends."""
-    if not cfg.scan.rem:
-        return _terminals(rt, cfg)
-    done = rt.finalize(cfg)
-    return [] if done is None else _terminals(rt, Configuration(done, EMPTY_SCAN))
-
-
-class Explainer:
-    """Answers questions about one step of a stored record, from the archive alone."""
-
-    def __init__(self, store: AuditStore, verifier: Verifier | None = None) -> None:
-        self.store = store
-        self.verifier = verifier or Verifier(store)
-        self._projected: dict[tuple[str, str], Grammar] = {}
-
-    def _state_at(self, rec: AuditRecord, step: int) -> tuple[Guide, Configuration, bytes]:
-        if not 0 <= step < len(rec.steps):
-            raise AuditError(
-                f"audit {rec.audit_id[:16]} has steps 0..{len(rec.steps) - 1}, not {step}"
-            )
-        refs = rec.artifacts
-        guide = self.verifier.guide(refs.grammar, refs.tokenizer)
-        m = guide.matcher()
-        for s in rec.steps[:step]:
-            try:
-                m.accept_token(s.token)
-            except Exception as e:
-                raise AuditError(
-                    f"cannot replay to step {step}: step {s.step} does not replay ({e}); "
-                    "run `grid-sql audit verify`"
-                ) from e
-        return guide, m.config, m.text()
-
-    def step(self, audit_id: str, step: int, why: str | int | bytes | None = None) -> str:
-        rec = self.store.get(audit_id)
-        guide, cfg, prefix = self._state_at(rec, step)
-        s = rec.steps[step]
-        vocab = guide.vocab
-        rt = guide.runtime
-        buf = np.zeros(guide.n_words, dtype=np.int32)
-        n, _ = guide.fill_bitmask(cfg, buf)
-        ids, eos_ok, _ = guide.allowed_ids(cfg)
-        lines = [
-            f"audit {rec.audit_id[:16]} step {step} ({s.kind}): token {s.token} "
-            f"{_spell(vocab, s.token)}",
-            f"  output so far: {prefix.decode('utf-8', errors='replace')!r}",
-            f"  allowed: {n} of {vocab.size} tokens ({vocab.size - n} blocked); EOS "
-            + ("legal (the output is a complete statement)" if eos_ok else "not legal"),
-        ]
-        terms = _terminals(rt, cfg)
-        if cfg.scan.rem:
-            lines.append(f"  pending lexeme {cfg.scan.rem!r} (still open: it may grow, or end)")
-            done = rt.finalize(cfg)
-            if done is not None:
-                terms = sorted(rt.allowed_terminals(Configuration(done, EMPTY_SCAN)))
-                lines.append(f"  allowed terminals once it ends: {', '.join(terms)}")
-        else:
-            lines.append(f"  allowed terminals: {', '.join(terms) if terms else '(none)'}")
-        lex = guide.grammar.lexicon
-        if lex is not None:
-            for t in terms:
-                if t in lex:
-                    words = sorted(lex[t].words)
-                    shown = ", ".join(w.decode("utf-8", "replace") for w in words[:12])
-                    more = f" … (+{len(words) - 12})" if len(words) > 12 else ""
-                    lines.append(f"  {t} is restricted to the role's lexicon: {shown}{more}")
-        sample = sorted(ids.tolist(), key=lambda i: (len(vocab.token_bytes[i]), i))[:12]
-        lines.append("  e.g. " + " ".join(repr(vocab.token_bytes[i]) for i in sample))
-        if why is not None:
-            lines.append(self._why(rec, guide, cfg, prefix, buf, why))
-        return "\n".join(lines)
-
-    def _why(
-        self,
-        rec: AuditRecord,
-        guide: Guide,
-        cfg: Configuration,
-        prefix: bytes,
-        buf: np.ndarray,
-        why: str | int | bytes,
-    ) -> str:
-        vocab = guide.vocab
-        tok: int | None = None
-        if isinstance(why, int) or (isinstance(why, str) and why.strip().isdigit()):
-            tok = int(why)
-            if not 0 <= tok < vocab.size:
-                raise AuditError(f"token id {tok} is outside the vocabulary (size {vocab.size})")
-            if tok == vocab.eos_token_id:
-                if guide.runtime.eos_allowed(cfg):
-                    return "why EOS: it was allowed here (the output is a complete statement)"
-                return (
-                    "why EOS: blocked — EOS is legal only at a complete statement "
-                    f"and {prefix.decode('utf-8', 'replace')!r} is not one"
-                )
-            if tok in vocab.special_ids:
-                return f"why {tok}: a special token, permanently masked"
-            data = vocab.token_bytes[tok]
-        else:
-            data = why.encode() if isinstance(why, str) else bytes(why)
-            if not data:
-                raise AuditError("--why needs a token id or a non-empty text")
-        label = f"token {tok} {data!r}" if tok is not None else repr(data)
-        if tok is not None and (int(buf.view(np.uint32)[tok >> 5]) >> (tok & 31)) & 1:
-            return f"why {label}: it was allowed at this step"
-        rt = guide.runtime
-        if tok is None and rt.advance(cfg, data) is not None:
-            return f"why {label}: these bytes are a legal continuation here (not blocked)"
-        return f"why {label}: blocked — " + self._diagnose(rec, guide, cfg, prefix, data)
-
-    def _diagnose(
-        self, rec: AuditRecord, guide: Guide, cfg: Configuration, prefix: bytes, data: bytes
-    ) -> str:
-        role = guide.grammar
-        rt = guide.runtime
-        good = 0  # longest viable prefix of ``data`` under the role grammar
-        for k in range(1, len(data) + 1):
-            if rt.advance(cfg, data[:k]) is None:
-                break
-            good = k
-        at = f"after {(prefix + data[:good]).decode('utf-8', 'replace')!r}"
-        terms = ", ".join(_next_terminals(rt, cfg)) or "(none)"
-        l1_fp = rec.artifacts.l1_grammar
-        # Seals without the L1 reference fall back to the shipped dialect, accepted only if it
-        # is the one the role grammar was derived from (its L1 fingerprint is hashed into it).
-        l1 = self.verifier.grammar(l1_fp) if l1_fp else l1_grammar_of(role)
-        if l1 is None:
-            return f"the role's grammar cannot continue {at}; allowed terminals here: {terms}"
-        l1_rt = ParserRuntime.for_grammar(l1)
-        if l1_rt.advance(l1_rt.initial, prefix + data) is None:
-            return (
-                f"not valid {l1.name or 'SQL'} syntax {at}, with or without any policy; "
-                f"allowed terminals here: {terms}"
-            )
-        reasons: list[str] = []
-        proj = role.projection
-        if proj is not None:
-            key = (l1.fingerprint, repr(proj.describe()))
-            unlexed = self._projected.get(key)
-            if unlexed is None:
-                unlexed = self._projected[key] = l1.project(proj)
-            u_rt = ParserRuntime.for_grammar(unlexed)
-            if u_rt.advance(u_rt.initial, prefix + data) is not None:
-                reasons.append(self._lexicon_reason(role, cfg, data, good))
-            else:
-                reasons.append(self._projection_reason(proj, data, not prefix.strip()))
-        else:
-            reasons.append(self._lexicon_reason(role, cfg, data, good))
-        return "; ".join(reasons)
-
-    @staticmethod
-    def _lexicon_reason(role: Grammar, cfg: Configuration, data: bytes, good: int) -> str:
-        import regex
-
-        lex = role.lexicon
-        text = cfg.scan.rem + data
-        fail = len(cfg.scan.rem) + good
-        keywords = [
-            regex.compile(t.pattern.encode())
-            for t in role.terminals
-            if t.is_string and not t.category
-        ]
-        runs = [(m.start(1), m.group(1)) for m in _WORD_RE.finditer(text)]
-        word = next((w for st, w in runs if st <= fail), data.strip())
-        for st, w in reversed(runs):
-            if st > fail:
-                continue
-            if any(k.fullmatch(w) for k in keywords):
-                continue
-            if lex is not None and any(c.admits(w) for c in lex.categories.values()):
-                continue
-            word = w
-            break
-        shown = word.decode("utf-8", "replace")
-        if lex is None:
-            return f"`{shown}` is outside the role's grammar here"
-        cats = [n for n, c in lex.categories.items() if not c.admits(word)]
-        names = ", ".join(cats) if cats else "its categories"
-        return (
-            f"`{shown}` is not in the role's lexicon ({names}): the role has no right on a "
-            "table or column of that name, so no token may spell it"
-        )
-
-    @staticmethod
-    def _projection_reason(proj: RoleProjection, data: bytes, at_start: bool) -> str:
-        m = _WORD_RE.match(data)
-        word = (m.group(1) if m else data.strip()).decode("utf-8", "replace")
-        kept = sorted(proj.keep_statements or ())
-        verbs = ", ".join(k.removesuffix("_stmt").replace("_", " ").upper() for k in kept)
-        dropped = ", ".join(sorted(proj.drop)) or "nothing else"
-        if at_start and kept:
-            return (
-                f"`{word.upper()}` is not in the role's verbs: its grammar keeps only {verbs} "
-                f"statements ({', '.join(kept)}) and drops {dropped}"
-            )
-        return (
-            f"`{word}` needs a production the role's projection removes (statements kept: "
-            f"{verbs or 'all'}; dropped: {dropped})"
-        )
-
-
-def explain(
-    store: AuditStore, audit_id: str, step: int, why: str | int | bytes | None = None
-) -> str:
-    """In words: what the model was allowed to say at ``step``, and why ``why`` was blocked."""
-    return Explainer(store).step(audit_id, step, why)
