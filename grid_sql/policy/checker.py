@@ -40,6 +40,7 @@ from grid_sql.policy.conformance import (
     dialect_functions,
     top_clause,
 )
+from grid_sql.policy.edges import comment_findings, function_findings, whole_row_refs
 from grid_sql.policy.model import Policy, TablePolicy
 from grid_sql.policy.sqlparse import parse as guarded_parse
 from grid_sql.policy.sqlparse import too_deep
@@ -315,6 +316,7 @@ class _Run:
         self.out: list[Violation] = []
         self._seen: set[tuple[Any, ...]] = set()
         self._ctes: set[str] = set()  # CTE names bound at the level of a DML statement
+        self.tokens: list[Token] = []
 
     # -------------------------------------------------------------- reporting
     def add(self, v: Violation) -> None:
@@ -396,9 +398,11 @@ class _Run:
     def _scan_tokens(self) -> list[Token] | None:
         """Banned clauses by token sequence; the tokens (None if ``sql`` does not tokenize)."""
         try:
-            tokens = sqlglot.Dialect.get_or_raise(self.c._read).tokenize(self.sql)
+            tokens = self.tokens = sqlglot.Dialect.get_or_raise(self.c._read).tokenize(self.sql)
         except TokenError:
             return None  # reported by the parse step
+        for v in comment_findings(self.sql, tokens, self.c.dialect):
+            self.add(v)
         words = [(t.text.upper(), t.start) for t in tokens if t.token_type not in _OPAQUE_TOKENS]
         for i in range(len(words)):
             for seq, clause in _CLAUSE_TOKENS:
@@ -530,23 +534,18 @@ class _Run:
         return name.lower() not in _READ_PRAGMAS
 
     def _functions(self, stmt: exp.Expr) -> None:
-        banned = self.policy.banned_functions
-        for node in stmt.find_all(exp.Func):
-            names = {node.name.lower()} if isinstance(node, exp.Anonymous) else set()
-            if not isinstance(node, exp.Anonymous):
-                names |= {n.lower() for n in type(node).sql_names()}
-            hit = sorted(names & banned)
-            if hit:
-                m = re.search(rf"(?<![\w$]){re.escape(hit[0])}\s*\(", self.sql, re.IGNORECASE)
-                self.add(
-                    Violation(
-                        "banned_function",
-                        f"The function {hit[0]}() is not allowed by policy.",
-                        position=m.start() if m else None,
-                        snippet=m.group(0) if m else node.sql(dialect=self.c._read)[:80],
-                        why="banned function",
-                    )
-                )
+        """Function allow-list and whole-row references (grid_sql/policy/edges.py)."""
+        allowed = self.policy.allowed_functions
+        for v in function_findings(self.sql, self.tokens, [stmt], allowed, self.c.dialect):
+            self.add(v)
+        for col, table in whole_row_refs(stmt, self.c.dialect, self._columns_of):
+            ref = self._lookup(table)
+            for c in ref.info.columns if ref is not None else ():
+                self._need_column(ref, c.name, "select", col)
+
+    def _columns_of(self, table: exp.Table) -> frozenset[str] | None:
+        ref = self._lookup(table)
+        return None if ref is None else frozenset(c.name.lower() for c in ref.info.columns)
 
     def _locate(self, word: str) -> tuple[int | None, str | None]:
         """First occurrence of keyword ``word`` in the source as (offset, source text)."""

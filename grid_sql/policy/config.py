@@ -17,9 +17,17 @@ Format (a dict, or the same as a YAML/TOML file)::
       allow: {customer: [customer_id, first_name]}   # only these columns keep their rights
       deny: {employee: [birth_date]}                 # these columns lose every right
     banned_functions: [md5]          # added to the defaults
+    functions:
+      allow: [my_udf]                # added to the dialect's function allow-list, by name only
     banned_clauses: [select_into]    # added to the defaults
     roles:                           # the same keys, applied when the connected role matches
       analyst: {verbs: [select]}
+
+``functions.allow`` is the one rule that adds to the language: a function the curated
+allow-list (grid_sql/policy/functions.py) lacks, e.g. a reviewed user-defined one. It is
+explicit by design (nothing is ever added implicitly), takes plain names only, and refuses the
+names that read relations, run SQL, touch files or take locks (``NEVER_ALLOWED``): those would
+defeat the table and column rules. The server still checks EXECUTE when the statement runs.
 
 Every table and column named must exist in the snapshot: a typo in a deny list would otherwise
 silently deny nothing, so it is a :class:`PolicyError`.
@@ -28,6 +36,7 @@ silently deny nothing, so it is a :class:`PolicyError`.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -47,8 +56,17 @@ from grid_sql.policy.model import (
 from grid_sql.schema.model import SchemaSnapshot
 
 _SECTION_KEYS = frozenset(
-    {"verbs", "tables", "table_verbs", "columns", "banned_functions", "banned_clauses"}
+    {
+        "verbs",
+        "tables",
+        "table_verbs",
+        "columns",
+        "banned_functions",
+        "banned_clauses",
+        "functions",
+    }
 )
+_FUNCTION_NAME = re.compile(r"[a-z_][a-z0-9_$]*")
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,7 @@ class AppRules:
     columns_deny: tuple[tuple[str, tuple[str, ...]], ...] = ()
     banned_functions: frozenset[str] = frozenset()
     banned_clauses: frozenset[str] = frozenset()
+    functions_allow: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -148,6 +167,29 @@ def _col_map(value: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(sorted((str(t), _names(c, f"{where}.{t}")) for t, c in value.items()))
 
 
+def _functions_allow(value: Any, where: str) -> frozenset[str]:
+    """``functions: {allow: [...]}`` → lower-case plain names; unsafe or malformed names are
+    a PolicyError (a typo must not silently allow nothing, an unsafe name must not pass)."""
+    from grid_sql.policy.functions import NEVER_ALLOWED
+
+    if value is None:
+        return frozenset()
+    if not isinstance(value, Mapping) or set(value) - {"allow"}:
+        raise PolicyError(f"{where}.functions: expected a mapping with 'allow'")
+    names = frozenset(n.lower() for n in _names(value.get("allow"), f"{where}.functions.allow"))
+    bad = sorted(n for n in names if not _FUNCTION_NAME.fullmatch(n))
+    if bad:
+        raise PolicyError(f"{where}.functions.allow: not plain function names: {bad}")
+    unsafe = sorted(names & NEVER_ALLOWED)
+    if unsafe:
+        raise PolicyError(
+            f"{where}.functions.allow: {unsafe} read relations by name, run SQL, touch files, "
+            "locks or session state, and would defeat the table and column rules; they cannot "
+            "be allowed"
+        )
+    return names
+
+
 def _parse_rules(sec: Any, where: str) -> AppRules:
     if not isinstance(sec, Mapping):
         raise PolicyError(f"{where}: expected a mapping")
@@ -188,6 +230,7 @@ def _parse_rules(sec: Any, where: str) -> AppRules:
         columns_deny=_col_map(columns.get("deny"), f"{where}.columns.deny"),
         banned_functions=frozenset(f.lower() for f in _names(sec.get("banned_functions"), where)),
         banned_clauses=clauses,
+        functions_allow=_functions_allow(sec.get("functions"), where),
     )
 
 
@@ -227,6 +270,7 @@ def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> P
     verbs = set(policy.statement_verbs)
     banned_f = set(policy.banned_functions)
     banned_c = set(policy.banned_clauses)
+    added_f = set(policy.functions_allow)
     notes = list(policy.provenance)
 
     def strip(key: tuple[str, str], remove: set[str], cols: set[str] | None, why: str) -> None:
@@ -291,6 +335,11 @@ def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> P
             notes.append(
                 Provenance(f + "()", "CALL", "app", "deny", f"banned_functions ({origin})")
             )
+        added_f |= rules.functions_allow
+        for f in sorted(rules.functions_allow):
+            notes.append(
+                Provenance(f + "()", "CALL", "app", "allow", f"functions.allow ({origin})")
+            )
         for c in sorted(rules.banned_clauses):
             notes.append(Provenance(c, "USE", "app", "deny", f"banned_clauses ({origin})"))
 
@@ -307,5 +356,6 @@ def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> P
         statement_verbs=frozenset(verbs),
         banned_functions=frozenset(banned_f),
         banned_clauses=frozenset(banned_c),
+        functions_allow=frozenset(added_f),
         provenance=tuple(notes),
     )

@@ -8,9 +8,10 @@ identifier. The schema lexicons are verb-scoped: FROM/JOIN and every other read 
 (``TABLE_NAME``) admit only tables the role may SELECT from; the target of INSERT, UPDATE,
 DELETE and TRUNCATE (``INSERT_TABLE_NAME`` ...) admits only the tables holding that privilege.
 Columns admit the names readable or writable in at least one table, and schemas only those of
-the tables kept. Called names (``FUNCTION_NAME``) admit the dialect's functions
-(``policy/functions.py``), so a column cannot be spelled as a call of a function that does
-not exist.
+the tables kept. Called names (``FUNCTION_NAME``) admit only the policy's allowed functions
+(the curated per-dialect allow-list of ``policy/functions.py``), so the model cannot spell a
+function that reads a table by name, runs SQL or touches files, and a column cannot be spelled
+as a call of a function that does not exist.
 
 Current limit, stated rather than hidden: the column lexicon is one list for every column
 position, the union over the tables; which columns of which table a statement may touch is
@@ -28,7 +29,6 @@ import regex
 from ..grammar.ir import Grammar, RoleProjection
 from ..grammar.lexicon import SchemaLexicon
 from ..schema.model import SchemaSnapshot
-from .functions import dialect_function_names
 from .model import Policy
 
 VERB_RULES: dict[str, tuple[str, ...]] = {
@@ -107,9 +107,12 @@ def role_grammar(
 ) -> Grammar:
     """The role's projected, lexicon-restricted grammar (raises EmptyLanguageError if none).
 
-    ``functions``: restrict called names (``FUNCTION_NAME``) to the dialect's functions
-    (:func:`~grid_sql.policy.functions.dialect_function_names`) plus ``extra_functions``
-    (user-defined ones); False leaves them unrestricted, as before the category existed.
+    ``functions``: restrict called names (``FUNCTION_NAME``) to the policy's allowed functions
+    (:attr:`Policy.allowed_functions`: the dialect's curated allow-list, plus the application
+    policy's ``functions.allow``, minus the banned ones) plus ``extra_functions``; False
+    leaves them unrestricted, as before the category existed. The checker refuses a call
+    outside ``allowed_functions`` either way, so ``extra_functions`` only widens what can be
+    generated, not what runs: add a function to the policy to run it.
     """
     statements = {r.rhs[0] for r in grammar.rules if r.lhs == "statement" and len(r.rhs) == 1}
     keep = {
@@ -143,7 +146,7 @@ def role_grammar(
     words: dict[str, list[bytes]] = {}
     names_of: dict[str, set[str]] = {**tables, "COLUMN_NAME": columns, "SCHEMA_NAME": schemas}
     if functions and "FUNCTION_NAME" in g.terminal_ids:
-        names_of["FUNCTION_NAME"] = set(dialect_function_names(dialect)) | set(extra_functions)
+        names_of["FUNCTION_NAME"] = set(policy.allowed_functions) | set(extra_functions)
     for term, names in names_of.items():
         if term in g.terminal_ids:
             words[term] = spellings(g, term, names, dialect)

@@ -201,6 +201,9 @@ class Policy:
     banned_functions: frozenset[str] = DEFAULT_BANNED_FUNCTIONS
     banned_clauses: frozenset[str] = DEFAULT_BANNED_CLAUSES
     provenance: tuple[Provenance, ...] = field(default=(), compare=False)
+    # Functions an application policy added by name to the dialect's allow-list
+    # (``functions.allow``); never filled implicitly.
+    functions_allow: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -208,6 +211,9 @@ class Policy:
         )
         object.__setattr__(
             self, "banned_functions", frozenset(f.lower() for f in self.banned_functions)
+        )
+        object.__setattr__(
+            self, "functions_allow", frozenset(f.lower() for f in self.functions_allow)
         )
 
     # -- lookups -------------------------------------------------------------------------
@@ -238,6 +244,16 @@ class Policy:
         """Tables usable with ``verb`` (what the grammar's table lexicon should offer)."""
         return (t for t in self.tables if t.allows(verb))
 
+    @cached_property
+    def allowed_functions(self) -> frozenset[str]:
+        """The functions a statement may call: the dialect's curated allow-list
+        (grid_sql/policy/functions.py) plus what the application policy added by name, minus
+        the banned ones (defaults, no EXECUTE privilege, the application's bans)."""
+        from grid_sql.policy.functions import dialect_function_names
+
+        base = dialect_function_names(self.dialect)
+        return (base | self.functions_allow) - self.banned_functions
+
     @property
     def read_only(self) -> bool:
         """True when nothing but SELECT is allowed (SQLite then opens the file read-only)."""
@@ -253,6 +269,8 @@ class Policy:
             "statement_verbs": sorted(self.statement_verbs),
             "banned_functions": sorted(self.banned_functions),
             "banned_clauses": sorted(self.banned_clauses),
+            # only when set, so policies without additions keep their fingerprints
+            **({"functions_allow": sorted(self.functions_allow)} if self.functions_allow else {}),
             "tables": [
                 {
                     "schema": t.schema,
@@ -286,6 +304,7 @@ class Policy:
             statement_verbs=frozenset(d["statement_verbs"]),
             banned_functions=frozenset(d["banned_functions"]),
             banned_clauses=frozenset(d["banned_clauses"]),
+            functions_allow=frozenset(d.get("functions_allow", ())),
         )
 
     @cached_property
@@ -304,6 +323,8 @@ class Policy:
             "Banned functions: " + (", ".join(sorted(self.banned_functions)) or "(none)"),
             "Tables:",
         ]
+        if self.functions_allow:
+            lines.insert(-1, "Functions added to the allow-list: " + ", ".join(sorted(self.functions_allow)))
         for t in self.tables:
             if not t.any_right:
                 lines.append(f"  {t.qualified} ({t.kind}): no rights")

@@ -1,6 +1,7 @@
-"""The FUNCTION_NAME lexicons (``grid_sql/policy/functions.py``): they hold every function
-the gold corpora call, none of the deny-listed foreign functions, and (on the test servers)
-only names the engines have."""
+"""The function allow-lists (``grid_sql/policy/functions.py``): they hold every function the
+gold corpora call, none of the deny-listed foreign functions and none of the functions that
+read relations, run SQL, touch files, locks or session state; (on the test servers) only
+names the engines have; and the role grammar's FUNCTION_NAME lexicon is a subset of them."""
 
 from __future__ import annotations
 
@@ -9,24 +10,32 @@ from collections.abc import Callable
 import pytest
 import sqlalchemy as sa
 
-from grid_sql.errors import LexiconError
+from grid_sql.errors import LexiconError, PolicyError
+from grid_sql.grammar import Grammar
+from grid_sql.policy import AppPolicy, narrow
 from grid_sql.policy.conformance import _FOREIGN, sqlite_functions
 from grid_sql.policy.functions import (
     _PG_SYNTAX,
     MYSQL_FUNCTIONS,
+    NEVER_ALLOWED,
     POSTGRESQL_FUNCTIONS,
+    SQLITE_ALLOWED,
     dialect_function_names,
 )
+from grid_sql.policy.grammar import role_grammar, spellings
+
+from tests.policy.test_checker import DIALECTS, _policy, _snapshot
 
 # Every function name called by the Spider dev gold (sqlglot-transpiled for PostgreSQL and
 # MySQL) and the defog sql-eval gold of each dialect: the `func_name` subtrees of lark's
-# parses of scripts/grammar_coverage.py's corpora and tests/fixtures (1,579 / 1,471 / 1,555
-# statements parsed; the SQLite fixtures' `left`/`right` are not SQLite functions, not gold).
+# parses of scripts/grammar_coverage.py's corpora (1,579 / 1,471 / 1,555 statements parsed).
+# The grammar fixtures' `nextval('t_id_seq'::regclass)` (a column DEFAULT in DDL) is not gold
+# and not allowed: it reads and advances a sequence by name.
 GOLD_CALLS = {
     "sqlite": "avg coalesce count date datetime dense_rank group_concat json_extract julianday "
     "lag length lower max min rank replace round row_number strftime sum total",
     "postgresql": "abs age avg coalesce count date date_part date_trunc dense_rank "
-    "generate_series lag lead length lower max min nextval now percentile_cont rank rollup "
+    "generate_series lag lead length lower max min now percentile_cont rank rollup "
     "round row_number substring sum to_char to_date to_timestamp",
     "mysql": "avg ceil coalesce concat convert count curdate date date_add date_format date_sub "
     "datediff dayofweek dense_rank floor from_unixtime group_concat if ifnull lag last_day left "
@@ -34,12 +43,7 @@ GOLD_CALLS = {
     "str_to_date sum timestampdiff unix_timestamp values weekday year",
 }
 # MySQL 8.0 built-ins MariaDB 10.11 (the test server) does not have.
-MYSQL_8_ONLY = frozenset(
-    "any_value bin_to_uuid format_bytes format_pico_time grouping is_uuid json_schema_valid "
-    "json_schema_validation_report json_storage_free json_storage_size json_table regexp_like "
-    "roles_graphml st_point statement_digest statement_digest_text uuid_to_bin "
-    "validate_password_strength wait_for_executed_gtid_set".split()
-)
+MYSQL_8_ONLY = frozenset("any_value grouping regexp_like".split())
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "mysql"])
@@ -50,10 +54,63 @@ def test_gold_calls_and_no_foreign_function(dialect: str) -> None:
     assert all(n == n.lower() for n in names)
 
 
-def test_sqlite_list_is_the_library() -> None:
-    assert dialect_function_names("sqlite") == sqlite_functions()
+def test_sqlite_list_is_curated_and_in_the_library() -> None:
+    names = dialect_function_names("sqlite")
+    assert names == SQLITE_ALLOWED & sqlite_functions()
+    assert {"load_extension", "sqlite_version", "fts3_tokenizer", "changes"} & names == set()
     with pytest.raises(LexiconError):
         dialect_function_names("oracle")
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "mysql"])
+def test_lists_avoid_unsafe_families(dialect: str) -> None:
+    """No name that reads relations by name, runs SQL text, touches files, the network,
+    locks or session state, nor any ``pg_*`` / ``lo_*`` / ``sqlite_*`` / ``*_to_xml*`` name."""
+    names = dialect_function_names(dialect)
+    assert not names & NEVER_ALLOWED
+    prefixed = ("pg_", "lo_", "sqlite_", "txid", "dblink", "has_", "xml", "ts_stat", "set_")
+    assert not [n for n in names if n.startswith(prefixed) or "to_xml" in n or "_lock" in n]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "mysql"])
+def test_role_grammar_function_lexicon_is_within_the_allow_list(dialect: str) -> None:
+    """The FUNCTION_NAME lexicon of a role grammar spells only allowed functions: exactly the
+    spellings of ``Policy.allowed_functions``, which is the dialect's list minus bans."""
+    snap = _snapshot(dialect, DIALECTS[dialect])
+    policy = _policy(snap)
+    g = role_grammar(Grammar.dialect(dialect), snap, policy)
+    words = set(g.lexicon["FUNCTION_NAME"].words) if g.lexicon is not None else set()
+    allowed = dialect_function_names(dialect)
+    assert words
+    assert words <= set(spellings(g, "FUNCTION_NAME", allowed, dialect))
+    bare = {w.decode().lower() for w in words if w[:1] not in (b'"', b"`", b"[")}
+    assert bare <= allowed and not bare & NEVER_ALLOWED
+    # an application ban removes a function from the lexicon; functions.allow adds one
+    app = AppPolicy.from_mapping({"banned_functions": ["upper"], "functions": {"allow": ["my_udf"]}})
+    narrowed = narrow(policy, app, snap)
+    g2 = role_grammar(Grammar.dialect(dialect), snap, narrowed)
+    assert g2.lexicon is not None
+    w2 = {w.decode().lower() for w in g2.lexicon["FUNCTION_NAME"].words}
+    assert "upper" not in w2 and "my_udf" in w2
+    assert "my_udf" in narrowed.allowed_functions and "upper" not in narrowed.allowed_functions
+
+
+def test_functions_allow_is_explicit_and_refuses_unsafe_names() -> None:
+    with pytest.raises(PolicyError, match="cannot be allowed"):
+        AppPolicy.from_mapping({"functions": {"allow": ["table_to_xml"]}})
+    with pytest.raises(PolicyError, match="not plain function names"):
+        AppPolicy.from_mapping({"functions": {"allow": ["pg_catalog.upper"]}})
+    with pytest.raises(PolicyError):
+        AppPolicy.from_mapping({"functions": {"deny": ["upper"]}})
+    snap = _snapshot("postgresql", "public")
+    base = _policy(snap)
+    same = narrow(base, AppPolicy.from_mapping({"verbs": ["select"]}), snap)
+    assert same.functions_allow == frozenset()
+    added = narrow(base, AppPolicy.from_mapping({"functions": {"allow": ["My_UDF"]}}), snap)
+    assert added.functions_allow == {"my_udf"}
+    assert added.fingerprint != base.fingerprint
+    assert type(base).from_dict(added.to_dict()) == added
+    assert "functions_allow" not in base.to_dict()  # fingerprints of plain policies unchanged
 
 
 @pytest.mark.db

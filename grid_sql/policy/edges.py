@@ -1,0 +1,326 @@
+"""Deny by default at the edges of the language: functions, row values and comments.
+
+Why a module of its own: these are the places where what the checker reads and what the
+server runs can drift apart (issue 23), and each rule here is an allow-list rather than a ban:
+
+* **Functions.** Every call site in the statement's *tokens* (a word followed by ``(``, quoted
+  names included) must name a function on the policy's allow-list
+  (:attr:`Policy.allowed_functions`), unless the word is provably not a call (a table, alias or
+  window name the parse tree places there, a type with arguments after ``AS`` or ``::``, or a
+  keyword of the SQL syntax such as ``IN (`` or ``VALUES (``). Reading call sites from the
+  tokens, not only from sqlglot's function nodes, means a function sqlglot maps to another
+  name, or parses as syntax, is still judged by the name the server will resolve. Qualified
+  calls (``pg_catalog.f(...)``, ``db.f(...)``) are refused: the qualifier can reach a
+  user-defined function that shares an allowed name.
+* **Row values.** A whole-row reference (PostgreSQL's bare table alias as a value, ``t.*``
+  anywhere but directly in a select list, ``ROW(t.*)``, ``(t).col``, ``to_json(t)``,
+  ``RETURNING t.*``) reads every column of the row, so every column of the table must be
+  readable. ``qualify`` expands ``t.*`` only where it is a select-list item.
+* **Comments.** The checker reads the statement through sqlglot's tokenizer; whatever it skips
+  between tokens must be whitespace or a comment that every server treats as a comment.
+  MySQL/MariaDB executable comments (``/*! ... */``, ``/*M! ... */``) are code to the server,
+  optimizer hints (``/*+ ... */``) steer it, a block comment holding ``/*`` nests on
+  PostgreSQL but not on MySQL, and a line comment holding a carriage return or a control
+  character ends at different places on different engines: all are refused. So are non-ASCII
+  or control characters the tokenizer skipped as whitespace (PostgreSQL reads U+00A0 as part
+  of an identifier).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+from sqlglot.parser import Parser
+from sqlglot.tokenizer_core import Token, TokenType
+
+if TYPE_CHECKING:  # the checker's run state (grid_sql/policy/checker.py::_Run)
+    from grid_sql.policy.checker import Violation
+
+# Keywords that may stand before "(" without calling a function (SQL syntax, not a call).
+SYNTAX_BEFORE_PAREN = frozenset(
+    """
+    all and any array as asc between by case cast try_cast cube desc distinct else end escape except exists
+    filter from grouping having ilike in intersect into is join lateral like limit not offset
+    on or order over partition primary recursive references regexp returning rlike rollup row
+    rows select set sets similar some table then union unique using values when where window
+    with within xor materialized key check foreign ordinality collate conflict do update
+    matched index use force ignore against match nulls first last stored virtual generated
+    constraint default include tablesample bernoulli system repeatable of exclude
+    """.split()
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
+_TYPE_TOKENS = frozenset(Parser.TYPE_TOKENS)
+_QUOTED = frozenset({TokenType.IDENTIFIER})
+
+
+def _call_name(tok: Token, dialect: str) -> str | None:
+    """The function name a call site ``tok (`` names, as the server resolves it; None when
+    ``tok`` cannot be a function name at all (punctuation, literals)."""
+    if tok.token_type in _QUOTED:
+        # PostgreSQL quoted names are exact ("COUNT" is not count); elsewhere case-insensitive
+        return tok.text if dialect == "postgresql" else tok.text.lower()
+    if tok.token_type in _NAME_TOKENS or _WORD.fullmatch(tok.text):
+        return tok.text.lower()
+    return None
+
+
+def _structural_starts(stmts: list[exp.Expr]) -> set[int]:
+    """Offsets of names the parse tree places as tables, aliases, CTEs, windows or column
+    lists (``INSERT INTO t (a)``, ``WITH x(a) AS``, ``WINDOW w AS (``): a ``(`` after them
+    opens a list, not a call."""
+    out: set[int] = set()
+    for stmt in stmts:
+        for ident in stmt.find_all(exp.Identifier):
+            if isinstance(ident.parent, exp.Column | exp.Dot | exp.Func):
+                continue  # a column, a field, or the (quoted) name of a call itself
+            start = ident.meta.get("start")
+            if start is not None:
+                out.add(int(start))
+    return out
+
+
+def function_findings(
+    sql: str,
+    tokens: list[Token],
+    stmts: list[exp.Expr],
+    allowed: frozenset[str],
+    dialect: str,
+) -> Iterator[Violation]:
+    """A finding for every call of a function outside ``allowed`` (see the module doc)."""
+    from grid_sql.policy.checker import Violation
+
+    structural = _structural_starts(stmts)
+    seen: set[str] = set()
+    ddl = any(isinstance(s, exp.Create | exp.Alter) for s in stmts)
+    for i in range(len(tokens) - 1):
+        tok, nxt = tokens[i], tokens[i + 1]
+        if nxt.token_type != TokenType.L_PAREN:
+            continue
+        name = _call_name(tok, dialect)
+        if name is None or tok.start in structural:
+            continue
+        prev = tokens[i - 1] if i > 0 else None
+        qualified = prev is not None and prev.token_type == TokenType.DOT
+        if not qualified and tok.token_type not in _QUOTED:
+            if name in SYNTAX_BEFORE_PAREN:
+                continue  # CAST(, IN (, VALUES (: syntax (some of these tokenize as words)
+            if tok.token_type in _TYPE_TOKENS and (
+                ddl or (prev is not None and prev.token_type in (TokenType.ALIAS, TokenType.DCOLON))
+            ):
+                continue  # CAST(x AS varchar(10)), x::numeric(8, 2), a column type in DDL
+        if (name in allowed or _missing(name, dialect)) and not qualified:
+            continue
+        where = sql[tok.start : nxt.end + 1]
+        seen.add(name.lower())
+        if qualified:
+            why = "qualified function call"
+            msg = (
+                f"The call {sql[tokens[i - 2].start if i > 1 else tok.start : nxt.end + 1]} names "
+                "a function through a schema; call allowed functions by their plain name."
+            )
+        else:
+            why = "function not on the allow-list"
+            msg = (
+                f"The function {name}() is not allowed: only ordinary scalar, aggregate and "
+                "window functions on the policy's allow-list may be called."
+            )
+        yield Violation(
+            "banned_function", msg, position=tok.start, snippet=where, why=why
+        )
+    for stmt in stmts:  # sqlglot's own view: an unknown-to-sqlglot call keeps its name
+        for node in stmt.find_all(exp.Anonymous):
+            name = str(node.name)
+            quoted = isinstance(node.this, exp.Identifier) and node.this.quoted
+            key = name if dialect == "postgresql" and quoted else name.lower()
+            if key in allowed or _missing(key, dialect):
+                continue
+            if name.lower() not in seen | SYNTAX_BEFORE_PAREN:
+                yield Violation(
+                    "banned_function",
+                    f"The function {name}() is not allowed: only ordinary scalar, aggregate "
+                    "and window functions on the policy's allow-list may be called.",
+                    snippet=name,
+                    why="function not on the allow-list",
+                )
+
+
+def _missing(name: str, dialect: str) -> bool:
+    """A function the dialect does not have at all: the conformance pass reports it as
+    ``unknown_function`` with the dialect's replacement (a better repair hint than "not
+    allowed"), and the server could not run it anyway."""
+    from grid_sql.policy.conformance import _FOREIGN, sqlite_functions
+
+    if dialect == "sqlite":
+        return name not in sqlite_functions()
+    return name in _FOREIGN.get(dialect, {})
+
+
+# ---------------------------------------------------------------------------- comments
+_BLOCK = re.compile(r"/\*(.*?)\*/", re.DOTALL)
+_LINE = re.compile(r"--([^\n]*)(?:\n|\Z)")
+_HASH = re.compile(r"#([^\n]*)(?:\n|\Z)")
+_SPACE = re.compile(r"[ \t\r\n]+")
+_BAD_IN_COMMENT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _gap_problem(gap: str, dialect: str) -> tuple[int, str] | None:
+    """(offset in ``gap``, reason) of the first thing in text the tokenizer skipped that is
+    not whitespace or a plain comment every engine reads the same way; None if all is."""
+    i = 0
+    while i < len(gap):
+        m = _SPACE.match(gap, i)
+        if m:
+            i = m.end()
+            continue
+        m = _BLOCK.match(gap, i)
+        if m:
+            body = m.group(1)
+            if body.startswith(("!", "M!", "m!")):
+                return i, "an executable comment (/*! */, /*M! */: code to MySQL/MariaDB)"
+            if body.startswith("+"):
+                return i, "an optimizer-hint comment (/*+ */)"
+            if "/*" in body:
+                return i, "a nested comment (PostgreSQL nests /* */, MySQL does not)"
+            if _BAD_IN_COMMENT.search(body):
+                return i, "a control character in a comment"
+            i = m.end()
+            continue
+        m = _LINE.match(gap, i)
+        if m:
+            body = m.group(1)
+            if "\r" in body.rstrip("\r") or _BAD_IN_COMMENT.search(body):
+                return i, "a line comment holding a carriage return or a control character"
+            if dialect == "mysql" and body[:1] not in ("", " ", "\t", "\n", "\r"):
+                return i, "a '--' comment MySQL does not read as a comment"
+            i = m.end()
+            continue
+        m = _HASH.match(gap, i) if dialect == "mysql" else None
+        if m:
+            if "\r" in m.group(1).rstrip("\r") or _BAD_IN_COMMENT.search(m.group(1)):
+                return i, "a line comment holding a carriage return or a control character"
+            i = m.end()
+            continue
+        return i, f"text the checker skipped that is not a comment ({gap[i : i + 12]!r})"
+    return None
+
+
+def comment_findings(sql: str, tokens: list[Token], dialect: str) -> Iterator[Violation]:
+    """Refuse every comment form a server might read differently (see the module doc)."""
+    from grid_sql.policy.checker import Violation
+
+    end = 0
+    for tok in [*tokens, None]:
+        start = len(sql) if tok is None else tok.start
+        gap = sql[end:start]
+        found = _gap_problem(gap, dialect) if gap else None
+        if found is not None:
+            off, why = found
+            yield Violation(
+                "banned_clause",
+                f"The statement contains {why}; remove it: only plain comments are allowed, "
+                "so that the statement checked is the statement the server runs.",
+                position=end + off,
+                snippet=sql[end + off : end + off + 20],
+                why="comment the server may read as code",
+            )
+            return
+        if tok is not None and tok.token_type == TokenType.HINT:
+            yield Violation(
+                "banned_clause",
+                "The statement contains an optimizer-hint comment (/*+ */); remove it.",
+                position=tok.start,
+                snippet=sql[tok.start : tok.end + 1][:20],
+                why="comment the server may read as code",
+            )
+            return
+        if tok is not None:
+            end = tok.end + 1
+
+
+# ---------------------------------------------------------------------------- row values
+def _from_items(node: exp.Expr) -> dict[str, exp.Table | None]:
+    """FROM/JOIN/USING items of one query level or DML statement: alias (lower) → the real
+    table, or None for a derived table (whose own reads are checked where they happen)."""
+    out: dict[str, exp.Table | None] = {}
+    parts: list[Any] = []
+    for key in ("from", "from_", "joins", "using", "this"):
+        if key == "this" and not isinstance(node, exp.Update | exp.Delete | exp.Insert):
+            continue
+        val = node.args.get(key)
+        parts.extend(val if isinstance(val, list) else [val])
+    for part in parts:
+        if not isinstance(part, exp.Expr):
+            continue
+        for src in part.walk():
+            if src is not part and isinstance(src, exp.Query):
+                continue
+            if isinstance(src, exp.Table) and isinstance(src.this, exp.Identifier):
+                if _inside(src, part, exp.Query):
+                    continue
+                out[src.alias_or_name.lower()] = src
+                out.setdefault(src.name.lower(), src)
+            elif isinstance(src, exp.Subquery) and src.alias:
+                out[src.alias.lower()] = None
+    return out
+
+
+def _inside(node: exp.Expr, root: exp.Expr, kind: type[exp.Expr]) -> bool:
+    p = node.parent
+    while p is not None and p is not root:
+        if isinstance(p, kind):
+            return True
+        p = p.parent
+    return False
+
+
+def whole_row_refs(
+    stmt: exp.Expr, dialect: str, columns_of: Callable[[exp.Table], frozenset[str] | None]
+) -> Iterator[tuple[exp.Column, exp.Table]]:
+    """(reference, real table) for every whole-row reference in ``stmt``. ``columns_of``
+    gives a real table's column names (lower case), None for a name that is no real table."""
+    for col in stmt.find_all(exp.Column):
+        star = isinstance(col.this, exp.Star)
+        if star:
+            if not col.table:
+                continue
+            if isinstance(col.parent, exp.Select) and col.arg_key == "expressions":
+                continue  # a select-list `t.*`: expanded by qualify and checked per column
+            alias = col.table.lower()
+        elif dialect == "postgresql" and not col.table:
+            alias = col.name.lower()  # a bare name that is no column but a FROM item
+        else:
+            continue
+        level: exp.Expr | None = col
+        while level is not None:
+            level = level.parent
+            if not isinstance(level, exp.Select | exp.Update | exp.Delete | exp.Insert):
+                continue
+            items = _from_items(level)
+            if not star and _names_a_column(alias, items, columns_of):
+                break  # PostgreSQL reads a column of that name first: an ordinary column
+            if alias not in items:
+                continue
+            table = items[alias]
+            if table is not None and columns_of(table) is not None:
+                yield col, table
+            break
+
+
+def _names_a_column(
+    name: str,
+    items: dict[str, exp.Table | None],
+    columns_of: Callable[[exp.Table], frozenset[str] | None],
+) -> bool:
+    """Whether a bare ``name`` is an ordinary column at this level: some real table among the
+    FROM items has a column of that name. Derived tables and CTEs do not count (their columns
+    are not known here), so a name they might also hold is judged as a whole-row reference:
+    refusing too much, never too little."""
+    for table in items.values():
+        cols = None if table is None else columns_of(table)
+        if cols is not None and name in cols:
+            return True
+    return False
