@@ -484,6 +484,11 @@ class Asker:
                     timings=timings,
                     tokens=tokens,
                 )
+            if audit_id is not None:  # refused by the checker: it will not run (audit chain)
+                from ..audit.statement import record_refusal
+
+                kind = PolicyViolation if found else StatementError
+                record_refusal(self.audit, audit_id, kind.__name__)
             msgs, texts = self._repair_prompt(first_msgs, gen.sql, found, params, mode)
             repairs.append(Repair(gen.sql, texts, rnd))
             last = (gen.sql, found, texts)
@@ -570,8 +575,8 @@ class Asker:
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
         gen = self.generate_sql(question, allow_writes=allow_writes, **dict(options))
 
-        def run(sql: str) -> Any:
-            return self._execute(sql, allow_writes, row_limit, timeout_s)
+        def run(sql: str) -> Any:  # its outcome is chained to the record of ``gen`` (audit)
+            return self._execute(sql, allow_writes, row_limit, timeout_s, audit_id=gen.audit_id)
 
         try:
             res = run(gen.sql)
@@ -610,16 +615,30 @@ class Asker:
             timings=timings,
         )
 
-    def _execute(self, sql: str, allow_writes: bool, row_limit: int, timeout_s: float) -> Any:
-        """One statement on the Asker's database under the execution rules (front/execute)."""
-        return execute(
-            self.bind,
-            sql,
-            policy=self.policy,
-            allow_writes=allow_writes,
-            row_limit=row_limit,
-            timeout_s=timeout_s,
-        )
+    def _execute(
+        self,
+        sql: str,
+        allow_writes: bool,
+        row_limit: int,
+        timeout_s: float,
+        audit_id: str | None = None,
+    ) -> Any:
+        """One statement on the Asker's database under the execution rules (front/execute).
+        With ``audit_id``, what happened (ran or not, rows, error class, duration) is chained
+        to that record in the audit store (grid_sql/audit/statement.py)."""
+        from ..audit.statement import execution_outcome
+
+        with execution_outcome(self.audit if audit_id else None, audit_id) as outcome:
+            res = execute(
+                self.bind,
+                sql,
+                policy=self.policy,
+                allow_writes=allow_writes,
+                row_limit=row_limit,
+                timeout_s=timeout_s,
+            )
+            outcome.rowcount = res.rowcount
+        return res
 
     def _may_repair_execution(
         self,
@@ -643,8 +662,9 @@ class Asker:
 
         The post-parse checker first (a violation raises :class:`PolicyViolation` carrying the
         SQL and violations, and nothing runs), then safe execution. Options: ``row_limit``,
-        ``timeout_s``, ``allow_writes``. ``stop_reason`` is ``""`` and ``audit_id`` None:
-        nothing was generated, so there is no decoding to audit.
+        ``timeout_s``, ``allow_writes``. ``stop_reason`` is ``""``; ``audit_id`` names the
+        sealed statement record (statement, checker verdict, policy and schema; its outcome
+        is chained after it), None when auditing is off.
         """
         t_start = time.perf_counter()
         row_limit = int(options.pop("row_limit", self.row_limit))
@@ -655,14 +675,20 @@ class Asker:
         t0 = time.perf_counter()
         found = self._mode(allow_writes).checker.check(sql)
         check_s = time.perf_counter() - t0
+        audit_id = self._seal_statement(sql, found, allow_writes)
         if found:
             listed = "\n".join(f"{i}. {v.message}" for i, v in enumerate(found, 1))
-            raise PolicyViolation(
+            from ..audit.statement import record_refusal
+
+            record_refusal(self.audit, audit_id, PolicyViolation.__name__)
+            err = PolicyViolation(
                 f"the statement violates the policy and was not executed:\n{sql}\n{listed}",
                 list(found),
                 sql=sql,
             )
-        res = self._execute(sql, allow_writes, row_limit, timeout_s)
+            err.audit_ids = [audit_id] if audit_id else []  # type: ignore[attr-defined]
+            raise err
+        res = self._execute(sql, allow_writes, row_limit, timeout_s, audit_id=audit_id)
         return AskResult(
             question="",
             sql=sql,
@@ -671,7 +697,7 @@ class Asker:
             truncated=res.truncated,
             rowcount=res.rowcount,
             stop_reason="",
-            audit_id=None,
+            audit_id=audit_id,
             timings={
                 "check": check_s,
                 "execution": res.seconds,
@@ -780,6 +806,27 @@ class Asker:
             vocab=gen.guide.vocab,
             schema=self.snapshot,
             policy=mode.policy,
+        )
+
+    def _seal_statement(
+        self, sql: str, found: Sequence[Violation], allow_writes: bool
+    ) -> str | None:
+        """Seal a ``run_sql`` statement with the checker's verdict, before it runs (None:
+        auditing is off); the policy and schema it was checked against are archived."""
+        store = self.audit
+        if store is None:
+            return None
+        from ..audit.statement import seal_run_sql
+
+        return seal_run_sql(
+            store,
+            sql,
+            violations=[v.message for v in found],
+            policy=self._mode(allow_writes).policy,
+            schema=self.snapshot,
+            user=self.user,
+            dialect=self.dialect,
+            allow_writes=allow_writes,
         )
 
 

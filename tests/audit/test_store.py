@@ -13,14 +13,19 @@ from grid_sql.audit import AuditRecord, AuditStore, Verifier, default_path
 from grid_sql.errors import AuditError
 
 Audited = tuple[AuditStore, list[AuditRecord]]
-TABLES = ("seal", "step", "artifact")
+TABLES = ("seal", "step", "artifact", "chain")
 
 
 def _expect_append_only(store: AuditStore, rec: AuditRecord) -> None:
     """UPDATE and DELETE on every table are rejected by the database itself."""
     p = store.prefix
-    key = {"seal": "audit_id", "step": "audit_id", "artifact": "fingerprint"}
-    val = {"seal": rec.audit_id, "step": rec.audit_id, "artifact": rec.artifacts.grammar}
+    key = {"seal": "audit_id", "step": "audit_id", "artifact": "fingerprint", "chain": "audit_id"}
+    val = {
+        "seal": rec.audit_id,
+        "step": rec.audit_id,
+        "artifact": rec.artifacts.grammar,
+        "chain": rec.audit_id,
+    }
     for t in TABLES:
         for stmt in (
             f"UPDATE {p}_{t} SET {key[t]} = {key[t]} WHERE {key[t]} = :v",
