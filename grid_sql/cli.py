@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from .errors import GridSQLError
+from .errors import GridSQLError, MaskError
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -152,6 +152,13 @@ def _ask(a: argparse.Namespace) -> int:
     except GridSQLError as exc:
         if a.json:
             print(json.dumps(error_payload(exc, a.question)))
+        elif isinstance(exc, MaskError):  # an engine invariant, not the user's input
+            print(
+                f"error (MaskError): grid-sql could not finish the statement it was writing "
+                f"({exc}); nothing was executed. This is a grid-sql defect: please report it "
+                "with the question.",
+                file=sys.stderr,
+            )
         else:
             print(f"error ({type(exc).__name__}): {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -41,7 +41,12 @@ class TokenRejected(GridSQLError):
 
 
 class MaskError(GridSQLError):
-    """Internal invariant broken in mask computation (e.g. empty mask at a viable state)."""
+    """Internal invariant broken in mask computation (e.g. empty mask at a viable state).
+
+    ``partial``: the text generated before the invariant broke, when the decode loop knows it
+    (a dead end is then reported and sealed with where it happened, issue #29)."""
+
+    partial: str | None = None
 
 
 class SchemaError(GridSQLError):

@@ -209,6 +209,43 @@ def generate(
     m = guide.matcher()
     rec = _Recorder(guide, m, on_step, timings)
     rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    need = res.cost(m.config)
+    timings.reserve += time.perf_counter() - t0
+    if need > max_tokens:
+        raise BudgetError(
+            f"max_tokens={max_tokens} cannot hold the shortest complete statement ({need} tokens)"
+        )
+
+    try:
+        return _decode(
+            backend, guide, prompt_ids, m, rec, res, max_tokens, temperature, rng, timings,
+            t_start, stop_at_semicolon, bind,
+        )  # fmt: skip
+    except MaskError as exc:
+        # where it broke, for the caller's incident record (the Asker's dead-end fallback)
+        if exc.partial is None:
+            exc.partial = guide.vocab.spell(m.tokens).decode("utf-8", "replace")
+        raise
+
+
+def _decode(
+    backend: Backend,
+    guide: Guide,
+    prompt_ids: Sequence[int],
+    m: Matcher,
+    rec: _Recorder,
+    res: ReserveTable,
+    max_tokens: int,
+    temperature: float,
+    rng: np.random.Generator,
+    timings: Timings,
+    t_start: float,
+    stop_at_semicolon: bool,
+    bind: BindOnClose | None,
+) -> Generation:
+    """The decode loop of :func:`generate` (split out so a MaskError carries the partial
+    text)."""
     eos = guide.eos_id
 
     def cost(cfg: Configuration) -> int:
@@ -216,12 +253,6 @@ def generate(
         c = res.cost(cfg)
         timings.reserve += time.perf_counter() - t0
         return c
-
-    need = cost(m.config)
-    if need > max_tokens:
-        raise BudgetError(
-            f"max_tokens={max_tokens} cannot hold the shortest complete statement ({need} tokens)"
-        )
 
     def write_reserve() -> None:
         t0 = time.perf_counter()

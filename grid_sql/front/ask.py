@@ -22,6 +22,7 @@ lexicon) and its compiled :class:`~grid_sql.mask.guide.Guide`. Per question:
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,7 @@ from ..errors import (
     EmptyLanguageError,
     ExecutionError,
     GridSQLError,
+    MaskError,
     ModelError,
     OptionError,
     PolicyViolation,
@@ -445,7 +447,7 @@ class Asker:
             start, rounds = 1, 2
         last: tuple[str, list[Violation], list[str]] | None = None
         for rnd in range(start, rounds):
-            gen = self._generate(msgs, max_tokens, mode, on_step)
+            gen, mode = self._generate_or_fall_back(msgs, max_tokens, mode, on_step, repairs, rnd)
             timings["generation"] += gen.seconds
             timings["mask"] += gen.mask_seconds
             tokens += gen.n_tokens
@@ -459,7 +461,7 @@ class Asker:
                     fix = None
             timings["check"] += time.perf_counter() - t0
             gen.fix = fix
-            audit_id = self._seal(gen, q, mode)
+            audit_id = self._seal(gen, q, mode, flags=gen.flags)
             if audit_id is not None:
                 audit_ids.append(audit_id)
             if fix is not None and fix.fixed is not None:
@@ -706,6 +708,41 @@ class Asker:
         )
 
     # ------------------------------------------------------------------ internals
+    def _generate_or_fall_back(
+        self,
+        msgs: list[Message],
+        max_tokens: int,
+        mode: _Mode,
+        on_step: OnStep | None,
+        repairs: list[Repair],
+        rnd: int,
+    ) -> tuple[_Gen, _Mode]:
+        """:meth:`_generate`, and once more on the *unscoped* role grammar if the scoped one
+        reaches a dead end (issue #29, defence in depth: Propositions 8/9 say it cannot, and
+        a broken precondition must cost the user nothing but show). The unscoped grammar is
+        still exact for the role (verbs, tables, column lexicon); the checker covers columns
+        as always. The incident is a ``dead_end`` repair entry, a ``dead-end-fallback`` flag
+        in the retry's seal, and a warning in the log."""
+        try:
+            gen = self._generate(msgs, max_tokens, mode, on_step)
+            if any(r.kind == "dead_end" for r in repairs):  # a repair round after the fallback
+                gen.flags = ("dead-end-fallback",)
+            return gen, mode
+        except MaskError as exc:
+            if mode.grammar.scopes is None:
+                raise
+            _LOG.warning(
+                "grid-sql: dead end under the scoped role grammar (%s) after %r; "
+                "retrying on the unscoped role grammar",
+                exc,
+                exc.partial,
+            )
+            repairs.append(Repair(exc.partial or "", [f"dead end: {exc}"], rnd, kind="dead_end"))
+            plain = _Mode(mode.policy, role_grammar_for(self.snapshot, mode.policy), mode.checker)
+            gen = self._generate(msgs, max_tokens, plain, on_step)
+            gen.flags = ("dead-end-fallback",)
+            return gen, plain
+
     def _generate(
         self, msgs: list[Message], max_tokens: int, mode: _Mode, on_step: OnStep | None = None
     ) -> _Gen:
@@ -830,6 +867,7 @@ class Asker:
         )
 
 
+_LOG = logging.getLogger("grid_sql")
 _SELECT_ONLY = AppPolicy.from_mapping({"verbs": ["select"]}, origin="no allow_writes")
 
 
@@ -855,6 +893,7 @@ class _Gen:
         "guide",
         "model_id",
         "fix",
+        "flags",
     )
 
     def __init__(
@@ -878,3 +917,4 @@ class _Gen:
         self.guide = guide
         self.model_id = model_id
         self.fix: AutofixResult | None = None  # set when autofix resolved the checker's verdict
+        self.flags: tuple[str, ...] = ()  # seal flags (``dead-end-fallback``)
