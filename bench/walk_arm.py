@@ -46,11 +46,42 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 OUT_DIR = ROOT / "bench" / "results" / "walk_arm"
 DIALECTS = ("sqlite", "postgresql", "mysql")
-ARMS = tuple(a for d in DIALECTS for a in (d, f"{d}+lex"))
+ARMS = tuple(a for d in DIALECTS for a in (d, f"{d}+lex", f"{d}+scope"))
+# The `+scope` arms (issue #29) walk the role grammar the Asker generates under: Chinook's
+# catalog as the dialect's server (or the SQLite file) lists it, an app policy that denies
+# tables and columns (hidden columns, denied tables), scope-aware column lexicons with
+# select-list obligations (fresh aliases on SQLite), output-alias sort keys, the dialect's
+# function lexicon. PostgreSQL and MariaDB come from scripts/services.sh (GRID_SQL_PG_URL,
+# GRID_SQL_MYSQL_URL), so the catalog and grants are the real ones.
+SCOPE_POLICY = {
+    "sqlite": {
+        "verbs": ["select"],
+        "tables": {"deny": ["Employee", "Playlist", "PlaylistTrack"]},
+        "columns": {"deny": {"Customer": ["Email", "Phone"]}},
+    },
+    "postgresql": {
+        "verbs": ["select"],
+        "tables": {"deny": ["employee", "playlist", "playlist_track"]},
+        "columns": {"deny": {"customer": ["email", "phone"]}},
+    },
+}
+SCOPE_POLICY["mysql"] = SCOPE_POLICY["sqlite"]
+# Identifier words of the `+scope` walk policy: output aliases of the "top N by total"
+# shape (issue #29), denied tables and hidden columns (both spellings), reserved words of
+# other dialects, short table aliases.
+IDENT_POOL = (
+    "TotalSpending", "total_spending", "AverageTotal", "average", "TotalRevenue", "Revenue",
+    "NumTracks", "TrackCount", "Year", "YEAR", "cnt", "total", "Total", "Employee", "employee",
+    "Playlist", "playlist", "BirthDate", "birth_date", "Email", "email", "Phone", "TOP",
+    "ISNULL", "ORDER", "T1", "T2", "c", "i", "x", "a", "Customer", "Invoice",
+)  # fmt: skip
+SCOPE_DB = {"postgresql": ("GRID_SQL_PG_URL", "chinook"), "mysql": ("GRID_SQL_MYSQL_URL", "Chinook")}
 QUOTE = {"sqlite": '"{}"', "postgresql": '"{}"', "mysql": "`{}`"}
 SCHEMA = {"sqlite": "main", "postgresql": "public", "mysql": "chinook"}
 TABLE_CATEGORIES = (
@@ -83,10 +114,41 @@ def chinook_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(tables), tuple(cols)
 
 
+@cache
+def scoped_role_grammar(dialect: str) -> Any:
+    """The Asker's scoped role grammar of Chinook under :data:`SCOPE_POLICY`."""
+    from grid_sql.front.ask import role_grammar_for
+    from grid_sql.policy import AppPolicy, narrow, open_sqlite, sqlite_baseline
+    from grid_sql.policy.grants import read_grants
+    from grid_sql.schema import introspect
+
+    app = AppPolicy.from_mapping(SCOPE_POLICY[dialect], origin="walk arm")
+    if dialect == "sqlite":
+        snap = introspect(open_sqlite(SHARED / "chinook" / "Chinook_Sqlite.sqlite"))
+        pol = narrow(sqlite_baseline(snap), app, snap)
+    else:
+        import sqlalchemy as sa
+
+        var, db = SCOPE_DB[dialect]
+        url = os.environ.get(var)
+        if not url:
+            raise SystemExit(f"{var} is not set: start scripts/services.sh and eval its env")
+        engine = sa.create_engine(sa.make_url(url).set(database=db))
+        try:
+            with engine.connect() as conn:
+                snap = introspect(conn)
+                pol = narrow(read_grants(conn, snap), app, snap)
+        finally:
+            engine.dispose()
+    return role_grammar_for(snap, pol, scopes=True, bind_select_list=True)
+
+
 def arm_grammar(arm: str) -> Any:
     from grid_sql.grammar import Grammar, SchemaLexicon
 
     dialect, _, lex = arm.partition("+")
+    if lex == "scope":
+        return scoped_role_grammar(dialect)
     g = Grammar.dialect(dialect)
     if not lex:
         return g
@@ -140,11 +202,51 @@ class Arm:
         self.guide = Guide(self.grammar, vocab(), cache=MaskCache())
         self.reserve = reserve_table(self.grammar, vocab())
         self.lark = lark_parser(self.dialect)
+        from grid_sql.parser import ParserRuntime
+
+        self.rt = ParserRuntime.for_grammar(self.grammar)
+        self.matcher_cfg: Any = None
+        tb = vocab().token_bytes
+        self.space_start = np.array([b[:1] in (b" ", b"\n") for b in tb] + [False] * 8)
+
+    def planned(self, rng: random.Random) -> list[int]:
+        """A terminal step of the ``+scope`` arms' walk policy: a terminal the configuration
+        allows (the scope rule's refinements included), spelled by a word the view in force
+        admits (a category terminal), a word of :data:`IDENT_POOL` (output aliases, denied
+        and hidden names, reserved words of other dialects, short aliases) or its shortest
+        lexeme, as GPT-2 tokens of `` word``. Uniform tokens alone almost never leave a
+        run-on identifier, so they would not reach the positions the scope rule restricts
+        (sort keys, qualified columns, aliases); each planned token is still checked against
+        the exact mask and the reserve like a uniform one. [] at no lexeme boundary."""
+        from grid_sql.mask.vocab import greedy_token_ids
+
+        cfg = self.matcher_cfg
+        if cfg.scan.rem:
+            return []
+        rt = self.rt
+        node = cfg.stack
+        bits = rt.allowed_mask(node) & rt.term_bits
+        terms = [t for t in range(rt.n_terminals) if (bits >> t) & 1 and t in self.reserve.lexeme]
+        if not terms:
+            return []
+        t = rng.choice(terms)
+        view = rt.lex_at(node)
+        words = view.words.get(t)
+        name = self.grammar.terminals[t].name
+        if words is not None and not words.exclude and words.words:
+            word = rng.choice(sorted(words.words))
+        elif words is not None or name in ("IDENT", "QUOTED_IDENT") or t in rt.lexicon:
+            word = rng.choice(IDENT_POOL).encode()
+        else:
+            word = self.reserve.lexeme[t]
+        return greedy_token_ids(vocab(), b" " + word)
 
     def walk(self, k: int, budget: int) -> dict[str, Any]:
         from grid_sql.errors import GridSQLError
 
         rng = random.Random(f"{self.arm}:{k}")
+        structured = self.arm.endswith("+scope")
+        plan: list[int] = []
         g = self.guide
         eos = g.eos_id
         m = g.matcher()
@@ -164,7 +266,26 @@ class Arm:
                     dead = True
                     stop = "dead_end"
                     break
-                tok = int(ids[rng.randrange(ids.size)])
+                tok = -1
+                if structured:
+                    self.matcher_cfg = m.config
+                    if not plan and rng.random() < 0.85:
+                        plan = self.planned(rng)
+                    if plan:
+                        want = plan.pop(0)
+                        j = int(np.searchsorted(ids, want))
+                        if j < ids.size and int(ids[j]) == want:
+                            tok = want
+                        else:
+                            plan = []  # the view refused the word: back to a uniform token
+                    if tok < 0 and rng.random() < 0.05 and eos in ids:
+                        tok = eos  # uniform over 50k tokens would almost never stop
+                    if tok < 0 and m.config.scan.rem and rng.random() < 0.8:
+                        ends = ids[self.space_start[ids]]  # end the pending lexeme
+                        if ends.size:
+                            tok = int(ends[rng.randrange(ends.size)])
+                if tok < 0:
+                    tok = int(ids[rng.randrange(ids.size)])
                 if tok == eos:
                     m.accept_token(eos)
                     break
