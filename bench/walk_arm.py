@@ -81,7 +81,10 @@ IDENT_POOL = (
     "Playlist", "playlist", "BirthDate", "birth_date", "Email", "email", "Phone", "TOP",
     "ISNULL", "ORDER", "T1", "T2", "c", "i", "x", "a", "Customer", "Invoice",
 )  # fmt: skip
-SCOPE_DB = {"postgresql": ("GRID_SQL_PG_URL", "chinook"), "mysql": ("GRID_SQL_MYSQL_URL", "Chinook")}
+SCOPE_DB = {
+    "postgresql": ("GRID_SQL_PG_URL", "chinook"),
+    "mysql": ("GRID_SQL_MYSQL_URL", "Chinook"),
+}
 QUOTE = {"sqlite": '"{}"', "postgresql": '"{}"', "mysql": "`{}`"}
 SCHEMA = {"sqlite": "main", "postgresql": "public", "mysql": "chinook"}
 TABLE_CATEGORIES = (
