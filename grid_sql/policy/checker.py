@@ -40,7 +40,7 @@ from grid_sql.policy.conformance import (
     dialect_functions,
     top_clause,
 )
-from grid_sql.policy.edges import comment_findings, function_findings, whole_row_refs
+from grid_sql.policy.edges import comment_findings, edge_findings
 from grid_sql.policy.model import Policy, TablePolicy
 from grid_sql.policy.sqlparse import parse as guarded_parse
 from grid_sql.policy.sqlparse import too_deep
@@ -534,18 +534,9 @@ class _Run:
         return name.lower() not in _READ_PRAGMAS
 
     def _functions(self, stmt: exp.Expr) -> None:
-        """Function allow-list and whole-row references (grid_sql/policy/edges.py)."""
-        allowed = self.policy.allowed_functions
-        for v in function_findings(self.sql, self.tokens, [stmt], allowed, self.c.dialect):
+        """Function allow-list, session keywords, locks, whole-row reads (policy/edges.py)."""
+        for v in edge_findings(self, stmt):
             self.add(v)
-        for col, table in whole_row_refs(stmt, self.c.dialect, self._columns_of):
-            ref = self._lookup(table)
-            for c in ref.info.columns if ref is not None else ():
-                self._need_column(ref, c.name, "select", col)
-
-    def _columns_of(self, table: exp.Table) -> frozenset[str] | None:
-        ref = self._lookup(table)
-        return None if ref is None else frozenset(c.name.lower() for c in ref.info.columns)
 
     def _locate(self, word: str) -> tuple[int | None, str | None]:
         """First occurrence of keyword ``word`` in the source as (offset, source text)."""

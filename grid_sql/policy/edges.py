@@ -46,7 +46,7 @@ SYNTAX_BEFORE_PAREN = frozenset(
     filter from grouping having ilike in intersect into is join lateral like limit not offset
     on or order over partition primary recursive references regexp returning rlike rollup row
     rows select set sets similar some table then union unique using values when where window
-    with within xor materialized key check foreign ordinality collate conflict do update
+    with within xor materialized key check foreign ordinality collate conflict do update group
     matched index use force ignore against match nulls first last stored virtual generated
     constraint default include tablesample bernoulli system repeatable of exclude
     """.split()
@@ -112,7 +112,8 @@ def function_findings(
                 ddl or (prev is not None and prev.token_type in (TokenType.ALIAS, TokenType.DCOLON))
             ):
                 continue  # CAST(x AS varchar(10)), x::numeric(8, 2), a column type in DDL
-        if (name in allowed or _missing(name, dialect)) and not qualified:
+        missing = tok.token_type not in _QUOTED and _missing(name, dialect)
+        if (name in allowed or missing) and not qualified:
             continue
         where = sql[tok.start : nxt.end + 1]
         seen.add(name.lower())
@@ -136,7 +137,7 @@ def function_findings(
             name = str(node.name)
             quoted = isinstance(node.this, exp.Identifier) and node.this.quoted
             key = name if dialect == "postgresql" and quoted else name.lower()
-            if key in allowed or _missing(key, dialect):
+            if key in allowed or (not quoted and _missing(key, dialect)):
                 continue
             if name.lower() not in seen | SYNTAX_BEFORE_PAREN:
                 yield Violation(
@@ -146,6 +147,71 @@ def function_findings(
                     snippet=name,
                     why="function not on the allow-list",
                 )
+
+
+# Session functions written as keywords, without parentheses (sqlglot node names): who is
+# connected, to what, with which settings. Only the clock keywords stay.
+_CLOCK = frozenset({"CurrentDate", "CurrentTime", "CurrentTimestamp", "CurrentDatetime"})
+_PG_SESSION_WORDS = frozenset(
+    {"user", "current_user", "current_role", "session_user", "current_catalog", "current_schema"}
+)
+
+
+def session_findings(stmt: exp.Expr, dialect: str) -> Iterator[Violation]:
+    """Session keywords (``CURRENT_USER``, ``SESSION_USER``, PostgreSQL's bare ``user``) and
+    locking reads (``FOR UPDATE``, ``LOCK IN SHARE MODE``): session state and locks."""
+    from grid_sql.policy.checker import Violation
+
+    for node in stmt.walk():
+        name = type(node).__name__
+        if isinstance(node, exp.Func) and name.startswith(("Current", "Session")):
+            if name in _CLOCK:
+                continue
+            word = name
+        elif (
+            dialect == "postgresql"
+            and isinstance(node, exp.Column)
+            and not node.table
+            and isinstance(node.this, exp.Identifier)
+            and not node.this.quoted
+            and node.name.lower() in _PG_SESSION_WORDS
+        ):
+            word = node.name  # reserved words in PostgreSQL: never a column reference
+        elif isinstance(node, exp.Lock):
+            yield Violation(
+                "banned_clause",
+                "Locking reads (FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE) are not allowed.",
+                snippet="FOR UPDATE",
+                why="locks",
+            )
+            continue
+        else:
+            continue
+        yield Violation(
+            "banned_function",
+            f"{word} reads session state, which is not allowed; remove it.",
+            snippet=word,
+            why="function not on the allow-list",
+        )
+
+
+def edge_findings(run: Any, stmt: exp.Expr) -> Iterator[Violation]:
+    """All of this module's findings for one statement of a checker run (``_Run``): calls,
+    session keywords and locks as findings, whole-row references through the run's own
+    column rule (``_need_column``, which reports as it goes)."""
+    dialect = run.c.dialect
+    allowed = run.policy.allowed_functions
+    yield from function_findings(run.sql, run.tokens, [stmt], allowed, dialect)
+    yield from session_findings(stmt, dialect)
+
+    def columns_of(table: exp.Table) -> frozenset[str] | None:
+        ref = run._lookup(table)
+        return None if ref is None else frozenset(c.name.lower() for c in ref.info.columns)
+
+    for col, table in whole_row_refs(stmt, dialect, columns_of):
+        ref = run._lookup(table)
+        for c in ref.info.columns if ref is not None else ():
+            run._need_column(ref, c.name, "select", col)
 
 
 def _missing(name: str, dialect: str) -> bool:

@@ -26,8 +26,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from grid_sql.errors import PolicyError, SchemaError
+from grid_sql.policy.functions import POSTGRESQL_FUNCTIONS
 from grid_sql.policy.model import (
     COLUMN_PRIVILEGES,
+    DEFAULT_BANNED_FUNCTIONS,
     DML_VERBS,
     STATEMENT_VERBS,
     TABLE_PRIVILEGES,
@@ -174,14 +176,37 @@ def _pg_policy(conn: Connection, snapshot: SchemaSnapshot) -> Policy:
     verbs = _statement_verbs(tables, extra)
     if verbs & {"insert", "update", "delete"}:
         verbs = verbs | {"merge"}
+    no_execute = _pg_no_execute(conn)
+    provenance.extend(
+        Provenance(f + "()", "EXECUTE", "grant", "deny", "no EXECUTE privilege on any overload")
+        for f in sorted(no_execute)
+    )
     return Policy(
         dialect="postgresql",
         role=str(role),
         default_schema=snapshot.default_schema,
         tables=tuple(tables),
         statement_verbs=verbs,
+        banned_functions=DEFAULT_BANNED_FUNCTIONS | no_execute,
         provenance=tuple(provenance),
     )
+
+
+def _pg_no_execute(conn: Connection) -> frozenset[str]:
+    """Allow-listed functions the role may not EXECUTE (``has_function_privilege`` false for
+    every ``pg_catalog`` overload): the grammar must not offer a call the server refuses.
+    Normally empty (PUBLIC holds EXECUTE on the built-ins), so a policy's fingerprint only
+    changes where an administrator revoked one."""
+    names = sorted(POSTGRESQL_FUNCTIONS)
+    rows = conn.execute(
+        sa.text(
+            "SELECT p.proname FROM pg_catalog.pg_proc p"
+            " WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proname = ANY(:names)"
+            " GROUP BY p.proname HAVING NOT bool_or(has_function_privilege(p.oid, 'EXECUTE'))"
+        ),
+        {"names": names},
+    )
+    return frozenset(str(r[0]) for r in rows)
 
 
 def _pg_provenance(
