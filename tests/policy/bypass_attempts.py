@@ -442,3 +442,51 @@ def attempts(dialect: str) -> list[tuple[str, str]]:
                 seen.add(sql)
                 out.append((family, sql))
     return out
+
+
+class Outcome:
+    """What the suite saw for one dialect: how many attempts, how many passed the checker
+    (``executed``: must be none), denied values in those results, and how many attempts run
+    directly under the service role (no grid-sql in between) return a canary (``live``: the
+    attempts are real attacks, not statements the server would refuse anyway)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.executed: list[tuple[str, str, str]] = []
+        self.leaks: list[tuple[str, list[str]]] = []
+        self.live: list[tuple[str, str]] = []
+
+    def live_in(self, family: str) -> int:
+        return sum(1 for f, _ in self.live if f == family)
+
+    def summary(self, dialect: str) -> str:
+        per = ", ".join(f"{f} {self.live_in(f)}" for f in FAMILIES if self.live_in(f))
+        return (
+            f"{dialect}: {self.total} attempts, {len(self.executed)} executed, "
+            f"{len(self.leaks)} returned a denied value; {len(self.live)} leak when run "
+            f"directly under the service role ({per})"
+        )
+
+
+def run_suite(asker: Any, dialect: str, direct: Any = None) -> Outcome:
+    """Every attempt through ``asker.run_sql`` (the checker, then execution); ``direct(sql)``
+    runs it under the service role without grid-sql and returns rows ([] on error)."""
+    from grid_sql.errors import PolicyViolation
+
+    out = Outcome()
+    for family, sql in attempts(dialect):
+        out.total += 1
+        try:
+            res = asker.run_sql(sql, timeout_s=5)
+        except PolicyViolation:
+            pass
+        except Exception as exc:  # noqa: BLE001 - passed the checker, then failed: still ran
+            out.executed.append((family, sql, f"{type(exc).__name__}: {exc}"[:200]))
+        else:
+            out.executed.append((family, sql, f"{len(res.rows)} rows"))
+            found = leaked(res.rows)
+            if found:
+                out.leaks.append((sql, found))
+        if direct is not None and leaked(direct(sql)):
+            out.live.append((family, sql))
+    return out

@@ -1,0 +1,91 @@
+"""Crafted bypass attempts against the policy checker (issue 23 §4), no server needed.
+
+Each dialect's attempts (``bypass_attempts.py``: templates × denied names × functions ×
+comment tricks) are checked under an application policy narrower than a wide service role:
+the checker must refuse every one. On SQLite the attempts also run end to end through
+``Asker.run_sql`` on a real file, and directly on the file to show they are real attacks.
+The PostgreSQL and MariaDB end-to-end runs are ``tests/db/test_db_bypass.py``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from grid_sql.front.ask import Asker
+from grid_sql.policy import AppPolicy, Checker, Policy, narrow
+from grid_sql.policy.model import TablePolicy
+from grid_sql.schema import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+from tests.policy.bypass_attempts import APP_POLICY, MY_DB, attempts, run_suite, schema_sql
+
+SCHEMAS = {"postgresql": "public", "mysql": MY_DB, "sqlite": "main"}
+
+
+def _snapshot(dialect: str) -> SchemaSnapshot:
+    def table(name: str, *cols: str) -> TableInfo:
+        return TableInfo(name, "table", tuple(ColumnInfo(c, "TEXT") for c in cols), (cols[0],))
+
+    tables = (
+        table("customer", "id", "name", "email", "card"),
+        table("orders", "id", "customer_id", "total"),
+        table("employee", "id", "name", "salary"),
+    )
+    return SchemaSnapshot(dialect, SCHEMAS[dialect], (SchemaInfo(SCHEMAS[dialect], tables),))
+
+
+def _service_policy(snap: SchemaSnapshot) -> Policy:
+    """The service role: SELECT on every table (wider than the application policy)."""
+    schema = snap.default_schema or ""
+    return Policy(
+        dialect=snap.dialect,
+        role="gs_service",
+        default_schema=schema,
+        tables=tuple(
+            TablePolicy(
+                schema,
+                t.name,
+                "table",
+                frozenset({"select"}),
+                tuple((c.name, frozenset({"select"})) for c in t.columns),
+            )
+            for _, t in snap.iter_tables()
+        ),
+        statement_verbs=frozenset({"select"}),
+    )
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "mysql", "sqlite"])
+def test_checker_refuses_every_attempt(dialect: str) -> None:
+    snap = _snapshot(dialect)
+    policy = narrow(_service_policy(snap), AppPolicy.from_mapping(APP_POLICY), snap)
+    checker = Checker(snap, policy)
+    tried = attempts(dialect)
+    passed = [(family, sql) for family, sql in tried if not checker.check(sql)]
+    assert len(tried) >= 300
+    assert passed == []
+
+
+def test_sqlite_end_to_end_nothing_executes(tmp_path: Path) -> None:
+    path = tmp_path / "bypass.sqlite"
+    con = sqlite3.connect(path)
+    for stmt in schema_sql("sqlite"):
+        con.execute(stmt)
+    con.commit()
+    con.close()
+
+    def direct(sql: str) -> list[tuple[object, ...]]:
+        c = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return list(c.execute(sql).fetchall())
+        except (sqlite3.Error, sqlite3.Warning, ValueError):
+            return []
+        finally:
+            c.close()
+
+    asker = Asker(str(path), policy=APP_POLICY, audit=False)
+    out = run_suite(asker, "sqlite", direct)
+    print(out.summary("sqlite"))
+    assert out.executed == [] and out.leaks == []
+    assert len(out.live) >= 100  # real attacks: run directly, these return denied values
