@@ -133,19 +133,24 @@ def ask_on(asker: Asker, conn: sa.Connection, question: str, **options: Any) -> 
     The generation (grammar, checker, repair, audit) is the Asker's; only the connection the
     checked statement runs on is the caller's.
     """
+    from ..audit.statement import execution_outcome
     from .execute import execute
 
     t0 = time.perf_counter()
     gen_options = {k: v for k, v in options.items() if k not in _EXECUTION_OPTIONS}
     generated = asker.generate_sql(question, **gen_options)
-    ran = execute(
-        conn,
-        generated.sql,
-        policy=asker.policy,
-        allow_writes=bool(options.get("allow_writes", asker.allow_writes)),
-        row_limit=int(options.get("row_limit", asker.row_limit)),
-        timeout_s=float(options.get("timeout_s", asker.timeout_s)),
-    )
+    audit_id = generated.audit_id
+    # the outcome (ran or not, rows, error class, duration) is chained to the record
+    with execution_outcome(asker.audit if audit_id else None, audit_id) as outcome:
+        ran = execute(
+            conn,
+            generated.sql,
+            policy=asker.policy,
+            allow_writes=bool(options.get("allow_writes", asker.allow_writes)),
+            row_limit=int(options.get("row_limit", asker.row_limit)),
+            timeout_s=float(options.get("timeout_s", asker.timeout_s)),
+        )
+        outcome.rowcount = ran.rowcount
     timings = dict(generated.timings)
     timings["execution"] = ran.seconds
     timings["total"] = time.perf_counter() - t0

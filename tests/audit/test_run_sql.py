@@ -140,3 +140,36 @@ def test_auditing_off_seals_nothing(tmp_path: Path) -> None:
         r for r in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'grid_sql_audit%'")
     ]
     conn.close()
+
+
+def test_a_session_s_execution_chains_its_outcome(
+    asker: Asker, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``GridSession.ask`` runs the generated statement on the caller's connection
+    (``front.sqlalchemy.ask_on``): its outcome is chained too (a greedy spelling stands in
+    for the model's generation)."""
+    import sqlalchemy as sa
+
+    from grid_sql.front.result import GeneratedSQL
+    from grid_sql.front.sqlalchemy import ask_on
+
+    store = asker.audit
+    assert store is not None
+    guide = chinook_guide()
+    rec = seal_generation(guide, chinook_role(), CHINOOK_SQL[1])
+    store.append(rec, grammar=chinook_role()[0], vocab=guide.vocab)
+
+    def generated(question: str, **_: object) -> GeneratedSQL:
+        return GeneratedSQL(
+            question=question, sql=rec.final_sql, stop_reason="eos", audit_id=rec.audit_id
+        )
+
+    monkeypatch.setattr(asker, "generate_sql", generated)
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'chinook.sqlite'}")
+    with engine.connect() as conn:
+        res = ask_on(asker, conn, "the first ten artists")
+    engine.dispose()
+    rep = Verifier(store).verify(rec.audit_id)
+    assert rep.ok, rep.describe()
+    assert [(o.ran, o.rowcount) for o in rep.outcomes] == [(True, res.rowcount)]
+    assert res.rowcount == 10
