@@ -42,7 +42,8 @@ if TYPE_CHECKING:  # the checker's run state (grid_sql/policy/checker.py::_Run)
 # Keywords that may stand before "(" without calling a function (SQL syntax, not a call).
 SYNTAX_BEFORE_PAREN = frozenset(
     """
-    all and any array as asc between by case cast try_cast cube desc distinct else end escape except exists
+    all and any array as asc between by case cast try_cast cube desc distinct else end escape
+    except exists
     filter from grouping having ilike in intersect into is join lateral like limit not offset
     on or order over partition primary recursive references regexp returning rlike rollup row
     rows select set sets similar some table then union unique using values when where window
@@ -129,9 +130,7 @@ def function_findings(
                 f"The function {name}() is not allowed: only ordinary scalar, aggregate and "
                 "window functions on the policy's allow-list may be called."
             )
-        yield Violation(
-            "banned_function", msg, position=tok.start, snippet=where, why=why
-        )
+        yield Violation("banned_function", msg, position=tok.start, snippet=where, why=why)
     for stmt in stmts:  # sqlglot's own view: an unknown-to-sqlglot call keeps its name
         for node in stmt.find_all(exp.Anonymous):
             name = str(node.name)

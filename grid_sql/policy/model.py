@@ -324,7 +324,9 @@ class Policy:
             "Tables:",
         ]
         if self.functions_allow:
-            lines.insert(-1, "Functions added to the allow-list: " + ", ".join(sorted(self.functions_allow)))
+            lines.insert(
+                -1, "Functions added to the allow-list: " + ", ".join(sorted(self.functions_allow))
+            )
         for t in self.tables:
             if not t.any_right:
                 lines.append(f"  {t.qualified} ({t.kind}): no rights")

@@ -130,7 +130,9 @@ def test_mariadb_no_attempt_executes(my_service: sa.URL) -> None:
     _suite(my_service, "mysql", {"reads": 60, "comments": 10})
 
 
-def test_postgresql_revoked_execute_leaves_the_allow_list(pg_service: sa.URL, pg_admin: Engine) -> None:
+def test_postgresql_revoked_execute_leaves_the_allow_list(
+    pg_service: sa.URL, pg_admin: Engine
+) -> None:
     """REVOKE EXECUTE on every overload of an allow-listed function: read_grants bans it, so
     neither the grammar nor the checker offers it (the revoke is rolled back)."""
     engine = sa.create_engine(pg_admin.url.set(database=PG_DB), poolclass=NullPool)

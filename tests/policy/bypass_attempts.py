@@ -354,7 +354,8 @@ def statements(dialect: str) -> Iterator[str]:
     yield "SELECT c.email FROM orders c"
     yield "SELECT email FROM customer AS orders"
     yield "SELECT email FROM orders, customer"
-    yield "WITH RECURSIVE r(n) AS (SELECT email FROM customer UNION SELECT n FROM r) SELECT n FROM r"
+    yield "WITH RECURSIVE r(n) AS (SELECT email FROM customer UNION SELECT n FROM r) TABLE r"
+    yield "WITH RECURSIVE r(n) AS (SELECT card FROM customer UNION SELECT n FROM r) SELECT * FROM r"
     yield "SELECT name FROM customer WHERE email IN ('x')"
     yield "SELECT name FROM customer ORDER BY card"
     yield "DELETE FROM orders"
@@ -419,7 +420,7 @@ def statements(dialect: str) -> Iterator[str]:
         yield "SELECT sql FROM sqlite_master"
         yield "SELECT * FROM sqlite_schema"
         yield "SELECT [email] FROM customer"
-        yield "SELECT \"email\" FROM customer"
+        yield 'SELECT "email" FROM customer'
         yield "SELECT rowid, * FROM employee"
 
 

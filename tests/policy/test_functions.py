@@ -23,7 +23,6 @@ from grid_sql.policy.functions import (
     dialect_function_names,
 )
 from grid_sql.policy.grammar import role_grammar, spellings
-
 from tests.policy.test_checker import DIALECTS, _policy, _snapshot
 
 # Every function name called by the Spider dev gold (sqlglot-transpiled for PostgreSQL and
@@ -86,7 +85,9 @@ def test_role_grammar_function_lexicon_is_within_the_allow_list(dialect: str) ->
     bare = {w.decode().lower() for w in words if w[:1] not in (b'"', b"`", b"[")}
     assert bare <= allowed and not bare & NEVER_ALLOWED
     # an application ban removes a function from the lexicon; functions.allow adds one
-    app = AppPolicy.from_mapping({"banned_functions": ["upper"], "functions": {"allow": ["my_udf"]}})
+    app = AppPolicy.from_mapping(
+        {"banned_functions": ["upper"], "functions": {"allow": ["my_udf"]}}
+    )
     narrowed = narrow(policy, app, snap)
     g2 = role_grammar(Grammar.dialect(dialect), snap, narrowed)
     assert g2.lexicon is not None
