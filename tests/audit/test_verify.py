@@ -191,6 +191,10 @@ def test_store_edits_past_the_triggers_are_detected(
     assert rep.first is not None and (rep.first.step, rep.first.field) == (2, "chain link")
     assert any("not append-only" in w for w in rep.warnings)
     assert v.verify(recs[0].audit_id).ok  # other records are untouched
+    # ... but the store is not append-only: its chain verdict is a failure (issue #23 §5)
+    chain = v.verify_store()
+    assert not chain.ok and "grid_sql_audit_step_no_update" in str(chain.findings[0])
+    assert copy.missing_guards() == ["grid_sql_audit_step_no_update"]  # verify re-installed nothing
 
 
 def test_artifact_edits_are_detected(audited: Audited, tmp_path: Path) -> None:
