@@ -89,3 +89,31 @@ def test_sqlite_end_to_end_nothing_executes(tmp_path: Path) -> None:
     print(out.summary("sqlite"))
     assert out.executed == [] and out.leaks == []
     assert len(out.live) >= 100  # real attacks: run directly, these return denied values
+
+
+@pytest.mark.parametrize(
+    ("sql", "sentence"),
+    [
+        ("SELECT a /* plain */ FROM t", True),
+        ("SELECT a /**/ FROM t", True),
+        ("SELECT a /*M*/ FROM t", True),
+        ("SELECT a # line\n FROM t", True),
+        ("SELECT a -- line\n FROM t", True),
+        ("SELECT a /*! , b */ FROM t", False),
+        ("SELECT a /*!50000 , b */ FROM t", False),
+        ("SELECT a /*M! , b */ FROM t", False),
+        ("SELECT a /*m! , b */ FROM t", False),
+        ("SELECT /*+ BKA(t) */ a FROM t", False),
+    ],
+)
+def test_mysql_grammar_does_not_read_executable_comments_as_comments(
+    sql: str, sentence: bool
+) -> None:
+    """The MySQL dialect grammar (L1) lexes only plain comments as comments: what the server
+    runs as code (``/*! */``, ``/*M! */``) or as a hint (``/*+ */``) is no comment to it."""
+    from grid_sql.grammar import Grammar
+    from grid_sql.parser import ParserRuntime
+
+    rt = ParserRuntime.for_grammar(Grammar.dialect("mysql"))
+    cfg = rt.advance(rt.initial, sql.encode())
+    assert (cfg is not None and rt.eos_allowed(cfg)) is sentence
