@@ -72,7 +72,10 @@ def execution_outcome(store: AuditStore | None, audit_id: str | None) -> Iterato
     Normal exit: ``ran`` with the row count set on the yielded object; an exception: not
     ``ran``, with the exception's class name, and the exception propagates unchanged (if
     the outcome itself cannot be written, a note on the exception says so — the caller's
-    error stays the one it gets). With no store or no record this is a plain timer.
+    error stays the one it gets). If the outcome of a statement that *completed* cannot be
+    chained, :class:`AuditError` is raised: the audit trail is not optional once enabled,
+    even though the statement ran (a write is committed). With no store or no record this
+    does nothing.
     """
     box = ExecutionOutcome()
     t0 = time.perf_counter_ns()

@@ -647,6 +647,11 @@ def verify(store: AuditStore, audit_id: str) -> VerifyReport:
     return Verifier(store).verify(audit_id)
 
 
+def verify_store(store: AuditStore, head: ChainHead | str | None = None) -> ChainReport:
+    """Check the store chain and the guards (see :meth:`Verifier.verify_store`)."""
+    return Verifier(store).verify_store(head)
+
+
 def verify_all(store: AuditStore, ids: Iterable[str] | None = None) -> list[VerifyReport]:
     v = Verifier(store)
     return [v.verify(i) for i in (store.ids() if ids is None else ids)]
