@@ -81,6 +81,9 @@ IDENT_POOL = (
     "Playlist", "playlist", "BirthDate", "birth_date", "Email", "email", "Phone", "TOP",
     "ISNULL", "ORDER", "T1", "T2", "c", "i", "x", "a", "Customer", "Invoice",
 )  # fmt: skip
+# Terminals a terminal step picks a third of the time when allowed: they lead to the clauses
+# the scope rule restricts (FROM items and their aliases, qualified columns, sort keys).
+STEER = frozenset({"FROM", "JOIN", "AS", "ON", "WHERE", "GROUP", "ORDER", "BY", "HAVING", "DOT"})
 SCOPE_DB = {
     "postgresql": ("GRID_SQL_PG_URL", "chinook"),
     "mysql": ("GRID_SQL_MYSQL_URL", "Chinook"),
@@ -139,7 +142,8 @@ def scoped_role_grammar(dialect: str) -> Any:
         engine = sa.create_engine(sa.make_url(url).set(database=db))
         try:
             with engine.connect() as conn:
-                snap = introspect(conn)
+                # the service login sees every database of the server: Chinook's only
+                snap = introspect(conn, schemas=[db] if dialect == "mysql" else None)
                 pol = narrow(read_grants(conn, snap), app, snap)
         finally:
             engine.dispose()
@@ -232,7 +236,9 @@ class Arm:
         terms = [t for t in range(rt.n_terminals) if (bits >> t) & 1 and t in self.reserve.lexeme]
         if not terms:
             return []
-        t = rng.choice(terms)
+        names = self.grammar.terminals
+        steer = [t for t in terms if names[t].name in STEER]
+        t = rng.choice(steer if steer and rng.random() < 0.35 else terms)
         view = rt.lex_at(node)
         words = view.words.get(t)
         name = self.grammar.terminals[t].name
@@ -284,9 +290,13 @@ class Arm:
                     if tok < 0 and rng.random() < 0.05 and eos in ids:
                         tok = eos  # uniform over 50k tokens would almost never stop
                     if tok < 0 and m.config.scan.rem and rng.random() < 0.8:
-                        ends = ids[self.space_start[ids]]  # end the pending lexeme
-                        if ends.size:
-                            tok = int(ends[rng.randrange(ends.size)])
+                        if rng.random() < 0.5:  # finish it the reserve's way (closes a string)
+                            comp = self.reserve.completion(m.config).tokens
+                            tok = comp[0] if comp else -1
+                        else:  # end the pending lexeme (an identifier)
+                            ends = ids[self.space_start[ids]]
+                            if ends.size:
+                                tok = int(ends[rng.randrange(ends.size)])
                 if tok < 0:
                     tok = int(ids[rng.randrange(ids.size)])
                 if tok == eos:

@@ -59,6 +59,8 @@ __all__ = ["Completion", "ReserveTable", "reserve_table"]
 
 _MAX_EXTENSION = 96  # bytes: longer than any identifier or literal the BFS needs to close
 _MAX_BFS_NODES = 50_000
+_MAX_SEARCH = 4_000  # configurations the fallback completion search may visit
+_MAX_SEARCH_DEPTH = 48  # terminals it may write
 RESERVE_MEMO_LIMIT = 1 << 14  # completions kept per (grammar, vocabulary)
 _SKIP_SAME_TARGET = True  # see _bfs_close; tests turn it off to check that nothing changes
 # printable ASCII first, so lexemes and extensions are readable whenever they can be
@@ -497,6 +499,87 @@ class ReserveTable:
         return self.completion(cfg).cost
 
     def _compute(self, cfg: Configuration) -> Completion:
+        try:
+            return self._compute_cheapest(cfg)
+        except MaskError as exc:
+            if self.rt.sem is None:
+                raise
+            # The cheapest grammar completion spelled word by word can fail under a scope
+            # view: a word the view admits may still be unable to go on the way the grammar
+            # alone would (a sort key held to qualifier names and output aliases, none of
+            # which may end the statement: PostgreSQL `SELECT 1 ORDER BY` wrote `main`, a
+            # schema that must qualify; found by the scoped walk arm, issue #29). Search the
+            # configurations themselves instead, terminal by terminal.
+            found = self._search_completion(cfg)
+            if found is None:
+                raise exc
+            return found
+
+    def _search_completion(self, cfg: Configuration) -> Completion | None:
+        """A verified completion by depth-first search over the terminals the runtime allows
+        at each step (scope refinements included), each spelled by up to three words of the
+        view in force, cheapest grammar completion first; bounded by ``_MAX_SEARCH`` advances.
+        Not minimal: the reported cost is still exactly the tokens written."""
+        rt = self.rt
+        closed = self._close_pending(cfg)
+        if closed is None:
+            return None
+        ext, _ = closed
+        budget = [_MAX_SEARCH]
+
+        def order(node: StackNode) -> list[int]:
+            scored: list[tuple[int, int]] = []
+            bits = rt.allowed_mask(node) & rt.term_bits
+            while bits:
+                low = bits & -bits
+                bits ^= low
+                t = low.bit_length() - 1
+                if t not in self.piece:
+                    continue
+                syms = self._stack_completion(rt.shift(node, t, self.lexeme[t]))
+                if syms is not None:
+                    rest = sum(len(self.piece[x]) for x in self._expand(syms))
+                    scored.append((len(self.piece[t]) + rest, t))
+            return [t for _, t in sorted(scored)]
+
+        def words(data: bytes, t: int) -> list[bytes]:
+            at = rt.advance(cfg, data + self.sep) if data or self.sep else cfg
+            view = rt.lex_at(at.stack) if at is not None else None
+            cat = view.words.get(t) if view is not None else None
+            if cat is None or cat.exclude:
+                w = self._scoped_word(cfg, data, t)
+                return [self.lexeme[t] if w is None else w]
+            return sorted(cat.words, key=lambda w: (len(w), w))[:3]
+
+        def dfs(data: bytes, depth: int) -> bytes | None:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            at = rt.advance(cfg, data) if data else cfg
+            node = None if at is None else rt.finalize(at)
+            if at is None or node is None:
+                return None
+            if rt.eos_allowed(at):
+                return data
+            if depth == 0:
+                return None
+            for t in order(node):
+                for w in words(data, t):
+                    got = dfs(data + self.sep + w, depth - 1)
+                    if got is not None:
+                        return got
+                    if budget[0] < 0:
+                        return None
+            return None
+
+        data = dfs(ext, _MAX_SEARCH_DEPTH)
+        if data is None:
+            return None
+        rest = data[len(ext) :]
+        tokens = (self._spell(ext) if ext else []) + (self._spell(rest) if rest else [])
+        return Completion(tuple(tokens), data)
+
+    def _compute_cheapest(self, cfg: Configuration) -> Completion:
         rt = self.rt
         closed = self._close_pending(cfg)
         if closed is None:

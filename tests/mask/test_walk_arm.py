@@ -145,3 +145,38 @@ def test_walks_that_found_the_introducer_dead_end() -> None:
         assert not r["dead_end"] and not r["overrun"] and r["stop"] == "reserve", r
         assert r["lark"] or r["spec"], r
         assert wa.lark_munch_parses("mysql", wa._text(r)), r
+
+
+@pytest.mark.parametrize(
+    "arm",
+    [
+        "sqlite+scope",
+        pytest.param("postgresql+scope", marks=pytest.mark.db),
+        pytest.param("mysql+scope", marks=pytest.mark.db),
+    ],
+)
+def test_scoped_role_grammar_walks_never_dead_end(arm: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The CI sample of the scoped walk arm (issue #29; the full arm's 20,000 walks per
+    dialect are in bench/RESULTS-walk-arm.md): the Asker's scoped role grammar of Chinook with
+    denied tables and hidden columns, structured walks through sort keys, aliases and
+    qualified columns. No dead end, no overrun, every text parses; the walks reach ORDER BY."""
+    import os
+
+    from grid_sql.mask.walk import kernels_enabled
+
+    from ..servers import unavailable
+
+    if not kernels_enabled():
+        pytest.skip("grid_sql._kernels not built (make ext)")
+    dialect = arm.partition("+")[0]
+    wa = _walk_arm_module()
+    if dialect != "sqlite" and not os.environ.get(wa.SCOPE_DB[dialect][0]):
+        unavailable(f"{wa.SCOPE_DB[dialect][0]} is not set")
+    monkeypatch.setattr(wa, "OUT_DIR", tmp_path)
+    n = 60
+    assert wa.run([arm], n, 48, (0, 1), deadline=float("inf")) == n
+    recs = [json.loads(x) for x in (tmp_path / f"{arm}.jsonl").read_text().splitlines()]
+    for r in recs:
+        assert not r["dead_end"] and not r["overrun"], r
+        assert r["lark"] or r["spec"], r
+    assert sum("ORDER" in r["text"].upper() for r in recs) >= 3

@@ -53,6 +53,7 @@ POLICY["mysql"] = POLICY["sqlite"]
 # What the default model wrote (issue #29), and more of the same shape: output aliases as
 # sort keys in ORDER BY / GROUP BY / HAVING, and names the role may not use.
 PASCAL = [
+    "SELECT 1 ORDER BY 1",
     "SELECT c.FirstName, c.LastName, SUM(i.Total) AS TotalSpending FROM Customer c "
     "JOIN Invoice i ON c.CustomerId = i.CustomerId GROUP BY c.CustomerId "
     "ORDER BY TotalSpending DESC LIMIT 5",
@@ -72,6 +73,10 @@ PASCAL = [
     "SELECT Country, COUNT(*) AS Customers FROM Customer GROUP BY Country ORDER BY Customers DESC",
 ]
 SNAKE = [
+    # the scoped walk arm's dead end: a sort key held to schemas (which must qualify) and
+    # output aliases, with nothing to qualify: the reserve wrote `main` and could not end
+    "SELECT 1 ORDER BY 1",
+    "SELECT 'x' AS y ORDER BY y",
     "SELECT c.first_name, c.last_name, SUM(i.total) AS total_spending FROM customer c "
     "JOIN invoice i ON c.customer_id = i.customer_id GROUP BY c.customer_id "
     "ORDER BY total_spending DESC LIMIT 5",
@@ -166,7 +171,7 @@ def test_sqlite_denied_names_refused_or_completed(sqlite_grammar: Grammar, sql: 
 def test_sqlite_reproduction_completes_the_alias(sqlite_grammar: Grammar) -> None:
     """The exact prefix of the report: admitted, and the reserve writes the alias out."""
     rt = ParserRuntime.for_grammar(sqlite_grammar)
-    prefix = PASCAL[0].split("ORDER BY")[0] + "ORDER BY TotalSp"
+    prefix = PASCAL[1].split("ORDER BY")[0] + "ORDER BY TotalSp"
     cfg = rt.advance(rt.initial, prefix.encode())
     assert cfg is not None
     comp = reserve_table(sqlite_grammar, vocab("qwen2")).completion(cfg)
