@@ -47,6 +47,19 @@ STRICT_DROPS = ("cte_ref", "table_function")
 # Comments are dropped from generation languages: they carry no meaning for the database, a
 # model can burn its whole budget in one, and they are a place to hide text from a reader.
 COMMENT_TERMINALS = ("LINE_COMMENT", "BLOCK_COMMENT")
+# Banned clause (policy.BANNED_CLAUSES) -> the grammar rules that spell it, where the rule's
+# name differs from the clause's (MySQL's one rule covers INTO OUTFILE and INTO DUMPFILE).
+CLAUSE_RULES: dict[str, tuple[str, ...]] = {
+    "into_outfile": ("into_outfile_clause",),
+    "into_dumpfile": ("into_outfile_clause",),
+    "load_data": ("load_data_stmt",),
+    "copy": ("copy_stmt",),
+    "attach": ("attach_stmt",),
+    "detach": ("detach_stmt",),
+}
+# Session functions the dialect grammars spell as keywords (MySQL ``CURRENT_USER[()]``):
+# dropped unless the policy allows the function by name.
+SESSION_TERMINALS: dict[str, str] = {"CURRENT_USER": "current_user"}
 # category terminal -> the table privilege that admits a table there
 TABLE_CATEGORIES: dict[str, str] = {
     "TABLE_NAME": "select",
@@ -124,6 +137,12 @@ def role_grammar(
     nts = set(grammar.nonterminals)
     drop = {d for d in STRICT_DROPS if d in nts}
     drop |= {c for c in policy.banned_clauses if c in nts}
+    drop |= {r for c in policy.banned_clauses for r in CLAUSE_RULES.get(c, ()) if r in nts}
+    drop |= {
+        t
+        for t, f in SESSION_TERMINALS.items()
+        if t in grammar.terminal_ids and f not in policy.allowed_functions
+    }
     drop |= {t for t in COMMENT_TERMINALS if t in grammar.terminal_ids}
     g = grammar.project(RoleProjection(drop=frozenset(drop), keep_statements=frozenset(keep)))
 

@@ -117,3 +117,25 @@ def test_mysql_grammar_does_not_read_executable_comments_as_comments(
     rt = ParserRuntime.for_grammar(Grammar.dialect("mysql"))
     cfg = rt.advance(rt.initial, sql.encode())
     assert (cfg is not None and rt.eos_allowed(cfg)) is sentence
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "mysql", "sqlite"])
+def test_role_grammar_admits_no_function_row_or_comment_attempt(dialect: str) -> None:
+    """The mask's language (the role grammar) already excludes every function, whole-row and
+    comment attempt, and INTO OUTFILE / DUMPFILE; what it admits (a denied column after ORDER
+    BY, read as an output alias; stars) is the checker's, which refuses it (above)."""
+    from grid_sql.grammar import Grammar
+    from grid_sql.parser import ParserRuntime
+    from grid_sql.policy.grammar import role_grammar
+
+    snap = _snapshot(dialect)
+    policy = narrow(_service_policy(snap), AppPolicy.from_mapping(APP_POLICY), snap)
+    rt = ParserRuntime.for_grammar(role_grammar(Grammar.dialect(dialect), snap, policy))
+    admitted = []
+    for family, sql in attempts(dialect):
+        cfg = rt.advance(rt.initial, sql.encode())
+        if cfg is not None and rt.eos_allowed(cfg):
+            admitted.append((family, sql))
+    assert {f for f, _ in admitted} <= {"reads", "statements"}, admitted
+    assert not [s for _, s in admitted if "FILE" in s.upper()], admitted
+    assert len(admitted) <= 10
