@@ -23,7 +23,9 @@ server runs can drift apart (issue 23), and each rule here is an allow-list rath
   PostgreSQL but not on MySQL, and a line comment holding a carriage return or a control
   character ends at different places on different engines: all are refused. So are non-ASCII
   or control characters the tokenizer skipped as whitespace (PostgreSQL reads U+00A0 as part
-  of an identifier).
+  of an identifier). Literals whose reading depends on a server setting are refused too: a
+  backslash in a plain string (``standard_conforming_strings``, ``NO_BACKSLASH_ESCAPES``) and,
+  on MySQL, a double-quoted string (an identifier under ``ANSI_QUOTES``: ``SELECT "email"``).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
 _TYPE_TOKENS = frozenset(Parser.TYPE_TOKENS)
 _QUOTED = frozenset({TokenType.IDENTIFIER})
+_STRINGS = frozenset({TokenType.STRING, TokenType.NATIONAL_STRING})
+_DOUBLE_QUOTED = re.compile(r'(?:_[A-Za-z0-9]+\s*|[Nn])?"')
 
 
 def _call_name(tok: Token, dialect: str) -> str | None:
@@ -293,6 +297,24 @@ def comment_findings(sql: str, tokens: list[Token], dialect: str) -> Iterator[Vi
                 why="comment the server may read as code",
             )
             return
+        if tok is not None and tok.token_type in _STRINGS and dialect != "sqlite":
+            raw = sql[tok.start : tok.end + 1]
+            why = None
+            if "\\" in raw and raw[:1] not in ("E", "e"):
+                why = "a backslash in a string literal (read as an escape or not depending on "
+                why += "standard_conforming_strings / NO_BACKSLASH_ESCAPES)"
+            elif dialect == "mysql" and _DOUBLE_QUOTED.match(raw):
+                why = "a double-quoted string (an identifier under sql_mode ANSI_QUOTES)"
+            if why is not None:
+                yield Violation(
+                    "banned_clause",
+                    f"The statement contains {why}; write strings in single quotes without "
+                    "backslashes, so that every server setting reads them the same way.",
+                    position=tok.start,
+                    snippet=raw[:20],
+                    why="literal the server may read differently",
+                )
+                return
         if tok is not None and tok.token_type == TokenType.HINT:
             yield Violation(
                 "banned_clause",

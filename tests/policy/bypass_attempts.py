@@ -381,6 +381,7 @@ def statements(dialect: str) -> Iterator[str]:
         yield "SELECT E'a\\'', email FROM customer"
         yield "SELECT 'a\\', email, 'b' FROM customer"
         yield "SELECT U&'\\0041', card FROM customer"
+        yield "SELECT name FROM customer WHERE name = 'a\\' OR card > ''"
         yield "SELECT name FROM customer FOR UPDATE"
         yield "SELECT * FROM ROWS FROM (table_to_xml('employee', true, false, '')) AS t"
         yield "SELECT name FROM employee TABLESAMPLE SYSTEM (100)"
@@ -410,6 +411,8 @@ def statements(dialect: str) -> Iterator[str]:
         yield "VALUES ROW((SELECT email FROM customer LIMIT 1))"
         yield "SELECT 'a\\', email, 'b' FROM customer"
         yield "SELECT current_user, current_role"
+        yield 'SELECT "email" FROM customer'  # a column under sql_mode ANSI_QUOTES
+        yield "SELECT name FROM customer WHERE name = 'a\\' OR card > ''"
         yield "SELECT name FROM customer WHERE name = 'a' OR 1 = 1 UNION SELECT card FROM customer"
         yield "SELECT x'41', _latin1 'b', N'c', email FROM customer"
         yield "SELECT `email` FROM `customer`"
