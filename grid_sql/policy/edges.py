@@ -299,16 +299,16 @@ def comment_findings(sql: str, tokens: list[Token], dialect: str) -> Iterator[Vi
             return
         if tok is not None and tok.token_type in _STRINGS and dialect != "sqlite":
             raw = sql[tok.start : tok.end + 1]
-            why = None
+            odd: str | None = None
             if "\\" in raw and raw[:1] not in ("E", "e"):
-                why = "a backslash in a string literal (read as an escape or not depending on "
-                why += "standard_conforming_strings / NO_BACKSLASH_ESCAPES)"
+                odd = "a backslash in a string literal (read as an escape or not depending on "
+                odd += "standard_conforming_strings / NO_BACKSLASH_ESCAPES)"
             elif dialect == "mysql" and _DOUBLE_QUOTED.match(raw):
-                why = "a double-quoted string (an identifier under sql_mode ANSI_QUOTES)"
-            if why is not None:
+                odd = "a double-quoted string (an identifier under sql_mode ANSI_QUOTES)"
+            if odd is not None:
                 yield Violation(
                     "banned_clause",
-                    f"The statement contains {why}; write strings in single quotes without "
+                    f"The statement contains {odd}; write strings in single quotes without "
                     "backslashes, so that every server setting reads them the same way.",
                     position=tok.start,
                     snippet=raw[:20],
