@@ -59,6 +59,7 @@ __all__ = ["Completion", "ReserveTable", "reserve_table"]
 
 _MAX_EXTENSION = 96  # bytes: longer than any identifier or literal the BFS needs to close
 _MAX_BFS_NODES = 50_000
+_MAX_WORD_TRIES = 256  # listed words tried when the breadth-first search gives up
 _MAX_SEARCH = 4_000  # configurations the fallback completion search may visit
 _MAX_SEARCH_DEPTH = 48  # terminals it may write
 RESERVE_MEMO_LIMIT = 1 << 14  # completions kept per (grammar, vocabulary)
@@ -378,7 +379,57 @@ class ReserveTable:
             return b"", cfg.stack
         # Extending the lexeme itself almost always suffices (and keeps the search narrow);
         # the full alphabet also tries bytes that force an emission first.
-        return self._bfs_close(cfg, extend_only=True) or self._bfs_close(cfg, extend_only=False)
+        return (
+            self._bfs_close(cfg, extend_only=True)
+            or self._bfs_close(cfg, extend_only=False)
+            or self._word_close(cfg)
+        )
+
+    def _word_close(self, cfg: Configuration) -> tuple[bytes, StackNode] | None:
+        """Finish the pending lexeme as a word of a category the view in force admits there
+        (shortest first). The breadth-first search can run out of nodes before a quoted name
+        is closed when several large categories read the same prefix (PostgreSQL `name ["`:
+        quoted columns, qualifiers and ~3,000 quoted function names; found by the scoped walk
+        arm, issue #29); a listed word whose extension finalizes is a way out it cannot miss.
+        """
+        rt = self.rt
+        rem = cfg.scan.rem
+        view = rt.lex_at(cfg.stack)
+        live = rt.live_masks[cfg.scan.dfa]
+        cands: set[bytes] = set()
+        for tid, cat in view.words.items():
+            if cat.exclude or not (live >> tid) & 1 or not cat.reads(rem):
+                continue
+            key = fold_lexeme(rem, cat.fold_bare_case, cat.fold_quoted_case)
+            for w in cat.words:
+                if (
+                    len(w) > len(rem)
+                    and fold_lexeme(w[: len(rem)], cat.fold_bare_case, cat.fold_quoted_case) == key
+                ):
+                    cands.add(w[len(rem) :])
+        for ext in sorted(cands, key=lambda e: (len(e), e))[:_MAX_WORD_TRIES]:
+            c = rt.advance(cfg, ext)
+            if c is not None:
+                done = self._emitted(c, ext)
+                if done is not None:
+                    return done
+        return None
+
+    def _emitted(self, c: Configuration, ext: bytes) -> tuple[bytes, StackNode] | None:
+        """``(ext, node)`` if the lexeme pending at ``c`` finalizes (to ``node``) and the
+        separator the pieces start with does not change what it finalizes to."""
+        rt = self.rt
+        node = rt.finalize(c)
+        if node is None:
+            return None
+        if not self.sep:
+            return ext, node
+        for sep in self.separators:
+            c2 = rt.advance(c, sep)
+            if c2 is not None and c2.stack.hash == node.hash and not c2.scan.rem.strip():
+                # the pieces that follow start with b" "; any other separator is kept
+                return (ext if sep == self.sep else ext + sep), node
+        return None
 
     def _bfs_close(
         self, cfg: Configuration, *, extend_only: bool
@@ -391,15 +442,9 @@ class ReserveTable:
         queue: deque[tuple[bytes, Configuration]] = deque([(b"", cfg)])
         while queue and seen < _MAX_BFS_NODES:
             ext, c = queue.popleft()
-            node = rt.finalize(c)
-            if node is not None:
-                if not self.sep:
-                    return ext, node
-                for sep in self.separators:
-                    c2 = rt.advance(c, sep)
-                    if c2 is not None and c2.stack.hash == node.hash and not c2.scan.rem.strip():
-                        # the pieces that follow start with b" "; any other separator is kept
-                        return (ext if sep == self.sep else ext + sep), node
+            done = self._emitted(c, ext)
+            if done is not None:
+                return done
             if len(ext) >= _MAX_EXTENSION:
                 continue
             base = c.scan.dfa * 256

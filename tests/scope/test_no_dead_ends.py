@@ -103,6 +103,11 @@ DENIED_PASCAL = [
     "SELECT FirstName AS Playlist FROM Customer ORDER BY Playlist",
 ]
 DENIED_SNAKE = [
+    # the scoped walk arm's second dead end: a quoted name opened inside a subscript, where
+    # quoted columns, qualifiers and every quoted function name share the prefix `"`
+    # (postgresql+scope walk 119, verbatim)
+    "SELECT Hardy '' termination froM AlBUm laborersaveZeel inNER Join album ON title inneR "
+    'joIN album Yon ON 1100 lEFt JOIN TrAcK CAD ON name ["',
     "SELECT p.name, COUNT(*) AS tracks FROM playlist p ORDER BY tracks",
     "SELECT email, phone FROM customer WHERE country = 'Brazil' ORDER BY email",
     "SELECT e.birth_date FROM employee e ORDER BY e.birth_date",
