@@ -51,7 +51,7 @@ SYNTAX_BEFORE_PAREN = frozenset(
     rows select set sets similar some table then union unique using values when where window
     with within xor materialized key check foreign ordinality collate conflict do update group
     matched index use force ignore against match nulls first last stored virtual generated
-    constraint default include tablesample bernoulli system repeatable of exclude
+    constraint default include of exclude
     """.split()
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")

@@ -142,3 +142,71 @@ def test_mysql_names_exist_on_mariadb_except_mysql_8_only(
                 if exc.orig is not None and exc.orig.args and exc.orig.args[0] == 1305:
                     absent.add(name)
     assert absent == MYSQL_8_ONLY
+
+
+@pytest.mark.db
+def test_every_other_pg_proc_function_is_refused_by_the_checker(
+    server_engine: Callable[[str], sa.Engine],
+) -> None:
+    """Every function name of a live ``pg_proc`` (all schemas) that is not on the allow-list
+    is refused when called, in plain, quoted and ``pg_catalog.``-qualified form; every name on
+    the list passes: the allow-list, not sqlglot's knowledge of functions, decides."""
+    from grid_sql.policy import Checker
+
+    engine = server_engine("GRID_SQL_PG_URL")
+    with engine.connect() as conn:
+        names = {str(r[0]) for r in conn.execute(sa.text("SELECT DISTINCT proname FROM pg_proc"))}
+    snap = _snapshot("postgresql", "public")
+    checker = Checker(snap, _policy(snap))
+    plain = [n for n in sorted(names) if n == n.lower() and n.isidentifier()]
+    passed = [
+        call
+        for n in plain
+        if n not in POSTGRESQL_FUNCTIONS
+        for call in (f"{n}(1)", f'"{n}"(1)', f"pg_catalog.{n}(1)")
+        if not checker.check(f"SELECT {call}")  # refused: a finding (most: banned_function)
+    ]
+    assert len(plain) > 2000 and passed == []
+    allowed = [n for n in POSTGRESQL_FUNCTIONS if n in names]
+    refused = [
+        n
+        for n in allowed
+        if [v for v in checker.check(f"SELECT {n}(1)") if v.kind == "banned_function"]
+    ]
+    assert refused == []
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "mysql"])
+def test_every_other_known_function_is_refused_by_the_checker(dialect: str) -> None:
+    """SQLite: every function of the linked library off the list; MySQL/MariaDB: every
+    built-in of the previous (every-callable-function) lexicon off the list, and the
+    ``NEVER_ALLOWED`` names: each call is refused."""
+    from grid_sql.policy import Checker
+
+    snap = _snapshot(dialect, DIALECTS[dialect])
+    checker = Checker(snap, _policy(snap))
+    if dialect == "sqlite":
+        others = {n for n in sqlite_functions() if n.isidentifier()} - SQLITE_ALLOWED
+    else:
+        others = set(_MYSQL_BUILTINS.split()) - MYSQL_FUNCTIONS
+    others |= {n for n in NEVER_ALLOWED if n not in dialect_function_names(dialect)}
+    passed = [n for n in sorted(others) if not checker.check(f"SELECT {n}(1)")]
+    assert passed == []
+
+
+# MySQL 8.0 / MariaDB 10.11 built-ins that are not on the allow-list (the lexicon before
+# issue 23 admitted them all).
+_MYSQL_BUILTINS = """
+    aes_decrypt aes_encrypt benchmark bin_to_uuid charset coercibility collation compress
+    connection_id current_role current_user database decode default encode extractvalue
+    format_bytes format_pico_time found_rows from_base64 get_lock inet6_aton inet6_ntoa
+    inet_aton inet_ntoa is_free_lock is_ipv4 is_ipv4_compat is_ipv4_mapped is_ipv6
+    is_used_lock is_uuid json_schema_valid json_schema_validation_report json_storage_free
+    json_storage_size json_table last_insert_id load_file master_pos_wait name_const
+    random_bytes release_all_locks release_lock roles_graphml row_count rownum schema
+    session_user sleep st_area st_astext st_buffer st_contains st_distance
+    st_distance_sphere st_geomfromtext st_intersects st_length st_point st_within st_x st_y
+    statement_digest statement_digest_text sys_guid system_user uncompress
+    uncompressed_length updatexml user uuid_short uuid_to_bin validate_password_strength
+    version wait_for_executed_gtid_set weight_string
+"""
