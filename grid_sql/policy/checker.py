@@ -559,7 +559,7 @@ class _Run:
                 quote_identifiers=False,
                 identify=False,
             )
-        except (OptimizeError, ValueError, KeyError) as exc:
+        except (OptimizeError, ValueError, KeyError, AssertionError) as exc:
             m = re.match(r"Unknown column: (.+)", str(exc))
             if isinstance(exc, OptimizeError) and m is not None:
                 pos, snip = self._locate(m.group(1))
