@@ -87,6 +87,8 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             body["scopes"]["bind_select_list"] = True
         if grammar.scopes.fresh_aliases:  # likewise
             body["scopes"]["fresh_aliases"] = True
+        if grammar.scopes.alias_refuse:  # likewise
+            body["scopes"]["alias_refuse"] = sorted(grammar.scopes.alias_refuse)
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -143,6 +145,7 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     sc["schemas"],
                     bind_select_list=bool(sc.get("bind_select_list", False)),
                     fresh_aliases=bool(sc.get("fresh_aliases", False)),
+                    alias_refuse=sc.get("alias_refuse", ()),
                 )
             )
     except AuditError:

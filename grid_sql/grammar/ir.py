@@ -640,6 +640,7 @@ class Grammar:
                 self.scopes.schemas,
                 self.scopes.bind_select_list,
                 self.scopes.fresh_aliases,
+                self.scopes.alias_refuse,
             ),
         )
 

@@ -89,6 +89,13 @@ class ScopeTable:
     ``fresh_aliases``: a table's alias may not be a name its query's FROM already exposes
     (``docs/scope.md``, "Fresh aliases"). Sound only where names compare
     ASCII-case-insensitively quoted or not (SQLite); likewise in the fingerprint only when on.
+
+    ``alias_refuse``: names no table alias may spell in any dialect, compared ASCII-case-folded
+    (``docs/scope.md``, "No hijacked names"): the catalog's table and column names and the
+    keywords of the supported dialects and of T-SQL, so ``JOIN invoice AS BirthDate`` and
+    ``JOIN invoiceline AS TOP`` cannot be written. A deliberate narrowing, not a soundness
+    rule: such an alias is valid SQL, but it makes a blocked name or a foreign idiom look
+    answered. In the fingerprint only when non-empty.
     """
 
     def __init__(
@@ -98,6 +105,7 @@ class ScopeTable:
         *,
         bind_select_list: bool = False,
         fresh_aliases: bool = False,
+        alias_refuse: Iterable[str] = (),
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -106,6 +114,7 @@ class ScopeTable:
         self.schemas: frozenset[str] = DEFAULT_SCHEMAS | {norm_name(s) for s in schemas}
         self.bind_select_list = bind_select_list
         self.fresh_aliases = fresh_aliases
+        self.alias_refuse: frozenset[str] = frozenset(norm_name(n) for n in alias_refuse)
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
@@ -115,6 +124,8 @@ class ScopeTable:
             body["bind_select_list"] = True
         if fresh_aliases:
             body["fresh_aliases"] = True
+        if self.alias_refuse:
+            body["alias_refuse"] = sorted(self.alias_refuse)
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def __repr__(self) -> str:
@@ -271,7 +282,13 @@ class ScopeRules:
         # list before its FROM) and every position nested in the statement is unrestricted.
         self.t_dml = frozenset(x for x in (t("UPDATE"), t("DELETE")) if x >= 0)
         # fresh aliases (ScopeTable.fresh_aliases): where an IDENT can only be a table's alias
-        self.fresh = table.fresh_aliases and "IDENT" in tids and "table_alias" in nts
+        self.fresh = (
+            (table.fresh_aliases or bool(table.alias_refuse))
+            and "IDENT" in tids
+            and "table_alias" in nts
+        )
+        self.fresh_exposed = table.fresh_aliases  # refuse the names the FROM exposes too
+        self.alias_refuse = table.alias_refuse
         self.t_ident, self.t_as, self.t_lpar = t("IDENT"), t("AS"), t("LPAR")
         self.nt_table_alias = nts.get("table_alias", -1)
         self.n_table_name = n("table_name")
@@ -525,8 +542,11 @@ class ScopeRules:
         dialect and no fix can resolve). Items of unknown name refuse nothing."""
         if not ctx.levels or ctx.levels[-1].state != OPEN:
             return frozenset()
+        if not self.fresh_exposed:
+            return self.alias_refuse
         items = ctx.levels[-1].items
-        return frozenset(i.names[0] for i in items if i.names and i.names[0] != WILDCARD)
+        exposed = frozenset(i.names[0] for i in items if i.names and i.names[0] != WILDCARD)
+        return exposed | self.alias_refuse
 
     def output_aliases(self, ctx: Context) -> frozenset[str] | None:
         """The output aliases a bare name at a sort key of the innermost level may name

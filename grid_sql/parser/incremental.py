@@ -209,6 +209,7 @@ class ParserRuntime:
         # allowed (a table's alias: ScopeTable.fresh_aliases); the mask layer keys them
         # as identifier positions (Guide.key_for)
         self.fresh_mask = 0
+        self._static_alias: frozenset[bytes] | None = None  # spellings of sem.alias_refuse
         if self.sem is not None and self.sem.fresh:
             self.fresh_mask = 1 << self.sem.t_ident
         # Stop bits: above the terminal words of an allowed set, bit ``stop_shift + t``
@@ -642,7 +643,17 @@ class ParserRuntime:
         if p is None or p.symbol != sem.n_table_name:
             return None  # a derived table, CTE or function: not modelled
         refused = sem.refused_aliases(self.ctx_at(node))
-        spelled = self._spellings(frozenset(n for n in refused if n.isascii()), sem.t_ident)
+        static = sem.alias_refuse if refused >= sem.alias_refuse else frozenset()
+        if self._static_alias is None:  # ~1,000 names: spelled once per runtime
+            self._static_alias = (
+                self._spellings(frozenset(n for n in sem.alias_refuse if n.isascii()), sem.t_ident)
+                or frozenset()
+            )
+        spelled = self._spellings(
+            frozenset(n for n in refused - static if n.isascii()), sem.t_ident
+        )
+        if static:
+            spelled = (spelled or frozenset()) | self._static_alias
         # a complement lexicon keeps every partial lexeme live, so only spellings some
         # longer lexeme extends are refused (bare and quoted ones; never `[q]`)
         spelled = frozenset(w for w in spelled or () if w[:1] != b"[")

@@ -6,8 +6,29 @@ caller asks for scopes: ``role_grammar(...).with_scopes(role_scopes(snapshot))``
 
 from __future__ import annotations
 
+import functools
+
 from ..grammar.scope import ScopeTable
 from ..schema.model import SchemaSnapshot
+
+# Dialects whose keywords no table alias may spell: the three supported ones and T-SQL, whose
+# idioms (`TOP 5`) small models write in every dialect (issue #30: `JOIN invoiceline AS TOP`).
+KEYWORD_DIALECTS = ("sqlite", "postgres", "mysql", "tsql")
+
+
+@functools.cache
+def dialect_keywords() -> frozenset[str]:
+    """Every single-word keyword sqlglot's tokenizers know for :data:`KEYWORD_DIALECTS`
+    (a well-kept list, not ours to curate): reserved and non-reserved words alike, since
+    either one as a table alias reads as a construct, not a name."""
+    from sqlglot.dialects.dialect import Dialect
+
+    out: set[str] = set()
+    for d in KEYWORD_DIALECTS:
+        for w in Dialect.get_or_raise(d).tokenizer_class.KEYWORDS:
+            if w.replace("_", "").isalpha() and w.isascii():
+                out.add(w)
+    return frozenset(out)
 
 
 def role_scopes(
@@ -15,6 +36,7 @@ def role_scopes(
     *,
     bind_select_list: bool = False,
     fresh_aliases: bool | None = None,
+    hijack_free: bool = True,
 ) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
@@ -27,6 +49,9 @@ def role_scopes(
     ``fresh_aliases`` (default: on for SQLite only, where names compare case-insensitively
     quoted or not): a table's alias may not repeat a name its FROM exposes or be a qualifier
     the select list reads a missing column through (``docs/scope.md``, "Fresh aliases").
+    ``hijack_free`` (default on, every dialect): no table alias may spell a table or column
+    name of the snapshot (denied ones included: the snapshot is what the service sees) or a
+    keyword of :data:`KEYWORD_DIALECTS` (``docs/scope.md``, "No hijacked names").
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
@@ -35,6 +60,15 @@ def role_scopes(
         tables.setdefault(t.name, []).extend(t.column_names)
     if fresh_aliases is None:
         fresh_aliases = snapshot.dialect == "sqlite"
+    refuse: set[str] = set()
+    if hijack_free:
+        refuse.update(tables)
+        refuse.update(c for cs in tables.values() for c in cs)
+        refuse.update(dialect_keywords())
     return ScopeTable(
-        tables, schemas, bind_select_list=bind_select_list, fresh_aliases=fresh_aliases
+        tables,
+        schemas,
+        bind_select_list=bind_select_list,
+        fresh_aliases=fresh_aliases,
+        alias_refuse=refuse,
     )

@@ -73,7 +73,11 @@ class SpecGrammar:
     lexicon: Mapping[str, tuple[frozenset[bytes], bool]] = field(default_factory=dict)
     # scope-aware column lexicons (docs/scope.md): (table -> column names, schema names),
     # names lower-case and unquoted; None: off
-    scopes: tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool] | None = None
+    scopes: (
+        tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool]
+        | tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool, frozenset[str]]
+        | None
+    ) = None
 
     @classmethod
     def from_lark(
@@ -533,11 +537,14 @@ class ScopeSpec:
         schemas: frozenset[str],
         bind: bool = False,
         fresh: bool = False,
+        alias_refuse: frozenset[str] = frozenset(),
     ) -> None:
         self.tables = tables
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
         self.bind = bind
-        self.fresh = fresh
+        self.fresh_exposed = fresh
+        self.alias_refuse = alias_refuse
+        self.fresh = fresh or bool(alias_refuse)
         self.all_columns = {c for cs in tables.values() for c in cs}
 
     def _walk(self, x: Any, want: str) -> list[Any]:
@@ -880,7 +887,8 @@ class ScopeSpec:
         levels, _ = self._levels(forest)
         if not levels or levels[-1].state != "from":
             return None
-        refused = set(levels[-1].exposed)
+        refused = set(levels[-1].exposed) if self.fresh_exposed else set()
+        refused |= self.alias_refuse  # no hijacked names
         forms = set()
         for q in refused:
             if not q.isascii():

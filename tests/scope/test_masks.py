@@ -138,8 +138,17 @@ def test_fresh_alias_positions_are_identifier_keys() -> None:
     """A table's alias with a name to refuse is keyed by its view (no lexicon terminal is
     allowed there, so without ``fresh_mask`` the key would be generic and two FROMs exposing
     different names would share one entry); an alias position refusing nothing stays
-    generic. The mask excludes the exposed names and admits longer ones."""
-    gk, gp = pair("gpt-2")
+    generic. The mask excludes the exposed names and admits longer ones. (Without the
+    hijack rule, which refuses every catalog name at every alias: with it on, the two FROMs
+    refuse the same names, and so does an alias position with nothing exposed.)"""
+    from grid_sql.policy.scopes import role_scopes
+
+    from .helpers import role, snapshot
+
+    g = role(DB).with_scopes(role_scopes(snapshot(DB), bind_select_list=True, hijack_free=False))
+    gk = Guide(g, vocab("gpt-2"), cache=MaskCache())
+    gp = Guide(g, vocab("gpt-2"), cache=MaskCache(), trie=gk.trie)
+    gk.walker.use_kernel, gp.walker.use_kernel = True, False
     rt, v = gk.runtime, vocab("gpt-2")
     a = rt.advance(rt.initial, b"SELECT * FROM singer JOIN concert AS")
     b = rt.advance(rt.initial, b"SELECT * FROM stadium JOIN concert AS")
@@ -158,6 +167,10 @@ def test_fresh_alias_positions_are_identifier_keys() -> None:
     assert v.token_bytes.index(b" ON") not in after and v.token_bytes.index(b",") not in after
     assert v.token_bytes.index(b"_") in after
     np.testing.assert_array_equal(_fill(gk, m.config), _fill(gp, m.config))
+    hk, hp = pair("gpt-2")  # the hijack rule on: every alias position is keyed by its view
+    c2 = hk.runtime.advance(hk.runtime.initial, b"SELECT * FROM singer AS")
+    assert c2 is not None and hk.key_for(c2, 0).kind == "ident"
+    np.testing.assert_array_equal(_fill(hk, c2), _fill(hp, c2))
 
 
 def test_masks_of_unscoped_grammar_unchanged() -> None:

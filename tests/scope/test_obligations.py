@@ -31,7 +31,9 @@ CASES = [
     ("SELECT Name FROM singer AS T1 JOIN concert AS T1", True, False),  # may grow: T1b
     ("SELECT Name FROM singer AS T1 JOIN concert AS T1b JOIN stadium AS T2", True, True),
     ("SELECT Name FROM singer JOIN concert AS singer ", False, False),
-    ("SELECT Name FROM singer AS s JOIN concert AS singer", True, True),  # `singer` hidden
+    # `singer` is hidden by its alias (fresh), but a table name may not be an alias (hijack)
+    ("SELECT Name FROM singer AS s JOIN concert AS singer", True, False),
+    ("SELECT Name FROM singer AS s JOIN concert AS singr", True, True),
     ("SELECT Name FROM singer AS s WHERE EXISTS (SELECT 1 FROM concert AS s)", True, True),
     ("SELECT T2.Name FROM singer AS T1 , stadium AS T2 WHERE 1", True, True),
     ("SELECT T2.* FROM singer AS T1 WHERE ", False, False),
