@@ -72,6 +72,16 @@ class PolicyViolation(GridSQLError):
         self.sql = sql
 
 
+class PolicyRefusal(PolicyViolation):
+    """The question needs objects the role may not read, so it is refused rather than answered
+    with some other, allowed query (issue #30). ``needs``: those objects (``Table`` or
+    ``Table.Column``); nothing was executed."""
+
+    def __init__(self, message: str, needs: list[str], sql: str | None = None) -> None:
+        super().__init__(message, [], sql=sql)
+        self.needs: list[str] = list(needs)
+
+
 class QuestionError(GridSQLError):
     """A natural-language question is empty or otherwise unusable."""
 

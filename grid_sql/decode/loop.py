@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -57,6 +57,39 @@ class Timings:
         return max(0.0, self.total - self.prefill - self.model)
 
 
+@dataclass(frozen=True, slots=True)
+class BlockedIntent:
+    """A step where the model's favourite token was outside the exact mask (issue #30).
+
+    ``step``: tokens emitted before it (the prefix is ``token_ids[:step]``); ``token``: the
+    favourite; ``prob``: its probability under the unmasked distribution; ``outside``: the
+    probability mass the mask removed. What the model *wanted* to write there is evidence the
+    Asker reads (a denied table, a foreign idiom), never something that was written."""
+
+    step: int
+    token: int
+    prob: float
+    outside: float
+
+
+def blocked_intent(logits: np.ndarray, bitmask: np.ndarray, step: int) -> BlockedIntent | None:
+    """The :class:`BlockedIntent` of one sampled step, or None when the favourite is allowed."""
+    fav = int(np.argmax(logits))
+    if fav < 32 * bitmask.shape[0] and _bit(bitmask, fav):
+        return None
+    lg = np.asarray(logits, dtype=np.float64)
+    top = lg[fav]
+    if not np.isfinite(top):
+        return None
+    w = np.exp(lg - top)
+    w[~np.isfinite(w)] = 0.0
+    total = float(w.sum())
+    bits = np.unpackbits(np.ascontiguousarray(bitmask).view(np.uint8), bitorder="little")
+    allowed = bits[: lg.shape[0]].astype(bool)
+    inside = float(w[: allowed.shape[0]][allowed].sum())
+    return BlockedIntent(step, fav, 1.0 / total, max(0.0, 1.0 - inside / total))
+
+
 @dataclass(slots=True)
 class Generation:
     """The result of one constrained generation."""
@@ -68,6 +101,7 @@ class Generation:
     timings: Timings
     prompt_tokens: int
     mode: int = 1  # 1: GRID-owned loop (reserve available); 2: logits-processor mode
+    blocked: list[BlockedIntent] = field(default_factory=list)  # the model's blocked favourites
 
     @property
     def sql(self) -> str:
@@ -268,6 +302,7 @@ def _decode(
     timings.prefill = time.perf_counter() - t0
     stop: StopReason
     binds = 0
+    blocked: list[BlockedIntent] = []
     while True:
         remaining = max_tokens - len(m.tokens)
         # Jump-forward: a singleton mask chain is written without consulting the model.
@@ -319,6 +354,9 @@ def _decode(
                 timings.model += time.perf_counter() - t0
                 continue
         t0 = time.perf_counter()
+        hit = blocked_intent(logits, rec.buf, len(m.tokens))
+        if hit is not None:
+            blocked.append(hit)
         tok = pick_token(logits, rec.buf, temperature, rng, top)
         timings.mask += time.perf_counter() - t0
         if not (_bit(rec.buf, tok) and logits[tok] > -np.inf):
@@ -358,4 +396,5 @@ def _decode(
         records=rec.records,
         timings=timings,
         prompt_tokens=len(prompt_ids),
+        blocked=blocked,
     )

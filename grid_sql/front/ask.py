@@ -42,6 +42,7 @@ from ..errors import (
     MaskError,
     ModelError,
     OptionError,
+    PolicyRefusal,
     PolicyViolation,
     QuestionError,
     SchemaError,
@@ -61,6 +62,7 @@ from ..policy.session import as_app_policy, open_sqlite
 from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
+from .intent import DeniedIntent, denied_intents
 from .prompt import (
     Example,
     Message,
@@ -186,6 +188,7 @@ class Asker:
         bind_select_list: bool = True,
         bind_on_close: bool = True,
         example_values: int = 0,
+        on_denied: Literal["refuse", "answer_allowed_part"] = "refuse",
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -212,6 +215,9 @@ class Asker:
         role may read in the prompt's schema (``grid_sql.front.values``: read once, through
         the role's connection). Off by default: values are data, a prompt-injection channel
         (the grammar and checker still bound what can be written)."""
+        if on_denied not in ("refuse", "answer_allowed_part"):
+            raise OptionError("on_denied must be 'refuse' or 'answer_allowed_part'")
+        self.on_denied = on_denied
         if example_values < 0:
             raise OptionError("example_values must be >= 0")
         if row_limit < 0:
@@ -461,7 +467,12 @@ class Asker:
                     fix = None
             timings["check"] += time.perf_counter() - t0
             gen.fix = fix
+            wanted = self._denied_intents(gen, mode)
+            if wanted:
+                gen.flags = (*gen.flags, *(f"blocked-intent:{n}" for n in _needs(wanted)))
             audit_id = self._seal(gen, q, mode, flags=gen.flags)
+            if wanted and self.on_denied == "refuse":
+                raise _refusal(wanted, gen.sql, audit_ids + ([audit_id] if audit_id else []))
             if audit_id is not None:
                 audit_ids.append(audit_id)
             if fix is not None and fix.fixed is not None:
@@ -708,6 +719,14 @@ class Asker:
         )
 
     # ------------------------------------------------------------------ internals
+    def _denied_intents(self, gen: _Gen, mode: _Mode) -> list[DeniedIntent]:
+        """The blocked favourites of ``gen`` that spell names the role may not use."""
+        if not gen.blocked or gen.guide is None:
+            return []
+        return denied_intents(
+            gen.token_ids, gen.blocked, gen.guide.vocab, self.snapshot, mode.policy
+        )
+
     def _generate_or_fall_back(
         self,
         msgs: list[Message],
@@ -764,7 +783,7 @@ class Asker:
                 # the model library failed mid-generation; nothing was produced or run
                 raise ModelError(f"generation failed in {backend!r}: {exc}") from exc
             seconds = time.perf_counter() - t0
-        return _Gen(
+        g = _Gen(
             sql=out.sql,
             stop_reason=StopReason(out.stop_reason).value,
             records=list(out.records),
@@ -774,6 +793,8 @@ class Asker:
             guide=guide,
             model_id=backend.model_id,
         )
+        g.blocked, g.token_ids = list(out.blocked), list(out.token_ids)
+        return g
 
     def _binder(self, guide: Guide) -> BindOnClose | None:
         """The bind-on-close policy of ``guide``, with the snapshot's foreign keys (None:
@@ -868,6 +889,27 @@ class Asker:
 
 
 _LOG = logging.getLogger("grid_sql")
+
+
+def _needs(wanted: Sequence[DeniedIntent]) -> list[str]:
+    return sorted({n for w in wanted for n in w.needs})
+
+
+def _refusal(wanted: Sequence[DeniedIntent], sql: str, audit_ids: list[str]) -> PolicyRefusal:
+    """The refusal of a question that needs denied objects (issue #30): what it needs, that
+    the role cannot read it, nothing executed; the statement the mask let through instead is
+    kept on the error for the caller who wants to see it, never run."""
+    needs = _needs(wanted)
+    spelled = ", ".join(sorted({w.word for w in wanted}))
+    err = PolicyRefusal(
+        f"this question needs {', '.join(needs)}, which the role may not read (the model "
+        f"tried to write {spelled}); nothing was executed. Ask for data the role can read, "
+        "or use a role with access (on_denied='answer_allowed_part' answers what is allowed).",
+        needs,
+        sql=sql,
+    )
+    err.audit_ids = audit_ids  # type: ignore[attr-defined]
+    return err
 _SELECT_ONLY = AppPolicy.from_mapping({"verbs": ["select"]}, origin="no allow_writes")
 
 
@@ -894,6 +936,8 @@ class _Gen:
         "model_id",
         "fix",
         "flags",
+        "blocked",
+        "token_ids",
     )
 
     def __init__(
@@ -918,3 +962,5 @@ class _Gen:
         self.model_id = model_id
         self.fix: AutofixResult | None = None  # set when autofix resolved the checker's verdict
         self.flags: tuple[str, ...] = ()  # seal flags (``dead-end-fallback``)
+        self.blocked: list[Any] = []  # BlockedIntent per step (GRID-owned loop only)
+        self.token_ids: list[int] = []

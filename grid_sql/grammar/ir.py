@@ -621,6 +621,7 @@ class Grammar:
     def to_spec(self) -> Any:
         """The neutral description the executable specification is built from."""
         from ..spec.oracle import SpecGrammar, SpecTerminal
+        from .scope import unbindable_qualifiers
 
         lex: dict[str, tuple[frozenset[bytes], bool]] = {}
         if self.lexicon is not None:
@@ -641,6 +642,7 @@ class Grammar:
                 self.scopes.bind_select_list,
                 self.scopes.fresh_aliases,
                 self.scopes.alias_refuse,
+                unbindable_qualifiers(self, self.scopes),
             ),
         )
 

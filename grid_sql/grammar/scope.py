@@ -230,6 +230,24 @@ class Restriction:
 UNRESTRICTED = Restriction(None)
 
 
+def unbindable_qualifiers(grammar: Grammar, table: ScopeTable) -> frozenset[str]:
+    """Names a select-list qualifier ``q.`` can never be bound to under the hijack rule: no
+    alias may spell them (``table.alias_refuse``), and they are no table the grammar lets a
+    FROM name (its ``TABLE_NAME`` lexicon, else the scope table) nor a schema. A reference
+    through one is no obligation (an obligation there could never be met: the FROM could
+    never close, a dead end); the checker refuses the reference instead."""
+    if not table.alias_refuse:
+        return frozenset()
+    lex = grammar.lexicon
+    words = lex.categories.get("TABLE_NAME") if lex is not None else None
+    tables = (
+        frozenset(norm_name(w) for w in words.words)
+        if words is not None
+        else frozenset(table.columns)
+    )
+    return frozenset(table.alias_refuse - tables - table.schemas)
+
+
 class ScopeRules:
     """The grammar side of the scope rule, compiled against one grammar's symbol ids.
 
@@ -239,6 +257,7 @@ class ScopeRules:
 
     def __init__(self, grammar: Grammar, table: ScopeTable, sym_base: int) -> None:
         self.table = table
+        self.unbindable = unbindable_qualifiers(grammar, table)
         tids = grammar.terminal_ids
         nts = grammar.tables.nonterminal_ids
         self.sym_base = sym_base
@@ -412,7 +431,9 @@ class ScopeRules:
         never be met)."""
         if kind == "star_ref":
             q = children[0]
-            return Ref(norm_name(q), WILDCARD, q) if isinstance(q, bytes) else None
+            if not isinstance(q, bytes) or norm_name(q) in self.unbindable:
+                return None
+            return Ref(norm_name(q), WILDCARD, q)
         if len(children) == 1:
             c = children[0]
             if not isinstance(c, bytes) or c[:1] == b'"':
@@ -423,7 +444,11 @@ class ScopeRules:
             return Ref(None, cn, c)
         if len(children) == 3:
             q, c = children[0], children[2]
-            if isinstance(q, bytes) and isinstance(c, bytes):
+            if (
+                isinstance(q, bytes)
+                and isinstance(c, bytes)
+                and norm_name(q) not in self.unbindable
+            ):
                 return Ref(norm_name(q), norm_name(c), q)
         return None
 

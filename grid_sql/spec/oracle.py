@@ -75,7 +75,9 @@ class SpecGrammar:
     # names lower-case and unquoted; None: off
     scopes: (
         tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool]
-        | tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool, frozenset[str]]
+        | tuple[
+            Mapping[str, frozenset[str]], frozenset[str], bool, bool, frozenset[str], frozenset[str]
+        ]
         | None
     ) = None
 
@@ -538,6 +540,7 @@ class ScopeSpec:
         bind: bool = False,
         fresh: bool = False,
         alias_refuse: frozenset[str] = frozenset(),
+        unbindable: frozenset[str] = frozenset(),
     ) -> None:
         self.tables = tables
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
@@ -545,6 +548,7 @@ class ScopeSpec:
         self.fresh_exposed = fresh
         self.alias_refuse = alias_refuse
         self.fresh = fresh or bool(alias_refuse)
+        self.unbindable = unbindable  # qualifiers no FROM item can ever be named
         self.all_columns = {c for cs in tables.values() for c in cs}
 
     def _walk(self, x: Any, want: str) -> list[Any]:
@@ -623,11 +627,15 @@ class ScopeSpec:
                 if c in self.all_columns:
                     out.add((None, c))
             elif len(kids) == 3:
-                out.add((_norm(kids[0][1][0][1]), _norm(kids[2][1])))
+                q = _norm(kids[0][1][0][1])
+                if q not in self.unbindable:
+                    out.add((q, _norm(kids[2][1])))
         for si in self._walk(select_list, "select_item"):
             kids = si[1]
             if len(kids) == 3 and _tok(kids[2], "STAR"):
-                out.add((_norm(kids[0][1][0][1]), "*"))
+                q = _norm(kids[0][1][0][1])
+                if q not in self.unbindable:
+                    out.add((q, "*"))
         return None if len(out) > SCOPE_MAX_REFS else frozenset(out)
 
     def unbound(self, forest: tuple[Any, ...]) -> bool:

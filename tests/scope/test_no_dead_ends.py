@@ -97,6 +97,10 @@ SNAKE = [
 ]
 # Prefixes that reach names the role may not use (the mask must refuse them or finish them).
 DENIED_PASCAL = [
+    # the 0.5B under this policy: `BirthDate.` can never be bound (no alias may spell a
+    # column name, no table has it), so it must not hold the FROM open (a dead end at ORDER)
+    "SELECT BirthDate .firstname, lastname FROM Customer ORDER BY 1",
+    "SELECT Employee.FirstName FROM Customer ORDER BY 1",
     "SELECT p.Name, COUNT(*) AS Tracks FROM Playlist p ORDER BY Tracks",
     "SELECT Email, Phone FROM Customer WHERE Country = 'Brazil' ORDER BY Email",
     "SELECT e.BirthDate FROM Employee e ORDER BY e.BirthDate",

@@ -1,0 +1,127 @@
+"""Blocked intent (issue #30): what the model wanted to write where the mask said no.
+
+The mask makes a denied table or column unwritable, but a model that wanted one then writes
+*something else* that is allowed, and the answer looks like an answer (`SELECT Fax,
+SupportRepId FROM Customer` for "phone numbers and e-mails"). The decode loop records every
+sampled step whose favourite token was outside the mask (:class:`BlockedIntent`); this module
+reads those favourites against the names the role may not use. A favourite that spells (a
+prefix of) a denied table or column, and of no name the role may read, means the question
+needs that object: the Asker then refuses with the reason instead of answering something else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..decode.loop import BlockedIntent
+from ..mask.vocab import Vocabulary
+from ..policy.model import Policy
+from ..schema.model import SchemaSnapshot
+
+__all__ = ["DeniedIntent", "denied_intents", "denied_names"]
+
+MIN_WORD = 4  # shorter spellings prefix too many names to say which one was meant
+MIN_PROB = 0.2  # a favourite the model was unsure of is no evidence
+
+_IDENT_TAIL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT_HEAD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class DeniedIntent:
+    """A blocked favourite that spells a name the role may not use: ``word`` as the model
+    spelled it, ``needs`` the denied objects it is a prefix of (``Table`` or
+    ``Table.Column``), ``step`` and ``prob`` from the :class:`BlockedIntent`."""
+
+    step: int
+    word: str
+    needs: tuple[str, ...]
+    prob: float
+
+
+def denied_names(snapshot: SchemaSnapshot, policy: Policy) -> tuple[dict[str, set[str]], set[str]]:
+    """(denied: lower-cased name -> the objects it names, readable: lower-cased names the
+    role may read). Tables without SELECT are denied by name; columns the role may not read
+    are denied as ``Table.Column`` (every column of a denied table too)."""
+    denied: dict[str, set[str]] = {}
+    readable: set[str] = set()
+    for schema, t in snapshot.iter_tables():
+        tp = policy.table(t.name, schema)
+        if tp is None or not tp.allows("select"):
+            denied.setdefault(t.name.lower(), set()).add(t.name)
+            for c in t.column_names:
+                denied.setdefault(c.lower(), set()).add(f"{t.name}.{c}")
+            continue
+        readable.add(t.name.lower())
+        for c in t.column_names:
+            if tp.readable(c):
+                readable.add(c.lower())
+            else:
+                denied.setdefault(c.lower(), set()).add(f"{t.name}.{c}")
+    return denied, readable
+
+
+def _word(prefix: bytes, token: bytes) -> str:
+    """The identifier the favourite token writes: the prefix's trailing identifier continued
+    by the token, or the identifier the token starts after a space or an opening quote."""
+    tok = token.decode("utf-8", "replace")
+    head = _IDENT_HEAD.match(tok)
+    if head is not None:  # continues the identifier under way (or starts one right away)
+        tail = _IDENT_TAIL.search(prefix.decode("utf-8", "replace"))
+        return (tail.group(0) if tail is not None else "") + head.group(0)
+    rest = tok.lstrip(' \t\n"`[.')  # `.Phone`: the column of a qualified name
+    if rest == tok:
+        return ""
+    head = _IDENT_HEAD.match(rest)
+    return head.group(0) if head is not None else ""
+
+
+def denied_intents(
+    token_ids: Sequence[int],
+    blocked: Sequence[BlockedIntent],
+    vocab: Vocabulary,
+    snapshot: SchemaSnapshot,
+    policy: Policy,
+) -> list[DeniedIntent]:
+    """The blocked favourites of one generation that spell a name the role may not use."""
+    if not blocked:
+        return []
+    denied, readable = denied_names(snapshot, policy)
+    if not denied:
+        return []
+    out: list[DeniedIntent] = []
+    for b in blocked:
+        if b.prob < MIN_PROB:
+            continue
+        prefix = vocab.spell(list(token_ids[: b.step]))
+        token = vocab.token_bytes[b.token]
+        words = [_word(prefix, token)]
+        if not _IDENT_HEAD.match(token.decode("utf-8", "replace")):
+            # the favourite ends the name under way where the grammar would not let it end
+            # (`SELECT BirthDate` + ` FROM`: a denied column is no COLUMN_NAME, so the word
+            # could only go on as a qualifier): the model wanted that name, complete
+            tail = _IDENT_TAIL.search(prefix.decode("utf-8", "replace"))
+            if tail is not None:
+                words.append(tail.group(0))
+        text = prefix.decode("utf-8", "replace").lower()
+        for word in words:
+            hit = _match(word, denied, readable, text)
+            if hit:
+                out.append(DeniedIntent(b.step, word, hit, b.prob))
+    return out
+
+
+def _match(
+    word: str, denied: dict[str, set[str]], readable: set[str], text: str
+) -> tuple[str, ...]:
+    """The denied objects ``word`` names: exact names first, else those it is a prefix of;
+    narrowed to the tables the statement so far mentions when some of them do (``Email``
+    with ``Customer`` in the prefix is ``Customer.Email``, not ``Employee.Email``)."""
+    key = word.lower()
+    if len(key) < MIN_WORD or any(r.startswith(key) for r in readable):
+        return ()
+    objs = denied.get(key) or {o for n, os_ in denied.items() if n.startswith(key) for o in os_}
+    named = {o for o in objs if re.search(rf"\b{re.escape(o.split('.')[0].lower())}\b", text)}
+    return tuple(sorted(named or objs))
