@@ -57,6 +57,14 @@ class ConnectionConfigError(GridSQLError):
     """A database URL or connection setting is invalid, or the server is unreachable."""
 
 
+class ConnectionLostError(ConnectionConfigError):
+    """The connection to the server was lost, or the server stopped answering within the
+    call's bound (``timeout_s`` plus a small slack), while a statement was being run. Not an
+    :class:`ExecutionError`: the database did not refuse the statement, so it never goes to
+    the repair round. A read-only statement changed nothing; a write was not committed unless
+    the loss came during COMMIT itself."""
+
+
 class PolicyError(GridSQLError):
     """A policy (grants or application config) is invalid, e.g. names an unknown table."""
 

@@ -59,6 +59,7 @@ from ..policy.grants import read_grants, sqlite_baseline
 from ..policy.model import Policy
 from ..policy.scopes import role_scopes
 from ..policy.session import as_app_policy, open_sqlite
+from ..schema.faults import check_timeout, redact
 from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
@@ -96,6 +97,8 @@ def check_question(question: object) -> str:
     q = question.strip()
     if not q:
         raise QuestionError("the question is empty")
+    if not q.isascii() and any("\ud800" <= c <= "\udfff" for c in q):
+        raise QuestionError("the question contains a lone surrogate (not valid Unicode text)")
     if len(q) > MAX_QUESTION_CHARS:
         raise QuestionError(
             f"the question is {len(q)} characters long; the limit is {MAX_QUESTION_CHARS}"
@@ -112,7 +115,7 @@ def _sqlite_file(db: str | Path) -> Path | None:
     if p.is_file():
         return p
     if isinstance(db, Path) or text.endswith((".sqlite", ".sqlite3", ".db")):
-        raise ConnectionConfigError(f"SQLite database file not found: {p}")
+        raise ConnectionConfigError(redact(f"SQLite database file not found: {p}", text))
     return None
 
 
@@ -222,8 +225,7 @@ class Asker:
             raise OptionError("example_values must be >= 0")
         if row_limit < 0:
             raise OptionError("row_limit must be >= 0")
-        if timeout_s <= 0:
-            raise OptionError("timeout_s must be > 0")
+        timeout_s = check_timeout(timeout_s)
         if max_tokens <= 0:
             raise OptionError("max_tokens must be > 0")
         self.allow_writes = allow_writes
@@ -258,7 +260,7 @@ class Asker:
         if isinstance(db, Engine | Connection):
             return db
         if isinstance(db, sa.URL):
-            return make_engine(db)
+            return make_engine(db, timeout_s=self.timeout_s)
         if not isinstance(db, str | Path):
             raise ConnectionConfigError(
                 f"db must be a URL, a SQLite file path, an Engine or a Connection, "
@@ -266,7 +268,7 @@ class Asker:
             )
         path = _sqlite_file(db)
         if path is None:
-            return make_engine(str(db))
+            return make_engine(str(db), timeout_s=self.timeout_s)
         # A SQLite file: learn the policy on a read-only handle, then reopen it read-only when
         # the policy allows nothing but SELECT (mode=ro + query_only, see open_sqlite).
         probe = make_engine(f"sqlite:///file:{path.resolve()}?mode=ro&uri=true")
@@ -584,7 +586,7 @@ class Asker:
         """
         t_start = time.perf_counter()
         row_limit = int(options.pop("row_limit", self.row_limit))
-        timeout_s = float(options.pop("timeout_s", self.timeout_s))
+        timeout_s = check_timeout(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
         gen = self.generate_sql(question, allow_writes=allow_writes, **dict(options))
 
@@ -681,7 +683,7 @@ class Asker:
         """
         t_start = time.perf_counter()
         row_limit = int(options.pop("row_limit", self.row_limit))
-        timeout_s = float(options.pop("timeout_s", self.timeout_s))
+        timeout_s = check_timeout(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
         if options:
             raise OptionError(f"unknown option(s) for run_sql: {sorted(options)}")

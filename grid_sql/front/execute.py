@@ -31,6 +31,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..errors import (
+    ConnectionLostError,
     ConnectionStateError,
     ExecutionError,
     OptionError,
@@ -42,6 +43,7 @@ from ..policy.checker import sqlglot_read
 from ..policy.checker import statement_verb as node_verb
 from ..policy.model import Policy
 from ..policy.sqlparse import parse as guarded_parse
+from ..schema.faults import SLACK_S, answer_deadline, check_timeout, is_connection_lost
 from ..schema.introspect import connect, dialect_name
 
 _PG_TIMEOUT_SQLSTATE = "57014"
@@ -192,19 +194,76 @@ def execute(
     """
     if row_limit < 0:
         raise OptionError("row_limit must be >= 0")
-    if timeout_s <= 0:
-        raise OptionError("timeout_s must be > 0")
-    conn, owned = connect(bind)
+    timeout_s = check_timeout(timeout_s)
+    deadline = time.monotonic() + timeout_s + SLACK_S
+    conn, owned = connect(bind, timeout_s=timeout_s)
     try:
         dialect = dialect_name(conn)
         verb = statement_verb(sql, dialect)
         writes = verb != "select"
         if writes:
             _authorize_write(verb, sql, policy, allow_writes)
-        return _run(conn, dialect, _strip(sql), verb, writes, row_limit, timeout_s)
+        args = (dialect, _strip(sql), verb, writes, row_limit, timeout_s)
+        try:
+            return _bounded(conn, deadline, *args)
+        except _Lost as lost:
+            if writes or not owned or lost.deadline_hit or time.monotonic() >= deadline:
+                raise lost.error from lost.error.__cause__
+            # a stale connection the pool handed out (a bind without pre-ping): a read that
+            # changed nothing is tried once more on a fresh connection before it is judged
+            conn.close()
+            conn, owned = connect(bind, timeout_s=timeout_s)
+            try:
+                return _bounded(conn, deadline, *args)
+            except _Lost as again:
+                raise again.error from again.error.__cause__
     finally:
         if owned:
             conn.close()
+
+
+class _Lost(Exception):
+    """Internal: the connection was lost (``error`` is what the caller sees)."""
+
+    def __init__(self, error: ConnectionLostError, deadline_hit: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.deadline_hit = deadline_hit
+
+
+def _bounded(
+    conn: Connection,
+    deadline: float,
+    dialect: str,
+    sql: str,
+    verb: str,
+    writes: bool,
+    row_limit: int,
+    timeout_s: float,
+) -> Execution:
+    """:func:`_run` cut off at ``deadline`` (a server that stops answering), with a lost
+    connection told apart from a statement the database refused (grid_sql/schema/faults)."""
+    with answer_deadline(conn, deadline - time.monotonic()) as fired:
+        try:
+            return _run(conn, dialect, sql, verb, writes, row_limit, timeout_s)
+        except ExecutionError as exc:
+            cause = exc.__cause__
+            if not (fired() or is_connection_lost(cause)):
+                raise
+            try:
+                conn.invalidate()
+            except sa.exc.SQLAlchemyError:  # pragma: no cover - already invalidated
+                pass
+            if fired():
+                why = (
+                    f"the server did not answer within {timeout_s:g}s + {SLACK_S:g}s slack; "
+                    "the connection was closed"
+                )
+            else:
+                why = f"the connection to the server was lost: {str(exc).split(': ', 1)[-1]}"
+            err = ConnectionLostError(f"{why} (not a refusal of the statement)")
+            err.__cause__ = cause
+            raise _Lost(err, fired()) from cause
 
 
 def _authorize_write(verb: str, sql: str, policy: Policy | None, allow_writes: bool) -> None:

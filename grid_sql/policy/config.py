@@ -99,7 +99,9 @@ class AppPolicy:
         unknown = set(data) - _SECTION_KEYS - {"roles"}
         if unknown:
             raise PolicyError(f"{origin}: unknown key(s) {sorted(unknown)}")
-        roles_raw = data.get("roles") or {}
+        roles_raw = data.get("roles", {})
+        if "roles" in data and not roles_raw:
+            raise PolicyError(f"{origin}: 'roles' names no role (remove it or name one)")
         if not isinstance(roles_raw, Mapping):
             raise PolicyError(f"{origin}: 'roles' must map role names to sections")
         roles = tuple(
@@ -117,13 +119,15 @@ class AppPolicy:
         p = Path(path)
         try:
             text = p.read_text(encoding="utf-8")
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             raise PolicyError(f"cannot read policy file {p}: {exc}") from exc
+        if not text.strip():
+            raise PolicyError(f"policy file {p} is empty (a policy must say something)")
         try:
             if p.suffix in (".yaml", ".yml"):
                 import yaml
 
-                data = yaml.safe_load(text) or {}
+                data = yaml.safe_load(text)
             elif p.suffix == ".toml":
                 data = tomllib.loads(text)
             elif p.suffix == ".json":
@@ -134,6 +138,8 @@ class AppPolicy:
             raise
         except Exception as exc:  # noqa: BLE001 - any parser's syntax error, reported as one type
             raise PolicyError(f"policy file {p} is not valid {p.suffix[1:]}: {exc}") from exc
+        if data is None:  # YAML with nothing but comments
+            raise PolicyError(f"policy file {p} is empty (a policy must say something)")
         return cls.from_mapping(data, origin=f"policy file {p}")
 
     def sections_for(self, role: str) -> list[tuple[str, AppRules]]:

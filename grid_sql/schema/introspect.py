@@ -23,6 +23,14 @@ from sqlalchemy.engine import Connection, Engine, Inspector
 from sqlalchemy.engine.reflection import ObjectKind, ObjectScope
 
 from grid_sql.errors import ConnectionConfigError, SchemaError
+from grid_sql.schema.faults import (
+    DEFAULT_TIMEOUT_S,
+    bound_pre_ping,
+    check_timeout,
+    engine_options,
+    parse_url,
+    sqlite_missing,
+)
 from grid_sql.schema.model import (
     ColumnInfo,
     ForeignKeyInfo,
@@ -48,28 +56,37 @@ def dialect_name(bind: Engine | Connection) -> str:
     return "mysql" if name == "mariadb" else name
 
 
-def make_engine(url: str | sa.URL, **kwargs: Any) -> Engine:
+def make_engine(url: str | sa.URL, *, timeout_s: float | None = None, **kwargs: Any) -> Engine:
     """``create_engine`` with configuration mistakes mapped to :class:`ConnectionConfigError`.
 
     Why: a bad URL or a missing driver is a setup error the caller should see by type and with
-    the URL (password masked) in the message, not a bare SQLAlchemy ArgumentError.
+    the URL (password masked, even when the URL does not parse) in the message, not a bare
+    SQLAlchemy ArgumentError. A SQLite file that does not exist is refused rather than
+    created. Server engines pre-ping pooled connections and bound connecting and reading by
+    ``timeout_s`` (default 30 s; :mod:`grid_sql.schema.faults`).
     """
+    parsed = parse_url(url)
+    missing = sqlite_missing(parsed)
+    if missing is not None:
+        raise ConnectionConfigError(f"SQLite database file not found: {missing} (not created)")
+    bound = check_timeout(DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
     try:
-        parsed = sa.make_url(url)
-    except (sa.exc.ArgumentError, ValueError) as exc:
-        raise ConnectionConfigError(f"invalid database URL {str(url)!r}: {exc}") from exc
-    try:
-        return sa.create_engine(parsed, **kwargs)
+        opts = engine_options(parsed, bound, kwargs)
+        engine = sa.create_engine(parsed, **opts)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
         shown = parsed.render_as_string(hide_password=True)
         raise ConnectionConfigError(f"cannot use database URL {shown!r}: {exc}") from exc
+    if opts.get("pool_pre_ping"):
+        bound_pre_ping(engine)
+    return engine
 
 
-def connect(bind: Bind) -> tuple[Connection, bool]:
-    """A connection for ``bind`` and whether we opened it (so we close only what we opened)."""
+def connect(bind: Bind, *, timeout_s: float | None = None) -> tuple[Connection, bool]:
+    """A connection for ``bind`` and whether we opened it (so we close only what we opened).
+    ``timeout_s`` bounds connecting when ``bind`` is a URL (see :func:`make_engine`)."""
     if isinstance(bind, Connection):
         return bind, False
-    engine = bind if isinstance(bind, Engine) else make_engine(bind)
+    engine = bind if isinstance(bind, Engine) else make_engine(bind, timeout_s=timeout_s)
     try:
         return engine.connect(), True
     except sa.exc.OperationalError as exc:
