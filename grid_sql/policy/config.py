@@ -117,6 +117,8 @@ class AppPolicy:
     def load(cls, path: str | Path) -> AppPolicy:
         """Read a ``.yaml``/``.yml``, ``.toml`` or ``.json`` policy file."""
         p = Path(path)
+        if p.suffix not in (".yaml", ".yml", ".toml", ".json"):
+            raise PolicyError(f"policy file {p}: unknown format (use .yaml, .toml or .json)")
         try:
             text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
