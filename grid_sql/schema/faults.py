@@ -133,8 +133,8 @@ def engine_options(url: sa.URL, timeout_s: float, kwargs: dict[str, Any]) -> dic
         args.setdefault("connect_timeout", timeout_s)
         # PyMySQL reads the server's greeting with no bound unless read_timeout is set; a
         # statement's own bound is set per call (answer_deadline).
-        args.setdefault("read_timeout", timeout_s + SLACK_S)
-        args.setdefault("write_timeout", timeout_s + SLACK_S)
+        args.setdefault("read_timeout", timeout_s)
+        args.setdefault("write_timeout", timeout_s)
     opts["connect_args"] = args
     return opts
 
