@@ -72,8 +72,11 @@ def _engine_for(
     if "://" in text:
         try:
             return sa.create_engine(text, pool_pre_ping=True)
-        except (sa.exc.ArgumentError, ImportError) as e:
-            raise AuditError(f"cannot open audit store {text!r}: {e}") from e
+        except (sa.exc.ArgumentError, ImportError, ValueError) as e:
+            from ..schema.faults import redact  # no password in the message (#23 §6)
+
+            shown, why = redact(text, text), redact(str(e), text)
+            raise AuditError(f"cannot open audit store {shown!r}: {why}") from None
     path = Path(text).expanduser()
     # A busy timeout well above an append's duration: writers of one file queue on its lock
     # (BEGIN IMMEDIATE) instead of failing with "database is locked".

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
 from ..errors import ConnectionConfigError, ConnectionStateError
+from ..schema.faults import redact
 from ..schema.introspect import make_engine
 from .result import AskResult
 
@@ -81,7 +82,7 @@ def _engine_for(target: Any) -> tuple[sa.Engine, bool]:
             path = Path(text)
             if not path.is_file():
                 raise ConnectionConfigError(
-                    f"{text!r} is neither a database URL nor an existing SQLite file"
+                    f"{redact(text, text)!r} is neither a database URL nor an existing SQLite file"
                 )
             text = f"sqlite:///{path.resolve()}"
         return make_engine(text, poolclass=StaticPool, pool_reset_on_return=None), True

@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from ..errors import ConnectionConfigError
+from ..schema.faults import redact
 from ..schema.introspect import make_engine
 from .result import AskResult
 
@@ -106,7 +107,7 @@ def engine_for_url(url: str | sa.URL | os.PathLike[str]) -> sa.Engine:
         path = Path(text)
         if not path.is_file():
             raise ConnectionConfigError(
-                f"{text!r} is neither a database URL nor an existing SQLite file"
+                f"{redact(text, text)!r} is neither a database URL nor an existing SQLite file"
             )
         text = f"sqlite:///{path.resolve()}"
     with _LOCK:

@@ -72,6 +72,22 @@ def test_bad_url_never_echoes_its_password(url: str, caplog: pytest.LogCaptureFi
     assert SECRET not in caplog.text
 
 
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_other_entry_points_never_echo_the_password(url: str) -> None:
+    import grid_sql
+    from grid_sql.audit.store import AuditStore
+    from grid_sql.errors import AuditError
+    from grid_sql.front.sqlalchemy import engine_for_url
+
+    attempts = [lambda: grid_sql.connect(url, audit=False), lambda: engine_for_url(url)]
+    if "://" in url:  # the audit store takes a URL or a file path
+        attempts.append(lambda: AuditStore(url))
+    for attempt in attempts:
+        with pytest.raises((ConnectionConfigError, AuditError)) as info:
+            attempt()
+        assert SECRET not in _all_text(info.value)
+
+
 @pytest.mark.parametrize("url", BAD_URLS[:4])
 def test_cli_bad_url_never_echoes_its_password(
     url: str, capsys: pytest.CaptureFixture[str]
