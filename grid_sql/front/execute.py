@@ -14,7 +14,8 @@ statement handed in from elsewhere (or a checker gap) still cannot write. Concre
 * a statement timeout (PostgreSQL ``statement_timeout``, MariaDB ``max_statement_time``, MySQL
   ``max_execution_time``, SQLite a progress handler that interrupts the VM);
 * a row cap: at most ``row_limit + 1`` rows are fetched (server-side cursor where the driver has
-  one) and ``truncated`` says whether more existed.
+  one) and ``truncated`` says whether more existed; a byte cap (``byte_limit``, default 16 MiB,
+  :mod:`grid_sql.front.caps`) likewise.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ..policy.model import Policy
 from ..policy.sqlparse import parse as guarded_parse
 from ..schema.faults import SLACK_S, answer_deadline, check_timeout, is_connection_lost
 from ..schema.introspect import connect, dialect_name
+from .caps import DEFAULT_BYTE_LIMIT, check_byte_limit, fetch_capped
 
 _PG_TIMEOUT_SQLSTATE = "57014"
 _MY_TIMEOUT_ERRNOS = frozenset({1969, 3024})  # MariaDB max_statement_time, MySQL max_execution_time
@@ -185,6 +187,7 @@ def execute(
     allow_writes: bool = False,
     row_limit: int = 1000,
     timeout_s: float = 30.0,
+    byte_limit: int = DEFAULT_BYTE_LIMIT,
 ) -> Execution:
     """Run exactly one statement under the rules in the module docstring.
 
@@ -195,6 +198,7 @@ def execute(
     if row_limit < 0:
         raise OptionError("row_limit must be >= 0")
     timeout_s = check_timeout(timeout_s)
+    byte_limit = check_byte_limit(byte_limit)
     deadline = time.monotonic() + timeout_s + SLACK_S
     conn, owned = connect(bind, timeout_s=timeout_s)
     try:
@@ -203,7 +207,7 @@ def execute(
         writes = verb != "select"
         if writes:
             _authorize_write(verb, sql, policy, allow_writes)
-        args = (dialect, _strip(sql), verb, writes, row_limit, timeout_s)
+        args = (dialect, _strip(sql), verb, writes, row_limit, timeout_s, byte_limit)
         try:
             return _bounded(conn, deadline, *args)
         except _Lost as lost:
@@ -240,12 +244,13 @@ def _bounded(
     writes: bool,
     row_limit: int,
     timeout_s: float,
+    byte_limit: int,
 ) -> Execution:
     """:func:`_run` cut off at ``deadline`` (a server that stops answering), with a lost
     connection told apart from a statement the database refused (grid_sql/schema/faults)."""
     with answer_deadline(conn, deadline - time.monotonic()) as fired:
         try:
-            return _run(conn, dialect, sql, verb, writes, row_limit, timeout_s)
+            return _run(conn, dialect, sql, verb, writes, row_limit, timeout_s, byte_limit)
         except ExecutionError as exc:
             cause = exc.__cause__
             if not (fired() or is_connection_lost(cause)):
@@ -292,6 +297,7 @@ def _run(
     writes: bool,
     row_limit: int,
     timeout_s: float,
+    byte_limit: int,
 ) -> Execution:
     if conn.in_transaction() and dialect == "mysql":
         # START TRANSACTION would silently commit the caller's open transaction.
@@ -312,10 +318,8 @@ def _run(
             result = conn.exec_driver_sql(sql, execution_options=opts)
             if result.returns_rows:
                 columns = list(result.keys())
-                fetched = [tuple(r) for r in result.fetchmany(row_limit + 1)]
+                rows, truncated = fetch_capped(result, row_limit, byte_limit)
                 result.close()
-                truncated = len(fetched) > row_limit
-                rows = fetched[:row_limit]
                 rowcount = len(rows) if not writes else max(result.rowcount, len(rows))
             else:
                 columns, rows, truncated = [], [], False

@@ -427,3 +427,35 @@ def test_server_that_stops_answering_mid_statement_is_cut_at_the_bound(
     finally:
         relay.close()
         engine.dispose()
+
+
+# ---------------------------------------------------------------- byte cap
+def test_results_are_capped_by_bytes_on_sqlite(tmp_path: Path) -> None:
+    db = tmp_path / "big.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [(i, "é" * 500) for i in range(100)])
+    con.commit()
+    con.close()
+    res = execute(f"sqlite:///{db}", "SELECT body FROM t ORDER BY id", byte_limit=10_000)
+    assert len(res.rows) == 10 and res.truncated  # 1000 UTF-8 bytes a row
+    res = execute(f"sqlite:///{db}", "SELECT body FROM t ORDER BY id", byte_limit=10**6)
+    assert len(res.rows) == 100 and not res.truncated
+    res = execute(f"sqlite:///{db}", "SELECT body FROM t", row_limit=5, byte_limit=10**6)
+    assert len(res.rows) == 5 and res.truncated
+    for bad in (-1, 1.5, None, True):
+        with pytest.raises(OptionError):
+            execute(f"sqlite:///{db}", "SELECT 1", byte_limit=bad)  # type: ignore[arg-type]
+
+
+def test_results_are_capped_by_bytes_on_servers(server_url: tuple[str, sa.URL]) -> None:
+    _server, url = server_url
+    engine = make_engine(url)
+    try:
+        # names 'item 1'..'item 25': 6 or 7 bytes, ids 1 or 2 characters
+        res = execute(engine, "SELECT id, name FROM item ORDER BY id", byte_limit=70)
+        assert [r[0] for r in res.rows] == list(range(1, 10)) and res.truncated
+        full = execute(engine, "SELECT id, name FROM item ORDER BY id")
+        assert len(full.rows) == 25 and not full.truncated
+    finally:
+        engine.dispose()
