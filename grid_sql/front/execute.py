@@ -46,7 +46,7 @@ from ..policy.model import Policy
 from ..policy.sqlparse import parse as guarded_parse
 from ..schema.faults import SLACK_S, answer_deadline, check_timeout, is_connection_lost
 from ..schema.introspect import connect, dialect_name
-from .caps import DEFAULT_BYTE_LIMIT, check_byte_limit, fetch_capped
+from .caps import DEFAULT_BYTE_LIMIT, check_byte_limit, close_result, fetch_capped
 
 _PG_TIMEOUT_SQLSTATE = "57014"
 _MY_TIMEOUT_ERRNOS = frozenset({1969, 3024})  # MariaDB max_statement_time, MySQL max_execution_time
@@ -319,7 +319,7 @@ def _run(
             if result.returns_rows:
                 columns = list(result.keys())
                 rows, truncated = fetch_capped(result, row_limit, byte_limit)
-                result.close()
+                close_result(conn, result, dialect, truncated and not writes)
                 rowcount = len(rows) if not writes else max(result.rowcount, len(rows))
             else:
                 columns, rows, truncated = [], [], False

@@ -459,3 +459,22 @@ def test_results_are_capped_by_bytes_on_servers(server_url: tuple[str, sa.URL]) 
         assert len(full.rows) == 25 and not full.truncated
     finally:
         engine.dispose()
+
+
+def test_mariadb_stops_reading_at_the_cap(my_front: Callable[[str], sa.URL]) -> None:
+    """An unbuffered MariaDB result is no longer drained to its end past a cap (4 M rows of
+    the SEQUENCE engine took seconds to drain; killed, it ends at once), and the pooled
+    connection stays usable."""
+    engine = make_engine(my_front("gs_front_ro"))
+    big = "SELECT a.seq, REPEAT('x', 100) FROM seq_1_to_4000000 a"
+    try:
+        for kw in ({"row_limit": 10}, {"byte_limit": 2000}):
+            t0 = time.monotonic()
+            res = execute(engine, big, timeout_s=60, **kw)  # type: ignore[arg-type]
+            took = time.monotonic() - t0
+            assert res.truncated and 0 < len(res.rows) <= 20  # ~105 bytes a row
+            assert res.rows[0][0] == 1
+            assert took < 1.0, took
+            assert execute(engine, "SELECT count(*) FROM item").rows == [(25,)]
+    finally:
+        engine.dispose()
