@@ -478,3 +478,42 @@ def test_mariadb_stops_reading_at_the_cap(my_front: Callable[[str], sa.URL]) -> 
             assert execute(engine, "SELECT count(*) FROM item").rows == [(25,)]
     finally:
         engine.dispose()
+
+
+# ---------------------------------------------------------------- session-state functions
+SESSION_STATE = {
+    "pg": [
+        "pg_advisory_lock(424242)",
+        "pg_advisory_lock_shared(424242)",
+        "pg_try_advisory_lock(424242)",
+        "pg_advisory_xact_lock(424242)",
+        "pg_try_advisory_xact_lock_shared(424242)",
+        "pg_advisory_unlock(424242)",
+        "pg_advisory_unlock_all()",
+        "set_config('work_mem', '1MB', false)",
+        "pg_sleep(0)",
+        "nextval('item_id_seq')",
+    ],
+    "my": [
+        "GET_LOCK('gs424242', 0)",
+        "RELEASE_LOCK('gs424242')",
+        "RELEASE_ALL_LOCKS()",
+        "IS_FREE_LOCK('gs424242')",
+        "IS_USED_LOCK('gs424242')",
+        "SLEEP(0)",
+        "LAST_INSERT_ID(5)",
+    ],
+}
+
+
+def test_lock_and_session_state_functions_are_outside_the_allow_list(
+    server_url: tuple[str, sa.URL],
+) -> None:
+    from grid_sql.errors import PolicyViolation
+
+    server, url = server_url
+    asker = Asker(url, audit=False)
+    for call in SESSION_STATE[server]:
+        for sql in (f"SELECT {call}", f"SELECT id FROM item WHERE id = 1 AND {call} IS NOT NULL"):
+            with pytest.raises(PolicyViolation):
+                asker.run_sql(sql)
