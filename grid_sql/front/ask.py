@@ -59,7 +59,7 @@ from ..policy.grants import read_grants, sqlite_baseline
 from ..policy.model import Policy
 from ..policy.scopes import role_scopes
 from ..policy.session import as_app_policy, open_sqlite
-from ..schema.faults import check_timeout, redact
+from ..schema.faults import SLACK_S, answer_deadline, check_timeout, redact
 from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
@@ -282,16 +282,14 @@ class Asker:
     def _read_policy(self, app: AppPolicy | None) -> tuple[SchemaSnapshot, Policy]:
         conn, owned = connect(self.bind)
         try:
-            snap = introspect(conn)
-            if not any(True for _ in snap.iter_tables()):
+            with answer_deadline(conn, self.timeout_s + SLACK_S):  # a server gone silent
+                snap = introspect(conn)
+                grants = read_grants(conn, snap) if any(True for _ in snap.iter_tables()) else None
+            if grants is None:
                 raise SchemaError(
                     "the connected role sees no tables in this database (nothing to ask about)"
                 )
-            try:
-                pol = narrow(read_grants(conn, snap), app, snap)
-            except sa.exc.DBAPIError as exc:  # pragma: no cover - read_grants maps these
-                raise SchemaError(f"cannot read the role's privileges: {exc.orig}") from exc
-            return snap, pol
+            return snap, narrow(grants, app, snap)
         finally:
             if owned:
                 conn.close()

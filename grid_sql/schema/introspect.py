@@ -22,12 +22,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Inspector
 from sqlalchemy.engine.reflection import ObjectKind, ObjectScope
 
-from grid_sql.errors import ConnectionConfigError, SchemaError
+from grid_sql.errors import ConnectionConfigError, ConnectionLostError, SchemaError
 from grid_sql.schema.faults import (
     DEFAULT_TIMEOUT_S,
     bound_pre_ping,
     check_timeout,
     engine_options,
+    is_connection_lost,
     parse_url,
     sqlite_missing,
 )
@@ -115,6 +116,10 @@ def introspect(
     try:
         return _introspect(conn, schemas, include_system)
     except sa.exc.DBAPIError as exc:
+        if is_connection_lost(exc):
+            raise ConnectionLostError(
+                f"the connection was lost while reading the database catalog: {exc.orig}"
+            ) from exc
         raise SchemaError(f"cannot read the database catalog: {exc.orig}") from exc
     finally:
         if owned:

@@ -517,3 +517,30 @@ def test_lock_and_session_state_functions_are_outside_the_allow_list(
         for sql in (f"SELECT {call}", f"SELECT id FROM item WHERE id = 1 AND {call} IS NOT NULL"):
             with pytest.raises(PolicyViolation):
                 asker.run_sql(sql)
+
+
+@pytest.mark.parametrize("server", ["pg", "my"])
+def test_asker_on_a_server_gone_silent_after_connecting_is_bounded(
+    server: str,
+    pg_front: Callable[[str], sa.URL],
+    my_front: Callable[[str], sa.URL],
+) -> None:
+    """The catalog reads of Asker() on a connection whose server stops answering are cut at
+    timeout_s + SLACK_S: a typed error, not a hang."""
+    url = (pg_front if server == "pg" else my_front)("gs_front_ro")
+    relay = Relay(url.host or "127.0.0.1", int(url.port or 0))
+    engine = sa.create_engine(url.set(host="127.0.0.1", port=relay.port))
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1").all()
+            conn.rollback()
+            relay.frozen.set()
+            t0 = time.monotonic()
+            with pytest.raises(GridSQLError) as info:
+                Asker(conn, audit=False, timeout_s=2)
+            took = time.monotonic() - t0
+            assert isinstance(info.value, ConnectionLostError), repr(info.value)
+            assert 2 <= took < 2 + SLACK_S + 1.0, took
+    finally:
+        relay.close()
+        engine.dispose()
