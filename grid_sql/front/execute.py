@@ -137,8 +137,9 @@ def _is_timeout(dialect: str, exc: sa.exc.DBAPIError) -> bool:
     if dialect == "mysql":
         args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
         return bool(args) and args[0] in _MY_TIMEOUT_ERRNOS
-    if dialect == "sqlite":
-        return "interrupted" in str(orig).lower()
+    if dialect == "sqlite":  # the progress handler, or a lock held past the busy timeout
+        text = str(orig).lower()
+        return "interrupted" in text or "database is locked" in text
     return False
 
 
@@ -147,6 +148,9 @@ def _sqlite_guard(conn: Connection, read_only: bool, deadline: float) -> Iterato
     """query_only for reads, and a progress handler that interrupts past the deadline."""
     raw: Any = conn.connection.dbapi_connection
     prev_qo = raw.execute("PRAGMA query_only").fetchone()[0]
+    prev_busy = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+    # waiting for another writer's lock counts against the same deadline (#23 §6)
+    raw.execute(f"PRAGMA busy_timeout = {max(1, int((deadline - time.monotonic()) * 1000))}")
     if read_only:
         raw.execute("PRAGMA query_only = ON")
 
@@ -158,6 +162,7 @@ def _sqlite_guard(conn: Connection, read_only: bool, deadline: float) -> Iterato
         yield
     finally:
         raw.set_progress_handler(None, 0)
+        raw.execute(f"PRAGMA busy_timeout = {int(prev_busy)}")
         if read_only and not prev_qo:
             raw.execute("PRAGMA query_only = OFF")
 

@@ -544,3 +544,22 @@ def test_asker_on_a_server_gone_silent_after_connecting_is_bounded(
     finally:
         relay.close()
         engine.dispose()
+
+
+def test_sqlite_lock_wait_is_bounded_by_timeout(chinook_copy: Path) -> None:
+    """Another process's write lock: the read waits at most timeout_s (busy timeout), then
+    StatementTimeout, which the repair round never takes; the busy timeout is restored."""
+    from grid_sql.errors import StatementTimeout
+
+    asker = Asker(chinook_copy, audit=False)
+    holder = sqlite3.connect(chinook_copy, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(StatementTimeout):
+            asker.run_sql("SELECT count(*) FROM Album", timeout_s=1)
+        assert time.monotonic() - t0 < 1 + SLACK_S
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert asker.run_sql("SELECT count(*) FROM Album").rows == [(347,)]
