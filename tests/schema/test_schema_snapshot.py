@@ -128,7 +128,7 @@ def test_fingerprint_changes_with_catalog(tmp_path: Path) -> None:
 
 
 def test_bad_inputs(tmp_path: Path) -> None:
-    with pytest.raises(ConnectionConfigError, match="cannot connect"):
+    with pytest.raises(ConnectionConfigError, match="not found"):
         introspect(f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.sqlite'}")
     with pytest.raises(ConnectionConfigError, match="invalid database URL"):
         introspect("::::")
