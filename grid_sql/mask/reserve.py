@@ -573,19 +573,7 @@ class ReserveTable:
         budget = [_MAX_SEARCH]
 
         def order(node: StackNode) -> list[int]:
-            scored: list[tuple[int, int]] = []
-            bits = rt.allowed_mask(node) & rt.term_bits
-            while bits:
-                low = bits & -bits
-                bits ^= low
-                t = low.bit_length() - 1
-                if t not in self.piece:
-                    continue
-                syms = self._stack_completion(rt.shift(node, t, self.lexeme[t]))
-                if syms is not None:
-                    rest = sum(len(self.piece[x]) for x in self._expand(syms))
-                    scored.append((len(self.piece[t]) + rest, t))
-            return [t for _, t in sorted(scored)]
+            return [terms[0] for _, terms in self._allowed_completions(node)]
 
         def words(data: bytes, t: int) -> list[bytes]:
             at = rt.advance(cfg, data + self.sep) if data or self.sep else cfg
@@ -670,8 +658,18 @@ class ReserveTable:
         """The cheapest terminal sequence to ACCEPT whose first terminal the runtime allows at
         ``node`` (the grammar-only search of :meth:`_stack_completion` does not see the
         scope rule's refinements of the allowed set); same token-weighted metric."""
+        ranked = self._allowed_completions(node)
+        if not ranked:
+            raise MaskError(f"no completion through an allowed terminal from {node!r}")
+        return ranked[0][1]
+
+    def _allowed_completions(self, node: StackNode) -> list[tuple[int, list[int]]]:
+        """``(tokens, terminals)`` of the cheapest grammar completion through each terminal
+        the runtime allows at ``node``, cheapest first (ties: lower terminal id). One ranking
+        for both users: the cheapest completion past a scope refinement takes the first, the
+        completion search tries them in this order."""
         rt = self.rt
-        best: tuple[int, list[int]] | None = None
+        ranked: list[tuple[int, list[int]]] = []
         bits = rt.allowed_mask(node) & rt.term_bits
         while bits:
             low = bits & -bits
@@ -680,15 +678,11 @@ class ReserveTable:
             if t not in self.piece:
                 continue
             syms = self._stack_completion(rt.shift(node, t, self.lexeme[t]))
-            if syms is None:
-                continue
-            terms = [t, *self._expand(syms)]
-            c = sum(len(self.piece[x]) for x in terms)
-            if best is None or c < best[0]:
-                best = (c, terms)
-        if best is None:
-            raise MaskError(f"no completion through an allowed terminal from {node!r}")
-        return best[1]
+            if syms is not None:
+                terms = [t, *self._expand(syms)]
+                ranked.append((sum(len(self.piece[x]) for x in terms), terms))
+        ranked.sort(key=lambda r: (r[0], r[1][0]))
+        return ranked
 
     def _bind_refs(self, cfg: Configuration, data: bytes, tokens: list[int], tid: int) -> bytes:
         """Select-list obligations (``docs/scope.md``): if reading ``tid`` after ``data``
