@@ -60,7 +60,7 @@ from ..policy.model import Policy
 from ..policy.scopes import role_scopes
 from ..policy.session import as_app_policy, open_sqlite
 from ..schema.faults import SLACK_S, answer_deadline, check_timeout, redact
-from ..schema.introspect import connect, introspect, make_engine
+from ..schema.introspect import connect, connected_schemas, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
 from .intent import DeniedIntent, denied_intents
@@ -283,7 +283,7 @@ class Asker:
         conn, owned = connect(self.bind)
         try:
             with answer_deadline(conn, self.timeout_s + SLACK_S):  # a server gone silent
-                snap = introspect(conn)
+                snap = introspect(conn, schemas=connected_schemas(conn))
                 grants = read_grants(conn, snap) if any(True for _ in snap.iter_tables()) else None
             if grants is None:
                 raise SchemaError(
@@ -910,6 +910,8 @@ def _refusal(wanted: Sequence[DeniedIntent], sql: str, audit_ids: list[str]) -> 
     )
     err.audit_ids = audit_ids  # type: ignore[attr-defined]
     return err
+
+
 _SELECT_ONLY = AppPolicy.from_mapping({"verbs": ["select"]}, origin="no allow_writes")
 
 

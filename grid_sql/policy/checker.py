@@ -390,6 +390,8 @@ class _Run:
                     )
                 )
             for stmt in statements:
+                if self.c.snapshot.exact_names:
+                    self._exact_table_names(stmt)
                 self._statement(stmt)
         finally:
             logger.setLevel(level)
@@ -637,6 +639,45 @@ class _Run:
                 why="schema conformance",
             )
         )
+
+    def _exact_table_names(self, stmt: exp.Expr) -> None:
+        """On a server that compares table and schema names byte for byte (MySQL/MariaDB with
+        ``lower_case_table_names = 0``) a name written in another case names no table, yet
+        the resolution below folds names as sqlglot does. Checked here on the names as
+        written; the mechanical fix (the catalog's spelling) lets autofix repair it."""
+        ctes = {c.alias_or_name for c in stmt.find_all(exp.CTE)}
+        snap = self.c.snapshot
+        for t in stmt.find_all(exp.Table):
+            if not isinstance(t.this, exp.Identifier) or (not t.db and t.name in ctes):
+                continue
+            db = t.db or None
+            if snap.table(t.name, db, exact=True) is not None:
+                continue
+            info = snap.table(t.name, db)
+            sinfo = snap.schema(db)
+            if info is None or sinfo is None:
+                continue  # no table in any case: the resolution below reports it
+            pos, snip = self.where(t)
+            right = f"{sinfo.name}.{info.name}" if db else info.name
+            written = f"{t.db}.{t.name}" if db else t.name
+            edits: tuple[tuple[int, int, str], ...] = ()
+            if pos is not None:  # `where` points at the table's own name
+                start = pos - (len(written) - len(t.name))
+                if start >= 0 and self.sql[start : pos + len(t.name)] == written:
+                    edits = ((start, pos + len(t.name), right),)
+            self.add(
+                Violation(
+                    "unknown_table",
+                    f"Table {t.sql(dialect=self.c._read).split(' AS ')[0]} does not exist: "
+                    f"this server compares table names case-sensitively; write {right}.",
+                    table=right,
+                    position=pos,
+                    snippet=snip,
+                    why="schema conformance (lower_case_table_names = 0)",
+                    fix=f"replace `{written}` with `{right}`",
+                    edits=edits,
+                )
+            )
 
     def _table_names(self) -> str:
         names = [t.name for _, t in self.c.snapshot.iter_tables()]

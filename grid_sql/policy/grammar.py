@@ -83,17 +83,21 @@ def _pattern(pattern: str) -> regex.Pattern[bytes]:
 
 
 @functools.lru_cache(maxsize=16)
-def _spellings(pattern: str, names: frozenset[str], dialect: str) -> tuple[bytes, ...]:
+def _spellings(
+    pattern: str, names: frozenset[str], dialect: str, exact: bool = False
+) -> tuple[bytes, ...]:
     """Every spelling of each name a terminal with ``pattern`` can scan: bare (if legal) and
     quoted, sorted. Memoized: the function-name set is the same for every role of a dialect,
-    and a role re-specialized with the same tables asks again."""
+    and a role re-specialized with the same tables asks again. ``exact``: the server compares
+    the bare name byte for byte, so it is listed as the catalog spells it (else lower-cased,
+    for a category that folds bare case)."""
     pat = _pattern(pattern)
     out: set[bytes] = set()
     for name in names:
         bare = name.encode()
         # PostgreSQL folds bare names to lower case: a bare spelling only names a lower-case name
         if pat.fullmatch(bare) and (dialect != "postgresql" or name == name.lower()):
-            out.add(bare.lower())
+            out.add(bare if exact else bare.lower())
         for q in QUOTES.get(dialect, ('"',)):
             if q == "[" and "]" in name:
                 continue
@@ -103,11 +107,13 @@ def _spellings(pattern: str, names: frozenset[str], dialect: str) -> tuple[bytes
     return tuple(sorted(out))
 
 
-def spellings(grammar: Grammar, terminal: str, names: Iterable[str], dialect: str) -> list[bytes]:
+def spellings(
+    grammar: Grammar, terminal: str, names: Iterable[str], dialect: str, exact: bool = False
+) -> list[bytes]:
     """The lexicon words of ``names`` for ``terminal`` of ``grammar``: every bare and quoted
     spelling its pattern scans (what :func:`role_grammar` puts in the lexicon)."""
     pattern = grammar.terminals[grammar.terminal_ids[terminal]].pattern
-    return list(_spellings(pattern, frozenset(names), dialect))
+    return list(_spellings(pattern, frozenset(names), dialect, exact))
 
 
 def role_grammar(
@@ -166,7 +172,11 @@ def role_grammar(
     names_of: dict[str, set[str]] = {**tables, "COLUMN_NAME": columns, "SCHEMA_NAME": schemas}
     if functions and "FUNCTION_NAME" in g.terminal_ids:
         names_of["FUNCTION_NAME"] = set(policy.allowed_functions) | set(extra_functions)
+    # Bare names match case-insensitively, as the engines compare them, except table and
+    # schema names on a server that compares those byte for byte (MySQL/MariaDB with
+    # lower_case_table_names = 0): there `customer` is no spelling of the table `Customer`.
+    exact = {*TABLE_CATEGORIES, "SCHEMA_NAME"} if snapshot.exact_names else set()
     for term, names in names_of.items():
         if term in g.terminal_ids:
-            words[term] = spellings(g, term, names, dialect)
-    return g.with_lexicon(SchemaLexicon(words, fold_bare_case=True))
+            words[term] = spellings(g, term, names, dialect, term in exact)
+    return g.with_lexicon(SchemaLexicon(words, fold_bare_case={t: t not in exact for t in words}))

@@ -126,6 +126,23 @@ def introspect(
             conn.close()
 
 
+def connected_schemas(bind: Bind) -> list[str] | None:
+    """The namespaces a question about "the connected database" is about: on MySQL/MariaDB
+    the database the connection selected (a login often sees many databases, and an
+    unqualified name resolves in the selected one only, so offering the others' tables to the
+    model invites statements the server refuses), None (every visible schema) elsewhere or
+    when no database is selected."""
+    conn, owned = connect(bind)
+    try:
+        if dialect_name(conn) != "mysql":
+            return None
+        row = conn.execute(sa.text("SELECT DATABASE()")).first()
+        return [row[0]] if row is not None and row[0] else None
+    finally:
+        if owned:
+            conn.close()
+
+
 def _introspect(
     conn: Connection, schemas: Sequence[str] | None, include_system: bool
 ) -> SchemaSnapshot:
@@ -155,7 +172,20 @@ def _introspect(
         tables = _reflect_schema(insp, schema, visible)
         if tables or schema == default or schemas is not None:
             out.append(SchemaInfo(schema, tuple(tables)))
-    return SchemaSnapshot(dialect=dialect, default_schema=default, schemas=tuple(out))
+    return SchemaSnapshot(
+        dialect=dialect,
+        default_schema=default,
+        schemas=tuple(out),
+        exact_names=dialect == "mysql" and _mysql_exact_names(conn),
+    )
+
+
+def _mysql_exact_names(conn: Connection) -> bool:
+    """MySQL/MariaDB compare database and table names byte for byte when
+    ``lower_case_table_names`` is 0 (the default on Linux; 1 stores them lower-cased and 2
+    compares them lower-cased, both case-insensitive)."""
+    row = conn.execute(sa.text("SELECT @@lower_case_table_names")).first()
+    return row is not None and int(row[0]) == 0
 
 
 def _pg_visible_relations(conn: Connection) -> set[tuple[str, str]]:

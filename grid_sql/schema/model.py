@@ -73,11 +73,14 @@ class SchemaInfo:
     name: str
     tables: tuple[TableInfo, ...] = ()
 
-    def table(self, name: str) -> TableInfo | None:
-        """Exact match first, then a unique case-insensitive match (see TableInfo.column)."""
+    def table(self, name: str, *, exact: bool = False) -> TableInfo | None:
+        """Exact match first, then (unless ``exact``) a unique case-insensitive match (see
+        TableInfo.column; ``exact``: the server compares table names by their bytes)."""
         for t in self.tables:
             if t.name == name:
                 return t
+        if exact:
+            return None
         folded = [t for t in self.tables if t.name.lower() == name.lower()]
         return folded[0] if len(folded) == 1 else None
 
@@ -93,6 +96,11 @@ class SchemaSnapshot:
     dialect: str
     default_schema: str | None
     schemas: tuple[SchemaInfo, ...] = field(default_factory=tuple)
+    #: Table and schema names compare byte for byte, bare or quoted: MySQL/MariaDB with
+    #: ``lower_case_table_names = 0`` (the Linux default), where ``customer`` is not the table
+    #: ``Customer`` (the server answers "Table 'Chinook.customer' doesn't exist"). Column names
+    #: and the other engines' table names compare case-insensitively when bare.
+    exact_names: bool = False
 
     def __post_init__(self) -> None:
         ordered = tuple(
@@ -102,26 +110,33 @@ class SchemaSnapshot:
         object.__setattr__(self, "schemas", ordered)
 
     # -- lookups -------------------------------------------------------------------------
-    def schema(self, name: str | None = None) -> SchemaInfo | None:
-        """The schema called ``name`` (default schema when None), case-insensitive fallback."""
+    def schema(self, name: str | None = None, *, exact: bool = False) -> SchemaInfo | None:
+        """The schema called ``name`` (default schema when None); a unique case-insensitive
+        match as a fallback unless ``exact``."""
         target = self.default_schema if name is None else name
         if target is None:
             return self.schemas[0] if len(self.schemas) == 1 else None
         for s in self.schemas:
             if s.name == target:
                 return s
+        if exact:
+            return None
         folded = [s for s in self.schemas if s.name.lower() == target.lower()]
         return folded[0] if len(folded) == 1 else None
 
-    def table(self, name: str, schema: str | None = None) -> TableInfo | None:
+    def table(
+        self, name: str, schema: str | None = None, *, exact: bool = False
+    ) -> TableInfo | None:
         """Resolve a (possibly unqualified) table name the way the engine would.
 
         Unqualified names are looked up in the default schema only: that is what the server
         does with its search path in the common case, and guessing across schemas would let
-        the checker approve a name the server resolves differently.
+        the checker approve a name the server resolves differently. ``exact``: schema and
+        table names must match byte for byte (how a server with :attr:`exact_names` compares
+        them; callers that already folded the query's names leave it off).
         """
-        s = self.schema(schema)
-        return s.table(name) if s is not None else None
+        s = self.schema(schema, exact=exact)
+        return s.table(name, exact=exact) if s is not None else None
 
     def iter_tables(self) -> Iterator[tuple[str, TableInfo]]:
         """Every (schema name, table) pair, in canonical order."""
@@ -131,8 +146,13 @@ class SchemaSnapshot:
 
     # -- identity ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready data (the canonical form the fingerprint hashes)."""
-        return asdict(self)
+        """Plain JSON-ready data (the canonical form the fingerprint hashes). ``exact_names``
+        appears only when set, so the snapshots of the engines that fold names keep the
+        content address they had before the field existed."""
+        out = asdict(self)
+        if not self.exact_names:
+            del out["exact_names"]
+        return out
 
     def canonical_json(self) -> str:
         """Sorted-key, no-whitespace JSON: byte-identical for equal snapshots."""
@@ -175,4 +195,4 @@ class SchemaSnapshot:
         default_schema = data.get("default_schema")
         assert isinstance(dialect, str)
         assert default_schema is None or isinstance(default_schema, str)
-        return cls(dialect, default_schema, tuple(schemas))
+        return cls(dialect, default_schema, tuple(schemas), bool(data.get("exact_names", False)))
