@@ -608,16 +608,6 @@ class Grammar:
     def category_terminals(self) -> tuple[Terminal, ...]:
         return tuple(t for t in self.terminals if t.category)
 
-    def compile(self, vocab: Any, **kwargs: Any) -> Any:
-        """Compile against a vocabulary into a :class:`~grid_sql.mask.Guide`.
-
-        A convenience spelling of ``Guide(grammar, vocab)``; the import is deferred so the
-        grammar layer does not depend on the mask layer.
-        """
-        from ..mask.guide import Guide
-
-        return Guide(self, vocab, **kwargs)
-
     def to_spec(self) -> Any:
         """The neutral description the executable specification is built from."""
         from ..spec.oracle import SpecGrammar, SpecTerminal

@@ -1,6 +1,6 @@
 """Compiled guides and per-request matchers: the public masking API (paper §6.1).
 
-``guide = Guide(grammar, vocab)`` (also ``grammar.compile(vocab)``) is immutable and
+``guide = Guide(grammar, vocab)`` is immutable and
 thread-safe; ``m = guide.matcher()`` is cheap per-request state. A mask is
 
     M(κ) = CI(key κ) ∪ ⋃ CD-pass(live stack) ∪ {EOS iff ACCEPT}     (paper Definition 4)
@@ -867,7 +867,3 @@ class Matcher:
 
     def __repr__(self) -> str:
         return f"Matcher(tokens={len(self.tokens)}, terminated={self.terminated})"
-
-
-def compile_grammar(grammar: Grammar, vocab: Vocabulary, **kw: Any) -> Guide:
-    return Guide(grammar, vocab, **kw)
