@@ -20,19 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MaskError, TokenRejected
+from ..errors import MaskError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.scope import NONE
 from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime, ScanState
 from ..parser.stack import StackNode
 from .cache import KIND_GENERIC, KIND_IDENT, MaskCache, MaskEntry, MaskKey
+from .matcher import Matcher
 from .trie import TokenTrie, get_token_trie
 from .vocab import Vocabulary
 from .walk import ScanFrame, Walker, mask_filler, stack_pairs
 
 DEFAULT_CACHE = MaskCache()
-MAX_FORCED = 64
 FILL_MEMO_BYTES = 64 << 20
 RESOLVE_MEMO_LIMIT = 1 << 18  # (stack, terminal, requeue) classes kept before clearing
 SUB_MEMO_LIMIT = 1 << 16  # memoized CD sub-walks before the resolution memo is cleared
@@ -730,140 +730,3 @@ def fill_rows(
         except _NeedWalk:
             out.append(None)
     return out
-
-
-class Matcher:
-    """Per-request matcher state: the current configuration and its history."""
-
-    def __init__(self, guide: Guide, max_tokens: int | None = None) -> None:
-        self.guide = guide
-        self.config: Configuration = guide.runtime.initial
-        self._history: list[Configuration] = []
-        self.tokens: list[int] = []
-        self.terminated = False
-        self.max_tokens = max_tokens
-        self._scratch: np.ndarray | None = None  # forced_tokens' row, allocated on first use
-        self._w: _Warm | None = None  # warm record of self.config (checked by identity)
-
-    def _warm(self) -> _Warm:
-        w = self._w
-        if w is None or w.cfg is not self.config:  # config set from outside or rolled back
-            w = self._w = self.guide._warm_for(self.config)
-        return w
-
-    # -- masks --------------------------------------------------------------------------
-    def fill_next_token_bitmask(self, buf: np.ndarray) -> int:
-        """Fill ``buf`` (int32, ceil(V/32) words) in place; returns the allowed count."""
-        if self.terminated:
-            buf[:] = 0
-            return 0
-        w = self._w
-        if w is None or w.cfg is not self.config:
-            w = self._warm()
-        g = self.guide
-        f = w.fill
-        # the hit of _fill_warm inlined (one Python call less on the per-token path)
-        if (
-            f is not None
-            and buf.dtype is _I32
-            and buf.shape == g._row_shape
-            and (g._filler is not None or f[3] == g.cache.epoch)
-            and g.cache.enabled
-        ):
-            buf[...] = f[0]
-            return f[1]
-        return g._fill_warm(w, buf, True)[0]
-
-    def allocate_bitmask(self) -> np.ndarray:
-        return np.zeros(self.guide.n_words, dtype=np.int32)
-
-    def allowed_token_ids(self) -> np.ndarray:
-        ids, eos, _ = self.guide.allowed_ids(self.config)
-        if eos:  # allowed_ids leaves EOS out; keep the ids sorted
-            e = self.guide.eos_id
-            ids = np.insert(ids, int(np.searchsorted(ids, e)), e)
-        return ids.astype(np.int32, copy=False)
-
-    # -- advancing ------------------------------------------------------------------------
-    def accept_token(self, token_id: int) -> None:
-        """Advance by one token; raises :class:`TokenRejected` if the mask excludes it."""
-        g = self.guide
-        if self.terminated:
-            raise TokenRejected(f"token {token_id} after end of sentence")
-        if token_id == g.eos_id:
-            if not g.runtime.eos_allowed(self.config):
-                raise TokenRejected("EOS is not allowed: the output is not a complete sentence")
-            self._history.append(self.config)
-            self.tokens.append(token_id)
-            self.terminated = True
-            return
-        nxt = g._step(self._warm(), token_id)
-        if nxt is None:
-            if token_id in g.special or not 0 <= token_id < len(g.token_bytes):
-                raise TokenRejected(f"token {token_id} is special or out of range")
-            spelling = g.token_bytes[token_id]
-            raise TokenRejected(f"token {token_id} ({spelling!r}) leaves the language")
-        self._history.append(self.config)
-        self.config = nxt.cfg
-        self._w = nxt
-        self.tokens.append(token_id)
-
-    def accept_tokens(self, token_ids: Sequence[int]) -> None:
-        for t in token_ids:
-            self.accept_token(t)
-
-    def rollback(self, n_tokens: int = 1) -> None:
-        """Undo the last ``n_tokens`` accepted tokens (EOS included)."""
-        if n_tokens < 0 or n_tokens > len(self._history):
-            raise ValueError(f"cannot roll back {n_tokens} tokens (have {len(self._history)})")
-        if n_tokens:
-            self.config = self._history[-n_tokens]
-            del self._history[-n_tokens:]
-            del self.tokens[-n_tokens:]
-            self.terminated = False
-
-    def is_accepting(self) -> bool:
-        """Whether the output so far is a complete sentence (EOS legal now)."""
-        return not self.terminated and self.guide.runtime.eos_allowed(self.config)
-
-    def is_terminated(self) -> bool:
-        return self.terminated
-
-    def forced_tokens(self, limit: int = MAX_FORCED) -> list[int]:
-        """The jump-forward span: tokens forced one after another (singleton masks)."""
-        out: list[int] = []
-        if self.terminated:
-            return out
-        g = self.guide
-        # Through the fill memo, not allowed_ids: the warm records make the common no-span
-        # case (and the decoder's fill that follows it) a lookup, not a fresh CD resolution.
-        buf = self._scratch
-        if buf is None:
-            buf = self._scratch = self.allocate_bitmask()
-        words = buf.view(np.uint32)
-        rec = self._warm()
-        while len(out) < limit:
-            n, _ = g._fill_warm(rec, buf, True)
-            if n != 1:
-                break
-            w = int(np.flatnonzero(words)[0])
-            t = w * 32 + int(words[w]).bit_length() - 1
-            if t == g.eos_id:
-                break
-            nxt = g._step(rec, t)
-            if nxt is None:  # cannot happen for an exact mask
-                raise MaskError(f"forced token {t} rejected by the parser")
-            out.append(t)
-            rec = nxt
-        return out
-
-    @property
-    def config_hash(self) -> int:
-        return self.config.config_hash
-
-    def text(self) -> bytes:
-        tb = self.guide.token_bytes
-        return b"".join(tb[t] for t in self.tokens if t != self.guide.eos_id)
-
-    def __repr__(self) -> str:
-        return f"Matcher(tokens={len(self.tokens)}, terminated={self.terminated})"
