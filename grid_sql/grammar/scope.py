@@ -96,6 +96,11 @@ class ScopeTable:
     ``JOIN invoiceline AS TOP`` cannot be written. A deliberate narrowing, not a soundness
     rule: such an alias is valid SQL, but it makes a blocked name or a foreign idiom look
     answered. In the fingerprint only when non-empty.
+
+    ``cte_names``: a name read as a CTE reference (``cte_ref``: an identifier in FROM that no
+    table lexicon word is) admits only the CTE names the statement binds where it is written
+    (``docs/scope.md``, "CTE names"): what lets a role grammar keep ``cte_ref`` without it
+    becoming a way to name any relation. In the fingerprint only when on.
     """
 
     def __init__(
@@ -106,6 +111,7 @@ class ScopeTable:
         bind_select_list: bool = False,
         fresh_aliases: bool = False,
         alias_refuse: Iterable[str] = (),
+        cte_names: bool = False,
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -115,6 +121,7 @@ class ScopeTable:
         self.bind_select_list = bind_select_list
         self.fresh_aliases = fresh_aliases
         self.alias_refuse: frozenset[str] = frozenset(norm_name(n) for n in alias_refuse)
+        self.cte_names = cte_names
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
@@ -126,6 +133,8 @@ class ScopeTable:
             body["fresh_aliases"] = True
         if self.alias_refuse:
             body["alias_refuse"] = sorted(self.alias_refuse)
+        if cte_names:
+            body["cte_names"] = True
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def __repr__(self) -> str:
@@ -173,6 +182,7 @@ class Bag:
     aliases: tuple[str, ...] = ()
     ctes: tuple[str, ...] = ()
     refs: tuple[Ref, ...] | None = ()
+    cte_words: tuple[bytes, ...] = ()  # the CTE names as written (``cte_names``)
 
 
 def _merge_refs(parts: list[tuple[Ref, ...] | None]) -> tuple[Ref, ...] | None:
@@ -203,10 +213,18 @@ class Level:
 @dataclass(frozen=True, slots=True)
 class Context:
     """The scope context of a stack node: the query levels (outermost first) and the CTE
-    names visible (None: none; WILDCARD in the tuple: unknown, inside a WITH clause)."""
+    names visible (None: none; WILDCARD in the tuple: unknown, inside a WITH clause).
+
+    ``bound``: the CTE names (as written) a FROM item may reference here (``cte_names``): those
+    of every WITH clause enclosing the node, and inside a WITH clause being written the
+    CTEs it has completed so far, plus the one being written when the clause is
+    ``RECURSIVE``; ``rec``: 0 unless the innermost WITH clause being written is ``RECURSIVE``,
+    2 right after a ``,`` of its CTE list (the next word names a CTE), else 1."""
 
     levels: tuple[Level, ...] = ()
     ctes: tuple[str, ...] = ()
+    bound: tuple[bytes, ...] = ()
+    rec: int = 0
 
 
 ROOT_CONTEXT = Context()
@@ -310,6 +328,12 @@ class ScopeRules:
         self.alias_refuse = table.alias_refuse
         self.t_ident, self.t_as, self.t_lpar = t("IDENT"), t("AS"), t("LPAR")
         self.nt_table_alias = nts.get("table_alias", -1)
+        # CTE names (ScopeTable.cte_names): where a completed CTE, a RECURSIVE clause's CTE
+        # name and a cte_ref are read
+        self.cte_names = table.cte_names and "cte_ref" in nts
+        self.t_recursive, self.t_comma = t("RECURSIVE"), t("COMMA")
+        self.nt_cte_ref = nts.get("cte_ref", -1)
+        self.cte_lists = frozenset(n(x) for x in nts if x == "cte" or x.startswith("__with_clause"))
         self.n_table_name = n("table_name")
         self.n_select_list = n("select_list")
         self.n_from_clause = n("from_clause")
@@ -382,6 +406,7 @@ class ScopeRules:
                 tuple(a for b in bags for a in b.aliases),
                 tuple(c for b in bags for c in b.ctes),
                 _merge_refs([b.refs for b in bags]),
+                tuple(w for b in bags for w in b.cte_words),
             )
         if kind == "reset":
             return None
@@ -394,7 +419,9 @@ class ScopeRules:
             return Bag(aliases=(norm_name(v) if isinstance(v, bytes) else WILDCARD,))
         if kind == "cte":
             v = children[0]
-            return Bag(ctes=(norm_name(v),)) if isinstance(v, bytes) else Bag(ctes=(WILDCARD,))
+            if not isinstance(v, bytes):
+                return Bag(ctes=(WILDCARD,))
+            return Bag(ctes=(norm_name(v),), cte_words=(v,))
         if kind == "table_name":
             v = children[-1]
             sq = children[0] if len(children) == 3 else None
@@ -507,37 +534,68 @@ class ScopeRules:
     # ------------------------------------------------------------------ contexts
     def step(self, ctx: Context, symbol: int, value: Any, parent_symbol: int) -> Context:
         """The context of a node pushing ``symbol``/``value`` over a node with ``ctx``."""
+        ctes, bound, rec = ctx.ctes, ctx.bound, ctx.rec
         if symbol == self.t_select or symbol in self.t_dml:
-            return Context((*ctx.levels, Level(NONE)), ctx.ctes)
+            return Context((*ctx.levels, Level(NONE)), ctes, bound, rec)
         levels = ctx.levels
         if symbol in self.query_bodies:
             bag = value if isinstance(value, Bag) else EMPTY_BAG
-            return Context((*levels, Level(QB, bag.items, bag.aliases)), ctx.ctes)
+            return Context((*levels, Level(QB, bag.items, bag.aliases)), ctes, bound, rec)
         if symbol == self.t_with:
-            return Context(levels, (*ctx.ctes, WILDCARD))
+            return Context(levels, (*ctes, WILDCARD), bound, 0)
         if symbol == self.n_with_clause:
             bag = value if isinstance(value, Bag) else Bag(ctes=(WILDCARD,))
-            return Context(levels, (*ctx.ctes, *bag.ctes))
+            return Context(levels, (*ctes, *bag.ctes), (*bound, *bag.cte_words), rec)
+        if self.cte_names:
+            if symbol == self.t_recursive and parent_symbol == self.t_with:
+                return Context(levels, ctes, bound, 1)
+            if rec and symbol == self.t_comma and parent_symbol in self.cte_lists:
+                return Context(levels, ctes, bound, 2)
+            if symbol in self.cte_lists and isinstance(value, Bag):
+                # a CTE of the WITH clause being written is complete: later ones may read it
+                return Context(levels, ctes, (*bound, *value.cte_words), rec)
+            if (
+                rec
+                and symbol == self.t_ident
+                and isinstance(value, bytes)
+                and (
+                    (parent_symbol == self.t_recursive and rec == 1)
+                    or (parent_symbol == self.t_comma and rec == 2)
+                )
+            ):
+                # the name of a CTE of a RECURSIVE clause: its own body may read it
+                return Context(levels, ctes, (*bound, value), 1)
         if not levels:
             return ctx
         top = levels[-1]
         if symbol == self.n_select_list and top.state == NONE:
             bag = value if isinstance(value, Bag) else EMPTY_BAG
-            return Context((*levels[:-1], Level(NONE, (), bag.aliases, bag.refs)), ctx.ctes)
+            return Context((*levels[:-1], Level(NONE, (), bag.aliases, bag.refs)), ctes, bound, rec)
         if parent_symbol == self.n_select_list and top.state == NONE:
             if symbol == self.t_from:
-                return Context((*levels[:-1], Level(OPEN, (), top.aliases, top.refs)), ctx.ctes)
+                return Context(
+                    (*levels[:-1], Level(OPEN, (), top.aliases, top.refs)), ctes, bound, rec
+                )
             if symbol == self.n_from_clause:
                 bag = value if isinstance(value, Bag) else EMPTY_BAG
                 return Context(
-                    (*levels[:-1], Level(DONE, bag.items, top.aliases, top.refs)), ctx.ctes
+                    (*levels[:-1], Level(DONE, bag.items, top.aliases, top.refs)), ctes, bound, rec
                 )
         if top.state == OPEN and symbol in self.from_items and isinstance(value, Bag):
             return Context(
                 (*levels[:-1], Level(OPEN, top.items + value.items, top.aliases, top.refs)),
-                ctx.ctes,
+                ctes,
+                bound,
+                rec,
             )
         return ctx
+
+    def bound_ctes(self, ctx: Context) -> frozenset[bytes]:
+        """The CTE names a FROM item may reference by name in ``ctx`` (``cte_names``), as
+        they were written: a reference must spell one byte for byte, so it resolves to the
+        CTE in every dialect whatever its case and quoting rules (a case-folded match could
+        be a different relation on PostgreSQL: ``"Foo"`` is not ``foo``)."""
+        return frozenset(ctx.bound)
 
     def _item_opaque(self, item: Item, ctes: tuple[str, ...]) -> bool:
         if item.opaque or item.table is None or item.table not in self.table.columns:

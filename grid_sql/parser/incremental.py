@@ -25,6 +25,7 @@ from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
 from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
+from .ctes import cte_ref_words
 from .stack import StackNode
 
 
@@ -564,8 +565,11 @@ class ParserRuntime:
             view = self._alias_view(node, sem)
             if view is not None:
                 return view
+        ctes = cte_ref_words(self, node, sem, allowed)
         if not (allowed >> sem.column_tid) & 1:
-            return self.base_lex  # no column position: generic keys stay scope-free
+            if not ctes:
+                return self.base_lex  # no column position: generic keys stay scope-free
+            return self._make_view(sem, None, False, (), ctes)
         qualifier = None
         p = node.parent
         if (
@@ -587,9 +591,22 @@ class ParserRuntime:
         else:
             qualified = res.qualified  # every column, but no three-part name
         quals = () if node.symbol == sem.t_dot else self._qualifier_words(node, ctx, allowed)
-        if words is None and not qualified and not quals:
+        if words is None and not qualified and not quals and not ctes:
             return self.base_lex
-        key = (words, qualified, quals)
+        return self._make_view(sem, words, qualified, quals, ctes)
+
+    def _make_view(
+        self,
+        sem: ScopeRules,
+        words: frozenset[bytes] | None,
+        qualified: bool,
+        quals: tuple[tuple[int, CategoryWords], ...],
+        ctes: tuple[tuple[int, CategoryWords], ...] = (),
+    ) -> LexiconView:
+        """The (memoized) view with COLUMN_NAME held to ``words`` (None: the lexicon's),
+        three-part names blocked when ``qualified``, and the terminals of ``quals`` (words a
+        qualifier may be) and ``ctes`` (CTE names, ``parser/ctes.py``) replaced."""
+        key = (words, qualified, quals, ctes)
         view = self._views.get(key)
         if view is None:
             lex = dict(self.lexicon)
@@ -611,6 +628,12 @@ class ParserRuntime:
                 lex[tid] = cat
                 mask |= 1 << tid
                 h.update(b"Q" + tid.to_bytes(4, "little") + bytes([cat.fold_quoted_case]))
+                for w in sorted(cat.words):
+                    h.update(len(w).to_bytes(4, "little") + w)
+            for tid, cat in ctes:
+                lex[tid] = cat
+                mask |= 1 << tid
+                h.update(b"C" + tid.to_bytes(4, "little"))
                 for w in sorted(cat.words):
                     h.update(len(w).to_bytes(4, "little") + w)
             view = LexiconView(lex, mask, h.hexdigest())

@@ -37,6 +37,7 @@ def role_scopes(
     bind_select_list: bool = False,
     fresh_aliases: bool | None = None,
     hijack_free: bool = True,
+    cte_names: bool = True,
 ) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
@@ -52,6 +53,9 @@ def role_scopes(
     ``hijack_free`` (default on, every dialect): no table alias may spell a table or column
     name of the snapshot (denied ones included: the snapshot is what the service sees) or a
     keyword of :data:`KEYWORD_DIALECTS` (``docs/scope.md``, "No hijacked names").
+    ``cte_names`` (default on): a FROM item read as a CTE reference must spell a CTE name
+    the statement binds there (``docs/scope.md``, "CTE names"); what lets a role grammar
+    built with ``role_grammar(..., ctes=True)`` keep CTE references.
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
@@ -71,4 +75,5 @@ def role_scopes(
         bind_select_list=bind_select_list,
         fresh_aliases=fresh_aliases,
         alias_refuse=refuse,
+        cte_names=cte_names,
     )

@@ -39,6 +39,7 @@ from lark.lexer import PatternStr
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
 from grid_sql.errors import EmptyLanguageError, GrammarError, LexiconError
+from grid_sql.spec.ctes import cte_words
 
 QUOTE_BYTES = b'"`['
 Stack = tuple[int, ...]  # LALR state ids, bottom first
@@ -77,6 +78,15 @@ class SpecGrammar:
         tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool]
         | tuple[
             Mapping[str, frozenset[str]], frozenset[str], bool, bool, frozenset[str], frozenset[str]
+        ]
+        | tuple[
+            Mapping[str, frozenset[str]],
+            frozenset[str],
+            bool,
+            bool,
+            frozenset[str],
+            frozenset[str],
+            bool,
         ]
         | None
     ) = None
@@ -541,8 +551,10 @@ class ScopeSpec:
         fresh: bool = False,
         alias_refuse: frozenset[str] = frozenset(),
         unbindable: frozenset[str] = frozenset(),
+        ctes: bool = False,
     ) -> None:
         self.tables = tables
+        self.ctes = ctes  # CTE references held to the CTE names bound (docs/scope.md)
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
         self.bind = bind
         self.fresh_exposed = fresh
@@ -799,9 +811,25 @@ class ScopeSpec:
     def view(
         self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
     ) -> dict[str, tuple[frozenset[bytes], Any]] | None:
-        """The lexicons at a configuration (None: the grammar's own). A fold of 2 compares
-        every lexeme case-folded, quoted ones too (the names a qualifier may be); a fold of
-        ``EXCLUDE`` does so for words that are refused, every other lexeme admitted."""
+        """The lexicons at a configuration (None: the grammar's own): the column and
+        qualifier rules of :meth:`_column_view`, and at an identifier that can only be a
+        CTE reference the CTE names bound there, compared byte for byte
+        (``spec/ctes.py``)."""
+        view = self._column_view(oracle, stack, forest)
+        words = cte_words(oracle, stack, forest) if self.ctes else None
+        if words is None:
+            return view
+        view = dict(oracle.lexicon) if view is None else view
+        view["IDENT"] = (words, False)
+        return view
+
+    def _column_view(
+        self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
+    ) -> dict[str, tuple[frozenset[bytes], Any]] | None:
+        """The column and qualifier lexicons at a configuration (None: the grammar's own).
+        A fold of 2 compares every lexeme case-folded, quoted ones too (the names a
+        qualifier may be); a fold of ``EXCLUDE`` does so for words that are refused, every
+        other lexeme admitted."""
         if self.fresh:
             fresh = self._fresh_alias(oracle, stack, forest)
             if fresh is not None:

@@ -1,0 +1,42 @@
+"""CTE names as scoped relations in the parser's lexicon views (issue #25 §1).
+
+A role grammar drops ``cte_ref`` unless the scope rule holds it: the rule admits at a FROM
+item an identifier read as a CTE reference only when it spells, byte for byte, a CTE name
+the statement binds where it is written (``ScopeRules.bound_ctes``; ``docs/scope.md``, "CTE
+names"). Kept out of ``incremental.py`` (the runtime calls :func:`cte_ref_words` while it
+builds a scope view); the spec evaluates the same rule on its parse forest
+(``ScopeSpec.cte_words``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..grammar.lexicon import CategoryWords
+
+if TYPE_CHECKING:
+    from ..grammar.scope import ScopeRules
+    from .incremental import ParserRuntime
+    from .stack import StackNode
+
+
+def cte_ref_words(
+    rt: ParserRuntime, node: StackNode, sem: ScopeRules, allowed: int
+) -> tuple[tuple[int, CategoryWords], ...]:
+    """``((IDENT, words),)`` where an ``IDENT`` shifted at ``node`` can only reduce to
+    ``cte_ref`` (its state after the word reduces by ``cte_ref`` and nothing else): the CTE
+    names bound there, compared byte for byte. Else ``()``.
+
+    Why only IDENT: a word of the role's table lexicon lexes as ``TABLE_NAME`` (a CTE named
+    like a readable table is read as that table by the grammar and as the CTE by the
+    database and the checker: both fine); every other word that reaches ``cte_ref`` is an
+    ``IDENT`` or one of the role's schema names. An empty list is no dead end: where a FROM
+    item starts, ``TABLE_NAME`` and ``(`` are allowed too.
+    """
+    tid = sem.t_ident
+    if not sem.cte_names or tid < 0 or not (allowed >> tid) & 1:
+        return ()
+    kinds = rt._reduced_to(rt.shift(node, tid))
+    if kinds is None or kinds != {sem.nt_cte_ref}:
+        return ()
+    return ((tid, CategoryWords(sem.bound_ctes(rt.ctx_at(node)))),)
