@@ -159,6 +159,8 @@ class Item:
     table: str | None
     opaque: bool
     schema: str | None = None  # the schema qualifier written in FROM (``x`` of ``x.t``)
+    # the output aliases of a derived table's query (``cte_names``): columns it defines
+    outs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +185,7 @@ class Bag:
     ctes: tuple[str, ...] = ()
     refs: tuple[Ref, ...] | None = ()
     cte_words: tuple[bytes, ...] = ()  # the CTE names as written (``cte_names``)
+    cte_outs: tuple[str, ...] = ()  # the output aliases of those CTEs' queries
 
 
 def _merge_refs(parts: list[tuple[Ref, ...] | None]) -> tuple[Ref, ...] | None:
@@ -219,12 +222,14 @@ class Context:
     of every WITH clause enclosing the node, and inside a WITH clause being written the
     CTEs it has completed so far, plus the one being written when the clause is
     ``RECURSIVE``; ``rec``: 0 unless the innermost WITH clause being written is ``RECURSIVE``,
-    2 right after a ``,`` of its CTE list (the next word names a CTE), else 1."""
+    2 right after a ``,`` of its CTE list (the next word names a CTE), else 1;
+    ``cte_outs``: the output aliases of the CTEs in ``bound`` (columns they define)."""
 
     levels: tuple[Level, ...] = ()
     ctes: tuple[str, ...] = ()
     bound: tuple[bytes, ...] = ()
     rec: int = 0
+    cte_outs: tuple[str, ...] = ()
 
 
 ROOT_CONTEXT = Context()
@@ -407,10 +412,18 @@ class ScopeRules:
                 tuple(c for b in bags for c in b.ctes),
                 _merge_refs([b.refs for b in bags]),
                 tuple(w for b in bags for w in b.cte_words),
+                tuple(o for b in bags for o in b.cte_outs),
             )
-        if kind == "reset":
-            return None
         rhs = self.rule_rhs[rule]
+        if kind == "reset":
+            # a query: the output aliases of its body (the columns a derived table or CTE
+            # defines; a tuple, not a Bag, so no merge above an expression subquery sees it)
+            if not self.cte_names or "query_body" not in rhs:
+                return None
+            body = children[rhs.index("query_body")]
+            if not isinstance(body, Bag) or not body.aliases:
+                return None
+            return ("o", body.aliases)
         if kind == "name":
             v = children[0] if len(children) == 1 else None
             return v if isinstance(v, bytes) else None
@@ -421,7 +434,9 @@ class ScopeRules:
             v = children[0]
             if not isinstance(v, bytes):
                 return Bag(ctes=(WILDCARD,))
-            return Bag(ctes=(norm_name(v),), cte_words=(v,))
+            q = children[rhs.index("query")] if "query" in rhs else None
+            c_outs = q[1] if isinstance(q, tuple) and "ident_list" not in rhs else ()
+            return Bag(ctes=(norm_name(v),), cte_words=(v,), cte_outs=c_outs)
         if kind == "table_name":
             v = children[-1]
             sq = children[0] if len(children) == 3 else None
@@ -448,7 +463,14 @@ class ScopeRules:
             v = children[0]
             names = (norm_name(v),) if isinstance(v, bytes) else (WILDCARD,)
             return Bag((Item(names, None, True),))
-        return Bag((Item((a_name,) if a_name is not None else (WILDCARD,), None, True),))
+        outs: tuple[str, ...] = ()
+        if rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "query":
+            q = children[1]
+            renamed = isinstance(alias, tuple) and bool(alias[2])
+            outs = q[1] if isinstance(q, tuple) and not renamed else ()
+        return Bag(
+            (Item((a_name,) if a_name is not None else (WILDCARD,), None, True, None, outs),)
+        )
 
     def _ref(self, kind: str, children: list[Any]) -> Ref | None:
         """The reference a ``column_ref`` / ``q.*`` reduction writes (None: no obligation:
@@ -534,26 +556,30 @@ class ScopeRules:
     # ------------------------------------------------------------------ contexts
     def step(self, ctx: Context, symbol: int, value: Any, parent_symbol: int) -> Context:
         """The context of a node pushing ``symbol``/``value`` over a node with ``ctx``."""
-        ctes, bound, rec = ctx.ctes, ctx.bound, ctx.rec
+        ctes, bound, rec, co = ctx.ctes, ctx.bound, ctx.rec, ctx.cte_outs
         if symbol == self.t_select or symbol in self.t_dml:
-            return Context((*ctx.levels, Level(NONE)), ctes, bound, rec)
+            return Context((*ctx.levels, Level(NONE)), ctes, bound, rec, co)
         levels = ctx.levels
         if symbol in self.query_bodies:
             bag = value if isinstance(value, Bag) else EMPTY_BAG
-            return Context((*levels, Level(QB, bag.items, bag.aliases)), ctes, bound, rec)
+            return Context((*levels, Level(QB, bag.items, bag.aliases)), ctes, bound, rec, co)
         if symbol == self.t_with:
-            return Context(levels, (*ctes, WILDCARD), bound, 0)
+            return Context(levels, (*ctes, WILDCARD), bound, 0, co)
         if symbol == self.n_with_clause:
             bag = value if isinstance(value, Bag) else Bag(ctes=(WILDCARD,))
-            return Context(levels, (*ctes, *bag.ctes), (*bound, *bag.cte_words), rec)
+            return Context(
+                levels, (*ctes, *bag.ctes), (*bound, *bag.cte_words), rec, (*co, *bag.cte_outs)
+            )
         if self.cte_names:
             if symbol == self.t_recursive and parent_symbol == self.t_with:
-                return Context(levels, ctes, bound, 1)
+                return Context(levels, ctes, bound, 1, co)
             if rec and symbol == self.t_comma and parent_symbol in self.cte_lists:
-                return Context(levels, ctes, bound, 2)
+                return Context(levels, ctes, bound, 2, co)
             if symbol in self.cte_lists and isinstance(value, Bag):
                 # a CTE of the WITH clause being written is complete: later ones may read it
-                return Context(levels, ctes, (*bound, *value.cte_words), rec)
+                return Context(
+                    levels, ctes, (*bound, *value.cte_words), rec, (*co, *value.cte_outs)
+                )
             if (
                 rec
                 and symbol == self.t_ident
@@ -564,22 +590,28 @@ class ScopeRules:
                 )
             ):
                 # the name of a CTE of a RECURSIVE clause: its own body may read it
-                return Context(levels, ctes, (*bound, value), 1)
+                return Context(levels, ctes, (*bound, value), 1, co)
         if not levels:
             return ctx
         top = levels[-1]
         if symbol == self.n_select_list and top.state == NONE:
             bag = value if isinstance(value, Bag) else EMPTY_BAG
-            return Context((*levels[:-1], Level(NONE, (), bag.aliases, bag.refs)), ctes, bound, rec)
+            return Context(
+                (*levels[:-1], Level(NONE, (), bag.aliases, bag.refs)), ctes, bound, rec, co
+            )
         if parent_symbol == self.n_select_list and top.state == NONE:
             if symbol == self.t_from:
                 return Context(
-                    (*levels[:-1], Level(OPEN, (), top.aliases, top.refs)), ctes, bound, rec
+                    (*levels[:-1], Level(OPEN, (), top.aliases, top.refs)), ctes, bound, rec, co
                 )
             if symbol == self.n_from_clause:
                 bag = value if isinstance(value, Bag) else EMPTY_BAG
                 return Context(
-                    (*levels[:-1], Level(DONE, bag.items, top.aliases, top.refs)), ctes, bound, rec
+                    (*levels[:-1], Level(DONE, bag.items, top.aliases, top.refs)),
+                    ctes,
+                    bound,
+                    rec,
+                    co,
                 )
         if top.state == OPEN and symbol in self.from_items and isinstance(value, Bag):
             return Context(
@@ -587,8 +619,26 @@ class ScopeRules:
                 ctes,
                 bound,
                 rec,
+                co,
             )
         return ctx
+
+    def defined_columns(self, ctx: Context) -> frozenset[str]:
+        """Column names the statement itself defines and a column position may name beyond
+        the role's lexicon (``cte_names``): the output aliases of the CTEs bound in ``ctx``
+        and of the derived tables in the FROM items of its levels, less every column name
+        of the catalog (so such a word can never resolve to a table's column, a hidden one
+        included, whatever the level it is written at) and unknown (``WILDCARD``) names.
+        Admitted only where the position already admits the whole column lexicon: a
+        superset of what may bind there, never a name of the catalog."""
+        if not self.cte_names:
+            return frozenset()
+        names = set(ctx.cte_outs)
+        for lv in ctx.levels:
+            for i in lv.items:
+                names.update(i.outs)
+        names.discard(WILDCARD)
+        return frozenset(names - self.table.all_columns)
 
     def bound_ctes(self, ctx: Context) -> frozenset[bytes]:
         """The CTE names a FROM item may reference by name in ``ctx`` (``cte_names``), as

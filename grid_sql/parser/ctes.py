@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..grammar.lexicon import CategoryWords
 
 if TYPE_CHECKING:
-    from ..grammar.scope import ScopeRules
+    from ..grammar.scope import Context, ScopeRules
     from .incremental import ParserRuntime
     from .stack import StackNode
 
@@ -40,3 +40,19 @@ def cte_ref_words(
     if kinds is None or kinds != {sem.nt_cte_ref}:
         return ()
     return ((tid, CategoryWords(sem.bound_ctes(rt.ctx_at(node)))),)
+
+
+def defined_column_words(
+    rt: ParserRuntime, sem: ScopeRules, ctx: Context
+) -> frozenset[bytes] | None:
+    """At a column position that admits the role's whole column lexicon: the lexicon's
+    ``COLUMN_NAME`` words plus every bare and quoted spelling (lower case) of the columns
+    the statement's CTEs and derived tables define (``ScopeRules.defined_columns``: never a
+    catalog column name); None when there are none (the lexicon alone)."""
+    names = sem.defined_columns(ctx)
+    if not names:
+        return None
+    spelled = rt._spellings(frozenset(n for n in names if n.isascii()), sem.column_tid)
+    if not spelled:
+        return None
+    return rt.lexicon[sem.column_tid].words | spelled

@@ -25,7 +25,7 @@ from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
 from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
-from .ctes import cte_ref_words
+from .ctes import cte_ref_words, defined_column_words
 from .stack import StackNode
 
 
@@ -590,6 +590,8 @@ class ParserRuntime:
             qualified = words is not None and res.qualified
         else:
             qualified = res.qualified  # every column, but no three-part name
+            # the whole lexicon, plus the columns CTEs and derived tables define (or None)
+            words = defined_column_words(self, sem, ctx)
         quals = () if node.symbol == sem.t_dot else self._qualifier_words(node, ctx, allowed)
         if words is None and not qualified and not quals and not ctes:
             return self.base_lex

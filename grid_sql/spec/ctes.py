@@ -7,6 +7,7 @@ differential tests (``tests/scope/test_ctes.py``) bind the two.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lark.parsers.lalr_analysis import Shift
@@ -68,3 +69,50 @@ def cte_words(oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]) -> froz
             ):
                 bound.append(x[1])  # the CTE being written: its own body may read it
     return frozenset(bound)
+
+
+def query_outs(aliases: Callable[[Any], list[str]], query: Any) -> tuple[str, ...]:
+    """The output aliases of a ``query`` tree's body (the columns it defines), by the
+    spec's own alias walk."""
+    for k in query[1]:
+        if not _tok(k) and k[0] == "query_body":
+            return tuple(aliases(k))
+    return ()
+
+
+def _cte_trees(x: Any) -> list[Any]:
+    if _tok(x) or x[0] == "query":
+        return []
+    if x[0] == "cte":
+        return [x]
+    return [c for k in x[1] for c in _cte_trees(k)]
+
+
+def cte_outs(aliases: Callable[[Any], list[str]], forest: tuple[Any, ...]) -> set[str]:
+    """The output aliases of every completed CTE in the forest (of a ``with_clause``, or of
+    a WITH clause still being written); a CTE with a column list defines none here."""
+    out: set[str] = set()
+    for x in forest:
+        if _tok(x) or not (x[0] == "with_clause" or _cte_list(x)):
+            continue
+        for c in _cte_trees(x):
+            kids = c[1]
+            if any(not _tok(k) and k[0] == "ident_list" for k in kids):
+                continue
+            for k in kids:
+                if not _tok(k) and k[0] == "query":
+                    out.update(query_outs(aliases, k))
+    return out
+
+
+def spellings(rx: Any, names: set[str]) -> frozenset[bytes]:
+    """Every bare and quoted spelling of the ASCII ``names`` that ``rx`` matches."""
+    forms: set[str] = set()
+    for q in names:
+        if not q.isascii():
+            continue
+        dq, bq = q.replace('"', '""'), q.replace("`", "``")
+        forms |= {q, f'"{dq}"', f"`{bq}`"}
+        if "]" not in q:
+            forms.add(f"[{q}]")
+    return frozenset(w for w in (f.encode() for f in forms) if rx.fullmatch(w))

@@ -39,7 +39,7 @@ from lark.lexer import PatternStr
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
 from grid_sql.errors import EmptyLanguageError, GrammarError, LexiconError
-from grid_sql.spec.ctes import cte_words
+from grid_sql.spec.ctes import cte_outs, cte_words, query_outs, spellings
 
 QUOTE_BYTES = b'"`['
 Stack = tuple[int, ...]  # LALR state ids, bottom first
@@ -529,10 +529,14 @@ def _tree(x: Any, name: str) -> bool:
     return isinstance(x[1], tuple) and x[0] == name
 
 
+_SpecItem = tuple[frozenset[str], str | None, bool, str | None, tuple[str, ...]]
+# a FROM item: (names, table, columns unknown, schema qualifier, columns it defines)
+
+
 @dataclass
 class _Level:
     state: str  # "select-list" | "from" | "after-from" | "query-tail"
-    items: list[tuple[frozenset[str], str | None, bool, str | None]]
+    items: list[_SpecItem]
     aliases: list[str]
     refs: frozenset[tuple[str | None, str]] | None = frozenset()  # None: too many
     exposed: list[str] = field(default_factory=list)  # names the FROM items so far expose
@@ -571,8 +575,8 @@ class ScopeSpec:
             return [x]
         return [y for k in x[1] for y in self._walk(k, want)]
 
-    def _items(self, x: Any) -> list[tuple[frozenset[str], str | None, bool, str | None]]:
-        out: list[tuple[frozenset[str], str | None, bool, str | None]] = []
+    def _items(self, x: Any) -> list[_SpecItem]:
+        out: list[_SpecItem] = []
         for tp in self._walk(x, "table_primary"):
             kids = tp[1]
             alias = kids[-1] if _tree(kids[-1], "table_alias") else None
@@ -586,13 +590,18 @@ class ScopeSpec:
                 t = _norm(first[1][-1][1])
                 sq = first[1][0] if _tree(first[1][0], "schema_qualifier") else None
                 schema = _norm(sq[1][0][1]) if sq is not None else None
-                out.append((frozenset({t} | ({a_name} if a_name else set())), t, renames, schema))
+                out.append(
+                    (frozenset({t} | ({a_name} if a_name else set())), t, renames, schema, ())
+                )
             elif _tok(first, "LPAR") and _tree(kids[1], "table_ref") and alias is None:
                 out.extend(self._items(kids[1]))
             elif _tree(first, "cte_ref") and alias is None:
-                out.append((frozenset({_norm(first[1][0][1])}), None, True, None))
+                out.append((frozenset({_norm(first[1][0][1])}), None, True, None, ()))
             else:
-                out.append((frozenset({a_name or "*"}), None, True, None))
+                outs: tuple[str, ...] = ()
+                if self.ctes and _tok(first, "LPAR") and _tree(kids[1], "query") and not renames:
+                    outs = query_outs(self._aliases, kids[1])
+                out.append((frozenset({a_name or "*"}), None, True, None, outs))
         return out
 
     def _exposed(self, x: Any) -> list[str]:
@@ -677,10 +686,8 @@ class ScopeSpec:
                 return True
         return False
 
-    def _opaque(
-        self, it: tuple[frozenset[str], str | None, bool, str | None], ctes: list[str]
-    ) -> bool:
-        _, table, renamed, _ = it
+    def _opaque(self, it: _SpecItem, ctes: list[str]) -> bool:
+        _, table, renamed, _, _ = it
         return renamed or table is None or table not in self.tables or "*" in ctes or table in ctes
 
     def _levels(self, forest: tuple[Any, ...]) -> tuple[list[_Level], list[str]]:
@@ -736,7 +743,7 @@ class ScopeSpec:
     def restriction(self, forest: tuple[Any, ...]) -> tuple[frozenset[str] | None, bool]:
         levels, ctes = self._levels(forest)
 
-        def opaque(it: tuple[frozenset[str], str | None, bool, str | None]) -> bool:
+        def opaque(it: _SpecItem) -> bool:
             return self._opaque(it, ctes)
 
         if not levels:
@@ -766,7 +773,7 @@ class ScopeSpec:
         """After ``q.``: (columns admitted or None, no other identifier terminal, no
         continuation valid at all)."""
 
-        def opaque(it: tuple[frozenset[str], str | None, bool, str | None]) -> bool:
+        def opaque(it: _SpecItem) -> bool:
             return self._opaque(it, ctes)
 
         for k in range(len(levels) - 1, -1, -1):
@@ -840,6 +847,14 @@ class ScopeSpec:
             return None
         view: dict[str, tuple[frozenset[bytes], Any]] | None = None
         names, qualified = self.restriction(forest)
+        if names is None and self.ctes:
+            # the whole lexicon, plus the columns CTEs and derived tables define
+            defined = self.defined_columns(forest)
+            extra = spellings(oracle.rx["COLUMN_NAME"], defined) if defined else frozenset()
+            if extra:
+                words, fold = oracle.lexicon["COLUMN_NAME"]
+                view = dict(oracle.lexicon)
+                view["COLUMN_NAME"] = (words | extra, fold)
         if names is not None:
             words, fold = oracle.lexicon["COLUMN_NAME"]
             keep = frozenset(w for w in words if _norm(w) in names)
@@ -933,6 +948,18 @@ class ScopeSpec:
             forms |= {q, f'"{dq}"', f"`{bq}`"}  # not `[q]`: nothing extends it past `]`
         words = frozenset(w for w in (f.encode() for f in forms) if oracle.rx["IDENT"].fullmatch(w))
         return words or None
+
+    def defined_columns(self, forest: tuple[Any, ...]) -> set[str]:
+        """The output aliases of the CTEs completed in the forest and of the derived tables
+        in its levels' FROM items, less every column name of the catalog and unknown names
+        (docs/scope.md, "CTE names")."""
+        levels, _ = self._levels(forest)
+        names = cte_outs(self._aliases, forest)
+        for lv in levels:
+            for it in lv.items:
+                names.update(it[4])
+        names.discard("*")
+        return names - self.all_columns
 
     def qualifier_names(self, forest: tuple[Any, ...]) -> frozenset[str] | None:
         """The names ``q`` for which ``q.`` may go on to a valid reference (None: any):

@@ -161,3 +161,42 @@ def test_masks_exact_at_cte_references() -> None:
         for t in comp.tokens:
             m.accept_token(t)
         assert m.is_accepting(), (p, comp.data)
+
+
+DEFINED_ADMITTED = [
+    # columns a CTE or derived table defines, after the FROM that binds them (or with the
+    # CTE already written before the select list)
+    "WITH st AS (SELECT Name, COUNT(*) AS num_tx FROM singer GROUP BY Name) "
+    "SELECT st.num_tx, st.Name FROM st WHERE num_tx > 1 ORDER BY st.num_tx",
+    "SELECT * FROM (SELECT Name AS n FROM singer) AS d WHERE d.n = 'x' AND n > 1",
+    "SELECT Name FROM singer WHERE Age IN (SELECT * FROM (SELECT Age AS x FROM singer) AS d "
+    "WHERE d.x > 1 ORDER BY x)",
+]
+DEFINED_REFUSED = [
+    # a name no CTE or derived table defines
+    "WITH st AS (SELECT COUNT(*) AS num_tx FROM singer) SELECT st.nosuch FROM st",
+    # a CTE column named like a column of the catalog that the role may not read (stadium's
+    # Capacity) is never admitted: the word could resolve to the hidden column
+    "WITH c AS (SELECT 1 AS Capacity) SELECT * FROM c WHERE Capacity > 1",
+    "SELECT * FROM (SELECT 1 AS Capacity) AS d WHERE d.Capacity > 1",
+    # a derived table's aliases are unknown to the select list written before its FROM
+    "SELECT d.n FROM (SELECT Name AS n FROM singer) AS d",
+]
+
+
+@pytest.mark.parametrize("sql", DEFINED_ADMITTED)
+def test_defined_columns_admitted(sql: str) -> None:
+    assert _admits(cte_role(), sql), sql
+
+
+@pytest.mark.parametrize("sql", DEFINED_REFUSED)
+def test_defined_columns_refused(sql: str) -> None:
+    assert not _admits(cte_role(), sql), sql
+
+
+def test_fast_equals_spec_on_defined_columns() -> None:
+    d = Differential(cte_role())
+    for sql in DEFINED_ADMITTED + DEFINED_REFUSED:
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
