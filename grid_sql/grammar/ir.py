@@ -644,6 +644,7 @@ class Grammar:
                 self.scopes.alias_refuse,
                 unbindable_qualifiers(self, self.scopes),
                 self.scopes.cte_names and "cte_ref" in self.tables.nonterminal_ids,
+                self.scopes.alias_clauses,
             ),
         )
 

@@ -54,6 +54,31 @@ PSEUDO_COLUMNS = frozenset(
 # select list has no obligations (keeps stack values small on very long select lists).
 MAX_REFS = 32
 
+# Clauses whose keyword opens a position where some dialect reads a bare name as an output
+# alias of the select list (ScopeTable.alias_clauses), and the tokens that end the search
+# for the clause a position is in (another clause or construct of the same level, or a
+# nested query's start).
+ALIAS_CLAUSES = {"WHERE": "where", "GROUP": "group", "HAVING": "having", "ORDER": "order"}
+ALIAS_STOPS = frozenset(
+    {
+        "SELECT",
+        "FROM",
+        "JOIN",
+        "ON",
+        "USING",
+        "LIMIT",
+        "OFFSET",
+        "WINDOW",
+        "WITH",
+        "SET",
+        "VALUES",
+        "RETURNING",
+        "UPDATE",
+        "DELETE",
+        "INSERT",
+    }
+)
+
 # Level states of a query level (one per SELECT on the stack).
 NONE, OPEN, DONE, QB = 0, 1, 2, 3
 # NONE: before FROM (select list); OPEN: inside FROM (items so far complete);
@@ -100,7 +125,15 @@ class ScopeTable:
     ``cte_names``: a name read as a CTE reference (``cte_ref``: an identifier in FROM that no
     table lexicon word is) admits only the CTE names the statement binds where it is written
     (``docs/scope.md``, "CTE names"): what lets a role grammar keep ``cte_ref`` without it
-    becoming a way to name any relation. In the fingerprint only when on.
+    becoming a way to name any relation. It also admits the columns CTEs and derived tables
+    define (their output aliases) where the whole column lexicon is admitted. In the
+    fingerprint only when on.
+
+    ``alias_clauses``: the clauses (of ``where``, ``group``, ``having``, ``order``) in which
+    the dialect resolves a bare name to an output alias of the select list
+    (``docs/scope.md``, "Output aliases"); there an unqualified column position also admits
+    the innermost query's output aliases that name no catalog column. In the fingerprint
+    only when non-empty.
     """
 
     def __init__(
@@ -112,6 +145,7 @@ class ScopeTable:
         fresh_aliases: bool = False,
         alias_refuse: Iterable[str] = (),
         cte_names: bool = False,
+        alias_clauses: Iterable[str] = (),
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -122,6 +156,9 @@ class ScopeTable:
         self.fresh_aliases = fresh_aliases
         self.alias_refuse: frozenset[str] = frozenset(norm_name(n) for n in alias_refuse)
         self.cte_names = cte_names
+        self.alias_clauses: frozenset[str] = frozenset(alias_clauses) & frozenset(
+            ALIAS_CLAUSES.values()
+        )
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
@@ -135,6 +172,8 @@ class ScopeTable:
             body["alias_refuse"] = sorted(self.alias_refuse)
         if cte_names:
             body["cte_names"] = True
+        if self.alias_clauses:
+            body["alias_clauses"] = sorted(self.alias_clauses)
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def __repr__(self) -> str:
@@ -338,6 +377,15 @@ class ScopeRules:
         self.cte_names = table.cte_names and "cte_ref" in nts
         self.t_recursive, self.t_comma = t("RECURSIVE"), t("COMMA")
         self.nt_cte_ref = nts.get("cte_ref", -1)
+        # output aliases (ScopeTable.alias_clauses): clause keywords and search stops
+        self.alias_clause_tids: dict[int, str] = {
+            tids[k]: v for k, v in ALIAS_CLAUSES.items() if k in tids and v in table.alias_clauses
+        }
+        self.alias_other_tids: frozenset[int] = frozenset(
+            tids[k]
+            for k in ALIAS_CLAUSES
+            if k in tids and ALIAS_CLAUSES[k] not in table.alias_clauses
+        ) | frozenset(tids[k] for k in ALIAS_STOPS if k in tids)
         self.cte_lists = frozenset(n(x) for x in nts if x == "cte" or x.startswith("__with_clause"))
         self.n_table_name = n("table_name")
         self.n_select_list = n("select_list")
@@ -637,6 +685,15 @@ class ScopeRules:
         for lv in ctx.levels:
             for i in lv.items:
                 names.update(i.outs)
+        names.discard(WILDCARD)
+        return frozenset(names - self.table.all_columns)
+
+    def alias_names(self, ctx: Context) -> frozenset[str]:
+        """The output aliases of the innermost query level that name no catalog column
+        (``alias_clauses``: read where the position is in one of those clauses)."""
+        if not ctx.levels:
+            return frozenset()
+        names = set(ctx.levels[-1].aliases)
         names.discard(WILDCARD)
         return frozenset(names - self.table.all_columns)
 

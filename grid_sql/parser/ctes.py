@@ -43,16 +43,43 @@ def cte_ref_words(
 
 
 def defined_column_words(
-    rt: ParserRuntime, sem: ScopeRules, ctx: Context
+    rt: ParserRuntime, sem: ScopeRules, ctx: Context, aliases: frozenset[str]
 ) -> frozenset[bytes] | None:
     """At a column position that admits the role's whole column lexicon: the lexicon's
     ``COLUMN_NAME`` words plus every bare and quoted spelling (lower case) of the columns
     the statement's CTEs and derived tables define (``ScopeRules.defined_columns``: never a
-    catalog column name); None when there are none (the lexicon alone)."""
-    names = sem.defined_columns(ctx)
-    if not names:
-        return None
-    spelled = rt._spellings(frozenset(n for n in names if n.isascii()), sem.column_tid)
+    catalog column name) and of ``aliases`` (:func:`alias_extra`); None when there are none
+    (the lexicon alone)."""
+    spelled = name_spellings(rt, sem, sem.defined_columns(ctx) | aliases)
     if not spelled:
         return None
     return rt.lexicon[sem.column_tid].words | spelled
+
+
+def name_spellings(rt: ParserRuntime, sem: ScopeRules, names: frozenset[str]) -> frozenset[bytes]:
+    """Every bare and quoted spelling of the ASCII ``names`` that lexes as ``COLUMN_NAME``."""
+    if not names:
+        return frozenset()
+    return rt._spellings(frozenset(n for n in names if n.isascii()), sem.column_tid) or frozenset()
+
+
+def alias_extra(
+    rt: ParserRuntime, node: StackNode, sem: ScopeRules, ctx: Context
+) -> frozenset[str]:
+    """The output aliases an unqualified column position at ``node`` also admits
+    (``ScopeTable.alias_clauses``): those of the innermost query level naming no catalog
+    column (``ScopeRules.alias_names``), when the nearest clause keyword below the position
+    on the stack opens a clause where the dialect resolves output aliases. The search stops
+    at a token that starts another construct of the level or a nested query (``SELECT``,
+    ``FROM``, ``ON``, ``LIMIT``, ...: ``ALIAS_STOPS``) and answers none there."""
+    clauses, other = sem.alias_clause_tids, sem.alias_other_tids
+    if not clauses or node.symbol == sem.t_dot:
+        return frozenset()
+    m: StackNode | None = node
+    while m is not None and m.parent is not None:
+        if m.symbol in clauses:
+            return sem.alias_names(ctx)
+        if m.symbol in other:
+            return frozenset()
+        m = m.parent
+    return frozenset()

@@ -25,7 +25,7 @@ from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
 from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
-from .ctes import cte_ref_words, defined_column_words
+from .ctes import alias_extra, cte_ref_words, defined_column_words, name_spellings
 from .stack import StackNode
 
 
@@ -583,15 +583,19 @@ class ParserRuntime:
         ctx = self.ctx_at(node)
         res = sem.restriction(ctx, qualifier)
         words: frozenset[bytes] | None = None
+        aliases = alias_extra(self, node, sem, ctx) if qualifier is None else frozenset()
         if res.names is not None:
             index = self._col_index
             # never leave a column position with no word (dead end): empty -> unrestricted
             words = frozenset(w for n in res.names for w in index.get(n, ())) or None
             qualified = words is not None and res.qualified
+            spelled = name_spellings(self, sem, aliases)  # output aliases (parser/ctes.py)
+            if spelled:
+                words = (self.lexicon[sem.column_tid].words if words is None else words) | spelled
         else:
             qualified = res.qualified  # every column, but no three-part name
             # the whole lexicon, plus the columns CTEs and derived tables define (or None)
-            words = defined_column_words(self, sem, ctx)
+            words = defined_column_words(self, sem, ctx, aliases)
         quals = () if node.symbol == sem.t_dot else self._qualifier_words(node, ctx, allowed)
         if words is None and not qualified and not quals and not ctes:
             return self.base_lex

@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from .oracle import SpecOracle, Stack
 
 END = "$END"
+# The spec's own copy of the output-alias clause keywords and search stops (docs/scope.md,
+# "Output aliases"; the fast path's are ``grammar/scope.py``'s ALIAS_CLAUSES/ALIAS_STOPS)
+ALIAS_CLAUSES = {"WHERE": "where", "GROUP": "group", "HAVING": "having", "ORDER": "order"}
+ALIAS_STOPS = frozenset(
+    "SELECT FROM JOIN ON USING LIMIT OFFSET WINDOW WITH SET VALUES RETURNING UPDATE DELETE "
+    "INSERT".split()
+)
 
 
 def _tok(x: Any, name: str | None = None) -> bool:

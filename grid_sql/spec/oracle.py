@@ -39,7 +39,14 @@ from lark.lexer import PatternStr
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
 from grid_sql.errors import EmptyLanguageError, GrammarError, LexiconError
-from grid_sql.spec.ctes import cte_outs, cte_words, query_outs, spellings
+from grid_sql.spec.ctes import (
+    ALIAS_CLAUSES,
+    ALIAS_STOPS,
+    cte_outs,
+    cte_words,
+    query_outs,
+    spellings,
+)
 
 QUOTE_BYTES = b'"`['
 Stack = tuple[int, ...]  # LALR state ids, bottom first
@@ -87,6 +94,7 @@ class SpecGrammar:
             frozenset[str],
             frozenset[str],
             bool,
+            frozenset[str],
         ]
         | None
     ) = None
@@ -556,8 +564,10 @@ class ScopeSpec:
         alias_refuse: frozenset[str] = frozenset(),
         unbindable: frozenset[str] = frozenset(),
         ctes: bool = False,
+        alias_clauses: frozenset[str] = frozenset(),
     ) -> None:
         self.tables = tables
+        self.alias_clauses = alias_clauses  # where output aliases resolve (docs/scope.md)
         self.ctes = ctes  # CTE references held to the CTE names bound (docs/scope.md)
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
         self.bind = bind
@@ -847,10 +857,13 @@ class ScopeSpec:
             return None
         view: dict[str, tuple[frozenset[bytes], Any]] | None = None
         names, qualified = self.restriction(forest)
-        if names is None and self.ctes:
-            # the whole lexicon, plus the columns CTEs and derived tables define
-            defined = self.defined_columns(forest)
-            extra = spellings(oracle.rx["COLUMN_NAME"], defined) if defined else frozenset()
+        aliases = self.alias_extra(forest)
+        rx = oracle.rx["COLUMN_NAME"]
+        if names is None:
+            # the whole lexicon, plus the columns CTEs and derived tables define and the
+            # output aliases the clause resolves
+            defined = (self.defined_columns(forest) if self.ctes else set()) | aliases
+            extra = spellings(rx, defined) if defined else frozenset()
             if extra:
                 words, fold = oracle.lexicon["COLUMN_NAME"]
                 view = dict(oracle.lexicon)
@@ -863,6 +876,10 @@ class ScopeSpec:
                 view["COLUMN_NAME"] = (keep, fold)
             else:
                 qualified = False
+            extra = spellings(rx, aliases) if aliases else frozenset()
+            if extra:
+                view = dict(oracle.lexicon) if view is None else view
+                view["COLUMN_NAME"] = ((keep or words) | extra, fold)
         if qualified:
             view = dict(oracle.lexicon) if view is None else view
             for t in _IDENT_TERMINALS:
@@ -948,6 +965,26 @@ class ScopeSpec:
             forms |= {q, f'"{dq}"', f"`{bq}`"}  # not `[q]`: nothing extends it past `]`
         words = frozenset(w for w in (f.encode() for f in forms) if oracle.rx["IDENT"].fullmatch(w))
         return words or None
+
+    def alias_extra(self, forest: tuple[Any, ...]) -> set[str]:
+        """The output aliases of the innermost level naming no catalog column, when the
+        nearest clause keyword in the forest opens a clause of ``alias_clauses`` (none after
+        a ``.``, or when a stop token comes first: docs/scope.md, "Output aliases")."""
+        if not self.alias_clauses or not forest or _tok(forest[-1], "DOT"):
+            return set()
+        for x in reversed(forest):
+            if not _tok(x):
+                continue
+            if x[0] in ALIAS_CLAUSES:
+                if ALIAS_CLAUSES[x[0]] not in self.alias_clauses:
+                    return set()
+                levels, _ = self._levels(forest)
+                if not levels:
+                    return set()
+                return set(levels[-1].aliases) - {"*"} - self.all_columns
+            if x[0] in ALIAS_STOPS:
+                return set()
+        return set()
 
     def defined_columns(self, forest: tuple[Any, ...]) -> set[str]:
         """The output aliases of the CTEs completed in the forest and of the derived tables
