@@ -150,6 +150,13 @@ def test_masks_exact_at_cte_references() -> None:
         b"WITH RECURSIVE r AS (SELECT 1 UNION SELECT * FROM r",
         b"SELECT * FROM ",
         b"SELECT * FROM s",
+        # columns CTEs and derived tables define; output aliases (SQLite: every clause)
+        b"WITH st AS (SELECT COUNT(*) AS num_tx FROM singer) SELECT * FROM st WHERE num",
+        b"WITH st AS (SELECT COUNT(*) AS num_tx FROM singer) SELECT * FROM st AS q WHERE q.",
+        b"SELECT * FROM (SELECT Name AS n FROM singer) AS d WHERE d.",
+        b"SELECT 2 AS yy FROM singer GROUP BY y",
+        b"SELECT 2 AS yy FROM singer GROUP BY yy HAVING ",
+        b"SELECT 2 AS yy FROM singer WHERE 1 IN (SELECT y",
     ]
     for p in prefixes:
         m = guide.matcher()
