@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LexiconError
+from .aliases import ALIAS_CLAUSES, ALIAS_STOPS
 from .fingerprint import fingerprint
 
 if TYPE_CHECKING:
@@ -53,31 +54,6 @@ PSEUDO_COLUMNS = frozenset(
 # At most this many distinct select-list references are tracked per level; beyond, the
 # select list has no obligations (keeps stack values small on very long select lists).
 MAX_REFS = 32
-
-# Clauses whose keyword opens a position where some dialect reads a bare name as an output
-# alias of the select list (ScopeTable.alias_clauses), and the tokens that end the search
-# for the clause a position is in (another clause or construct of the same level, or a
-# nested query's start).
-ALIAS_CLAUSES = {"WHERE": "where", "GROUP": "group", "HAVING": "having", "ORDER": "order"}
-ALIAS_STOPS = frozenset(
-    {
-        "SELECT",
-        "FROM",
-        "JOIN",
-        "ON",
-        "USING",
-        "LIMIT",
-        "OFFSET",
-        "WINDOW",
-        "WITH",
-        "SET",
-        "VALUES",
-        "RETURNING",
-        "UPDATE",
-        "DELETE",
-        "INSERT",
-    }
-)
 
 # Level states of a query level (one per SELECT on the stack).
 NONE, OPEN, DONE, QB = 0, 1, 2, 3

@@ -27,6 +27,7 @@ from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRu
 from ..grammar.tables import LALRTables
 from .ctes import alias_extra, cte_ref_words, defined_column_words, name_spellings
 from .stack import StackNode
+from .views import make_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -569,7 +570,7 @@ class ParserRuntime:
         if not (allowed >> sem.column_tid) & 1:
             if not ctes:
                 return self.base_lex  # no column position: generic keys stay scope-free
-            return self._make_view(sem, None, False, (), ctes)
+            return make_view(self, sem, None, False, (), ctes)
         qualifier = None
         p = node.parent
         if (
@@ -599,54 +600,7 @@ class ParserRuntime:
         quals = () if node.symbol == sem.t_dot else self._qualifier_words(node, ctx, allowed)
         if words is None and not qualified and not quals and not ctes:
             return self.base_lex
-        return self._make_view(sem, words, qualified, quals, ctes)
-
-    def _make_view(
-        self,
-        sem: ScopeRules,
-        words: frozenset[bytes] | None,
-        qualified: bool,
-        quals: tuple[tuple[int, CategoryWords], ...],
-        ctes: tuple[tuple[int, CategoryWords], ...] = (),
-    ) -> LexiconView:
-        """The (memoized) view with COLUMN_NAME held to ``words`` (None: the lexicon's),
-        three-part names blocked when ``qualified``, and the terminals of ``quals`` (words a
-        qualifier may be) and ``ctes`` (CTE names, ``parser/ctes.py``) replaced."""
-        key = (words, qualified, quals, ctes)
-        view = self._views.get(key)
-        if view is None:
-            lex = dict(self.lexicon)
-            mask = self.lexicon_mask
-            h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
-            if words is not None:
-                cw = lex[sem.column_tid]
-                lex[sem.column_tid] = CategoryWords(words, cw.fold_bare_case)
-                h.update(b"q" if qualified else b"u")
-                for w in sorted(words):
-                    h.update(len(w).to_bytes(4, "little") + w)
-            elif qualified:
-                h.update(b"A")  # the whole column lexicon, qualified
-            if qualified:
-                for tid in sem.blocked_after_qualifier:
-                    lex[tid] = CategoryWords(frozenset())
-                    mask |= 1 << tid
-            for tid, cat in quals:
-                lex[tid] = cat
-                mask |= 1 << tid
-                h.update(b"Q" + tid.to_bytes(4, "little") + bytes([cat.fold_quoted_case]))
-                for w in sorted(cat.words):
-                    h.update(len(w).to_bytes(4, "little") + w)
-            for tid, cat in ctes:
-                lex[tid] = cat
-                mask |= 1 << tid
-                h.update(b"C" + tid.to_bytes(4, "little"))
-                for w in sorted(cat.words):
-                    h.update(len(w).to_bytes(4, "little") + w)
-            view = LexiconView(lex, mask, h.hexdigest())
-            if len(self._views) >= VIEW_LIMIT:
-                self._views.clear()
-            self._views[key] = view
-        return view
+        return make_view(self, sem, words, qualified, quals, ctes)
 
     def _alias_view(self, node: StackNode, sem: ScopeRules) -> LexiconView | None:
         """At a table's alias (an IDENT that can only reduce to ``table_alias``, after a
