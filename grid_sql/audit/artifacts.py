@@ -89,6 +89,10 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             body["scopes"]["fresh_aliases"] = True
         if grammar.scopes.alias_refuse:  # likewise
             body["scopes"]["alias_refuse"] = sorted(grammar.scopes.alias_refuse)
+        if grammar.scopes.cte_names:  # likewise
+            body["scopes"]["cte_names"] = True
+        if grammar.scopes.alias_clauses:  # likewise
+            body["scopes"]["alias_clauses"] = sorted(grammar.scopes.alias_clauses)
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -146,6 +150,8 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     bind_select_list=bool(sc.get("bind_select_list", False)),
                     fresh_aliases=bool(sc.get("fresh_aliases", False)),
                     alias_refuse=sc.get("alias_refuse", ()),
+                    cte_names=bool(sc.get("cte_names", False)),
+                    alias_clauses=sc.get("alias_clauses", ()),
                 )
             )
     except AuditError:

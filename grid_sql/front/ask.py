@@ -150,9 +150,12 @@ def role_grammar_for(
         hit = _ROLE_GRAMMARS.get(key)
     if hit is not None:
         return hit
-    grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy)
+    # CTE references are kept only where the scope rule holds them to bound CTE names
+    grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy, ctes=scopes)
     if scopes and grammar.lexicon is not None and "COLUMN_NAME" in grammar.lexicon:
         grammar = grammar.with_scopes(role_scopes(snapshot, bind_select_list=bind_select_list))
+    elif scopes:  # no scope rule to hold CTE references to bound names: drop them
+        grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy)
     with _GUIDES_LOCK:
         return _ROLE_GRAMMARS.setdefault(key, grammar)
 

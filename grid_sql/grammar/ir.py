@@ -633,6 +633,8 @@ class Grammar:
                 self.scopes.fresh_aliases,
                 self.scopes.alias_refuse,
                 unbindable_qualifiers(self, self.scopes),
+                self.scopes.cte_names and "cte_ref" in self.tables.nonterminal_ids,
+                self.scopes.alias_clauses,
             ),
         )
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LexiconError
+from .aliases import ALIAS_CLAUSES, ALIAS_STOPS
 from .fingerprint import fingerprint
 
 if TYPE_CHECKING:
@@ -96,6 +97,19 @@ class ScopeTable:
     ``JOIN invoiceline AS TOP`` cannot be written. A deliberate narrowing, not a soundness
     rule: such an alias is valid SQL, but it makes a blocked name or a foreign idiom look
     answered. In the fingerprint only when non-empty.
+
+    ``cte_names``: a name read as a CTE reference (``cte_ref``: an identifier in FROM that no
+    table lexicon word is) admits only the CTE names the statement binds where it is written
+    (``docs/scope.md``, "CTE names"): what lets a role grammar keep ``cte_ref`` without it
+    becoming a way to name any relation. It also admits the columns CTEs and derived tables
+    define (their output aliases) where the whole column lexicon is admitted. In the
+    fingerprint only when on.
+
+    ``alias_clauses``: the clauses (of ``where``, ``group``, ``having``, ``order``) in which
+    the dialect resolves a bare name to an output alias of the select list
+    (``docs/scope.md``, "Output aliases"); there an unqualified column position also admits
+    the innermost query's output aliases that name no catalog column. In the fingerprint
+    only when non-empty.
     """
 
     def __init__(
@@ -106,6 +120,8 @@ class ScopeTable:
         bind_select_list: bool = False,
         fresh_aliases: bool = False,
         alias_refuse: Iterable[str] = (),
+        cte_names: bool = False,
+        alias_clauses: Iterable[str] = (),
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -115,6 +131,10 @@ class ScopeTable:
         self.bind_select_list = bind_select_list
         self.fresh_aliases = fresh_aliases
         self.alias_refuse: frozenset[str] = frozenset(norm_name(n) for n in alias_refuse)
+        self.cte_names = cte_names
+        self.alias_clauses: frozenset[str] = frozenset(alias_clauses) & frozenset(
+            ALIAS_CLAUSES.values()
+        )
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
@@ -126,6 +146,10 @@ class ScopeTable:
             body["fresh_aliases"] = True
         if self.alias_refuse:
             body["alias_refuse"] = sorted(self.alias_refuse)
+        if cte_names:
+            body["cte_names"] = True
+        if self.alias_clauses:
+            body["alias_clauses"] = sorted(self.alias_clauses)
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def __repr__(self) -> str:
@@ -150,6 +174,8 @@ class Item:
     table: str | None
     opaque: bool
     schema: str | None = None  # the schema qualifier written in FROM (``x`` of ``x.t``)
+    # the output aliases of a derived table's query (``cte_names``): columns it defines
+    outs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +199,8 @@ class Bag:
     aliases: tuple[str, ...] = ()
     ctes: tuple[str, ...] = ()
     refs: tuple[Ref, ...] | None = ()
+    cte_words: tuple[bytes, ...] = ()  # the CTE names as written (``cte_names``)
+    cte_outs: tuple[str, ...] = ()  # the output aliases of those CTEs' queries
 
 
 def _merge_refs(parts: list[tuple[Ref, ...] | None]) -> tuple[Ref, ...] | None:
@@ -203,10 +231,20 @@ class Level:
 @dataclass(frozen=True, slots=True)
 class Context:
     """The scope context of a stack node: the query levels (outermost first) and the CTE
-    names visible (None: none; WILDCARD in the tuple: unknown, inside a WITH clause)."""
+    names visible (None: none; WILDCARD in the tuple: unknown, inside a WITH clause).
+
+    ``bound``: the CTE names (as written) a FROM item may reference here (``cte_names``): those
+    of every WITH clause enclosing the node, and inside a WITH clause being written the
+    CTEs it has completed so far, plus the one being written when the clause is
+    ``RECURSIVE``; ``rec``: 0 unless the innermost WITH clause being written is ``RECURSIVE``,
+    2 right after a ``,`` of its CTE list (the next word names a CTE), else 1;
+    ``cte_outs``: the output aliases of the CTEs in ``bound`` (columns they define)."""
 
     levels: tuple[Level, ...] = ()
     ctes: tuple[str, ...] = ()
+    bound: tuple[bytes, ...] = ()
+    rec: int = 0
+    cte_outs: tuple[str, ...] = ()
 
 
 ROOT_CONTEXT = Context()
@@ -310,6 +348,21 @@ class ScopeRules:
         self.alias_refuse = table.alias_refuse
         self.t_ident, self.t_as, self.t_lpar = t("IDENT"), t("AS"), t("LPAR")
         self.nt_table_alias = nts.get("table_alias", -1)
+        # CTE names (ScopeTable.cte_names): where a completed CTE, a RECURSIVE clause's CTE
+        # name and a cte_ref are read
+        self.cte_names = table.cte_names and "cte_ref" in nts
+        self.t_recursive, self.t_comma = t("RECURSIVE"), t("COMMA")
+        self.nt_cte_ref = nts.get("cte_ref", -1)
+        # output aliases (ScopeTable.alias_clauses): clause keywords and search stops
+        self.alias_clause_tids: dict[int, str] = {
+            tids[k]: v for k, v in ALIAS_CLAUSES.items() if k in tids and v in table.alias_clauses
+        }
+        self.alias_other_tids: frozenset[int] = frozenset(
+            tids[k]
+            for k in ALIAS_CLAUSES
+            if k in tids and ALIAS_CLAUSES[k] not in table.alias_clauses
+        ) | frozenset(tids[k] for k in ALIAS_STOPS if k in tids)
+        self.cte_lists = frozenset(n(x) for x in nts if x == "cte" or x.startswith("__with_clause"))
         self.n_table_name = n("table_name")
         self.n_select_list = n("select_list")
         self.n_from_clause = n("from_clause")
@@ -382,10 +435,19 @@ class ScopeRules:
                 tuple(a for b in bags for a in b.aliases),
                 tuple(c for b in bags for c in b.ctes),
                 _merge_refs([b.refs for b in bags]),
+                tuple(w for b in bags for w in b.cte_words),
+                tuple(o for b in bags for o in b.cte_outs),
             )
-        if kind == "reset":
-            return None
         rhs = self.rule_rhs[rule]
+        if kind == "reset":
+            # a query: the output aliases of its body (the columns a derived table or CTE
+            # defines; a tuple, not a Bag, so no merge above an expression subquery sees it)
+            if not self.cte_names or "query_body" not in rhs:
+                return None
+            body = children[rhs.index("query_body")]
+            if not isinstance(body, Bag) or not body.aliases:
+                return None
+            return ("o", body.aliases)
         if kind == "name":
             v = children[0] if len(children) == 1 else None
             return v if isinstance(v, bytes) else None
@@ -394,7 +456,11 @@ class ScopeRules:
             return Bag(aliases=(norm_name(v) if isinstance(v, bytes) else WILDCARD,))
         if kind == "cte":
             v = children[0]
-            return Bag(ctes=(norm_name(v),)) if isinstance(v, bytes) else Bag(ctes=(WILDCARD,))
+            if not isinstance(v, bytes):
+                return Bag(ctes=(WILDCARD,))
+            q = children[rhs.index("query")] if "query" in rhs else None
+            c_outs = q[1] if isinstance(q, tuple) and "ident_list" not in rhs else ()
+            return Bag(ctes=(norm_name(v),), cte_words=(v,), cte_outs=c_outs)
         if kind == "table_name":
             v = children[-1]
             sq = children[0] if len(children) == 3 else None
@@ -421,7 +487,14 @@ class ScopeRules:
             v = children[0]
             names = (norm_name(v),) if isinstance(v, bytes) else (WILDCARD,)
             return Bag((Item(names, None, True),))
-        return Bag((Item((a_name,) if a_name is not None else (WILDCARD,), None, True),))
+        outs: tuple[str, ...] = ()
+        if rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "query":
+            q = children[1]
+            renamed = isinstance(alias, tuple) and bool(alias[2])
+            outs = q[1] if isinstance(q, tuple) and not renamed else ()
+        return Bag(
+            (Item((a_name,) if a_name is not None else (WILDCARD,), None, True, None, outs),)
+        )
 
     def _ref(self, kind: str, children: list[Any]) -> Ref | None:
         """The reference a ``column_ref`` / ``q.*`` reduction writes (None: no obligation:
@@ -507,37 +580,105 @@ class ScopeRules:
     # ------------------------------------------------------------------ contexts
     def step(self, ctx: Context, symbol: int, value: Any, parent_symbol: int) -> Context:
         """The context of a node pushing ``symbol``/``value`` over a node with ``ctx``."""
+        ctes, bound, rec, co = ctx.ctes, ctx.bound, ctx.rec, ctx.cte_outs
         if symbol == self.t_select or symbol in self.t_dml:
-            return Context((*ctx.levels, Level(NONE)), ctx.ctes)
+            return Context((*ctx.levels, Level(NONE)), ctes, bound, rec, co)
         levels = ctx.levels
         if symbol in self.query_bodies:
             bag = value if isinstance(value, Bag) else EMPTY_BAG
-            return Context((*levels, Level(QB, bag.items, bag.aliases)), ctx.ctes)
+            return Context((*levels, Level(QB, bag.items, bag.aliases)), ctes, bound, rec, co)
         if symbol == self.t_with:
-            return Context(levels, (*ctx.ctes, WILDCARD))
+            return Context(levels, (*ctes, WILDCARD), bound, 0, co)
         if symbol == self.n_with_clause:
             bag = value if isinstance(value, Bag) else Bag(ctes=(WILDCARD,))
-            return Context(levels, (*ctx.ctes, *bag.ctes))
+            return Context(
+                levels, (*ctes, *bag.ctes), (*bound, *bag.cte_words), rec, (*co, *bag.cte_outs)
+            )
+        if self.cte_names:
+            if symbol == self.t_recursive and parent_symbol == self.t_with:
+                return Context(levels, ctes, bound, 1, co)
+            if rec and symbol == self.t_comma and parent_symbol in self.cte_lists:
+                return Context(levels, ctes, bound, 2, co)
+            if symbol in self.cte_lists and isinstance(value, Bag):
+                # a CTE of the WITH clause being written is complete: later ones may read it
+                return Context(
+                    levels, ctes, (*bound, *value.cte_words), rec, (*co, *value.cte_outs)
+                )
+            if (
+                rec
+                and symbol == self.t_ident
+                and isinstance(value, bytes)
+                and (
+                    (parent_symbol == self.t_recursive and rec == 1)
+                    or (parent_symbol == self.t_comma and rec == 2)
+                )
+            ):
+                # the name of a CTE of a RECURSIVE clause: its own body may read it
+                return Context(levels, ctes, (*bound, value), 1, co)
         if not levels:
             return ctx
         top = levels[-1]
         if symbol == self.n_select_list and top.state == NONE:
             bag = value if isinstance(value, Bag) else EMPTY_BAG
-            return Context((*levels[:-1], Level(NONE, (), bag.aliases, bag.refs)), ctx.ctes)
+            return Context(
+                (*levels[:-1], Level(NONE, (), bag.aliases, bag.refs)), ctes, bound, rec, co
+            )
         if parent_symbol == self.n_select_list and top.state == NONE:
             if symbol == self.t_from:
-                return Context((*levels[:-1], Level(OPEN, (), top.aliases, top.refs)), ctx.ctes)
+                return Context(
+                    (*levels[:-1], Level(OPEN, (), top.aliases, top.refs)), ctes, bound, rec, co
+                )
             if symbol == self.n_from_clause:
                 bag = value if isinstance(value, Bag) else EMPTY_BAG
                 return Context(
-                    (*levels[:-1], Level(DONE, bag.items, top.aliases, top.refs)), ctx.ctes
+                    (*levels[:-1], Level(DONE, bag.items, top.aliases, top.refs)),
+                    ctes,
+                    bound,
+                    rec,
+                    co,
                 )
         if top.state == OPEN and symbol in self.from_items and isinstance(value, Bag):
             return Context(
                 (*levels[:-1], Level(OPEN, top.items + value.items, top.aliases, top.refs)),
-                ctx.ctes,
+                ctes,
+                bound,
+                rec,
+                co,
             )
         return ctx
+
+    def defined_columns(self, ctx: Context) -> frozenset[str]:
+        """Column names the statement itself defines and a column position may name beyond
+        the role's lexicon (``cte_names``): the output aliases of the CTEs bound in ``ctx``
+        and of the derived tables in the FROM items of its levels, less every column name
+        of the catalog (so such a word can never resolve to a table's column, a hidden one
+        included, whatever the level it is written at) and unknown (``WILDCARD``) names.
+        Admitted only where the position already admits the whole column lexicon: a
+        superset of what may bind there, never a name of the catalog."""
+        if not self.cte_names:
+            return frozenset()
+        names = set(ctx.cte_outs)
+        for lv in ctx.levels:
+            for i in lv.items:
+                names.update(i.outs)
+        names.discard(WILDCARD)
+        return frozenset(names - self.table.all_columns)
+
+    def alias_names(self, ctx: Context) -> frozenset[str]:
+        """The output aliases of the innermost query level that name no catalog column
+        (``alias_clauses``: read where the position is in one of those clauses)."""
+        if not ctx.levels:
+            return frozenset()
+        names = set(ctx.levels[-1].aliases)
+        names.discard(WILDCARD)
+        return frozenset(names - self.table.all_columns)
+
+    def bound_ctes(self, ctx: Context) -> frozenset[bytes]:
+        """The CTE names a FROM item may reference by name in ``ctx`` (``cte_names``), as
+        they were written: a reference must spell one byte for byte, so it resolves to the
+        CTE in every dialect whatever its case and quoting rules (a case-folded match could
+        be a different relation on PostgreSQL: ``"Foo"`` is not ``foo``)."""
+        return frozenset(ctx.bound)
 
     def _item_opaque(self, item: Item, ctes: tuple[str, ...]) -> bool:
         if item.opaque or item.table is None or item.table not in self.table.columns:

@@ -199,7 +199,15 @@ class ReserveTable:
             # tokens dominate; the tie-break keeps executable fillers first (SELECT 0, not
             # SELECT * with no FROM)
             cost[t] = float(_SCALE * max(1, len(toks)) + (names[t].name in _DISFAVOURED))
-        rules = [(self._sym(r.lhs), tuple(self._sym(s) for s in r.rhs)) for r in self.grammar.rules]
+        # Under the CTE-name rule (grammar/scope.py ``cte_names``) a CTE reference admits
+        # only the CTE names bound where it is written, often none: never the cheapest way
+        # to write a FROM item (a table name is allowed wherever a CTE reference is)
+        skip = "cte_ref" if self.rt.sem is not None and self.rt.sem.cte_names else None
+        rules = [
+            (self._sym(r.lhs), tuple(self._sym(s) for s in r.rhs))
+            for r in self.grammar.rules
+            if r.lhs != skip
+        ]
         changed = True
         while changed:
             changed = False

@@ -25,7 +25,9 @@ from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
 from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
+from .ctes import alias_extra, cte_ref_words, defined_column_words, name_spellings
 from .stack import StackNode
+from .views import make_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -564,8 +566,11 @@ class ParserRuntime:
             view = self._alias_view(node, sem)
             if view is not None:
                 return view
+        ctes = cte_ref_words(self, node, sem, allowed)
         if not (allowed >> sem.column_tid) & 1:
-            return self.base_lex  # no column position: generic keys stay scope-free
+            if not ctes:
+                return self.base_lex  # no column position: generic keys stay scope-free
+            return make_view(self, sem, None, False, (), ctes)
         qualifier = None
         p = node.parent
         if (
@@ -579,45 +584,23 @@ class ParserRuntime:
         ctx = self.ctx_at(node)
         res = sem.restriction(ctx, qualifier)
         words: frozenset[bytes] | None = None
+        aliases = alias_extra(self, node, sem, ctx) if qualifier is None else frozenset()
         if res.names is not None:
             index = self._col_index
             # never leave a column position with no word (dead end): empty -> unrestricted
             words = frozenset(w for n in res.names for w in index.get(n, ())) or None
             qualified = words is not None and res.qualified
+            spelled = name_spellings(self, sem, aliases)  # output aliases (parser/ctes.py)
+            if spelled:
+                words = (self.lexicon[sem.column_tid].words if words is None else words) | spelled
         else:
             qualified = res.qualified  # every column, but no three-part name
+            # the whole lexicon, plus the columns CTEs and derived tables define (or None)
+            words = defined_column_words(self, sem, ctx, aliases)
         quals = () if node.symbol == sem.t_dot else self._qualifier_words(node, ctx, allowed)
-        if words is None and not qualified and not quals:
+        if words is None and not qualified and not quals and not ctes:
             return self.base_lex
-        key = (words, qualified, quals)
-        view = self._views.get(key)
-        if view is None:
-            lex = dict(self.lexicon)
-            mask = self.lexicon_mask
-            h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
-            if words is not None:
-                cw = lex[sem.column_tid]
-                lex[sem.column_tid] = CategoryWords(words, cw.fold_bare_case)
-                h.update(b"q" if qualified else b"u")
-                for w in sorted(words):
-                    h.update(len(w).to_bytes(4, "little") + w)
-            elif qualified:
-                h.update(b"A")  # the whole column lexicon, qualified
-            if qualified:
-                for tid in sem.blocked_after_qualifier:
-                    lex[tid] = CategoryWords(frozenset())
-                    mask |= 1 << tid
-            for tid, cat in quals:
-                lex[tid] = cat
-                mask |= 1 << tid
-                h.update(b"Q" + tid.to_bytes(4, "little") + bytes([cat.fold_quoted_case]))
-                for w in sorted(cat.words):
-                    h.update(len(w).to_bytes(4, "little") + w)
-            view = LexiconView(lex, mask, h.hexdigest())
-            if len(self._views) >= VIEW_LIMIT:
-                self._views.clear()
-            self._views[key] = view
-        return view
+        return make_view(self, sem, words, qualified, quals, ctes)
 
     def _alias_view(self, node: StackNode, sem: ScopeRules) -> LexiconView | None:
         """At a table's alias (an IDENT that can only reduce to ``table_alias``, after a

@@ -123,6 +123,7 @@ def role_grammar(
     *,
     functions: bool = True,
     extra_functions: Iterable[str] = (),
+    ctes: bool = False,
 ) -> Grammar:
     """The role's projected, lexicon-restricted grammar (raises EmptyLanguageError if none).
 
@@ -132,6 +133,11 @@ def role_grammar(
     leaves them unrestricted, as before the category existed. The checker refuses a call
     outside ``allowed_functions`` either way, so ``extra_functions`` only widens what can be
     generated, not what runs: add a function to the policy to run it.
+
+    ``ctes``: keep ``cte_ref`` (a FROM item naming a CTE), which a strict role otherwise
+    drops because it accepts any name. Only sound together with scopes whose
+    ``cte_names`` rule holds it to the CTE names the statement binds
+    (``role_scopes(..., cte_names=True)``, the default): the caller must add them.
     """
     statements = {r.rhs[0] for r in grammar.rules if r.lhs == "statement" and len(r.rhs) == 1}
     keep = {
@@ -141,7 +147,7 @@ def role_grammar(
         if rule in statements
     }
     nts = set(grammar.nonterminals)
-    drop = {d for d in STRICT_DROPS if d in nts}
+    drop = {d for d in STRICT_DROPS if d in nts and not (ctes and d == "cte_ref")}
     drop |= {c for c in policy.banned_clauses if c in nts}
     drop |= {r for c in policy.banned_clauses for r in CLAUSE_RULES.get(c, ()) if r in nts}
     drop |= {

@@ -14,6 +14,15 @@ from ..schema.model import SchemaSnapshot
 # Dialects whose keywords no table alias may spell: the three supported ones and T-SQL, whose
 # idioms (`TOP 5`) small models write in every dialect (issue #30: `JOIN invoiceline AS TOP`).
 KEYWORD_DIALECTS = ("sqlite", "postgres", "mysql", "tsql")
+# Where each dialect reads a bare name as an output alias of the select list: SQLite in
+# WHERE, GROUP BY, HAVING and ORDER BY expressions; MySQL in GROUP BY, HAVING and ORDER BY
+# (not WHERE); PostgreSQL in GROUP BY (a bare ORDER BY alias is the grammar's
+# `output_alias` already; an alias inside an ORDER BY expression or in HAVING is an error)
+ALIAS_CLAUSES_OF: dict[str, tuple[str, ...]] = {
+    "sqlite": ("where", "group", "having", "order"),
+    "mysql": ("group", "having", "order"),
+    "postgresql": ("group",),
+}
 
 
 @functools.cache
@@ -37,6 +46,8 @@ def role_scopes(
     bind_select_list: bool = False,
     fresh_aliases: bool | None = None,
     hijack_free: bool = True,
+    cte_names: bool = True,
+    output_aliases: bool = True,
 ) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
@@ -52,6 +63,12 @@ def role_scopes(
     ``hijack_free`` (default on, every dialect): no table alias may spell a table or column
     name of the snapshot (denied ones included: the snapshot is what the service sees) or a
     keyword of :data:`KEYWORD_DIALECTS` (``docs/scope.md``, "No hijacked names").
+    ``cte_names`` (default on): a FROM item read as a CTE reference must spell a CTE name
+    the statement binds there (``docs/scope.md``, "CTE names"); what lets a role grammar
+    built with ``role_grammar(..., ctes=True)`` keep CTE references.
+    ``output_aliases`` (default on): a bare name may be an output alias of the select list
+    in the clauses where the snapshot's dialect resolves one (:data:`ALIAS_CLAUSES_OF`;
+    ``docs/scope.md``, "Output aliases").
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
@@ -71,4 +88,6 @@ def role_scopes(
         bind_select_list=bind_select_list,
         fresh_aliases=fresh_aliases,
         alias_refuse=refuse,
+        cte_names=cte_names,
+        alias_clauses=ALIAS_CLAUSES_OF.get(snapshot.dialect, ()) if output_aliases else (),
     )

@@ -39,6 +39,14 @@ from lark.lexer import PatternStr
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
 from grid_sql.errors import EmptyLanguageError, GrammarError, LexiconError
+from grid_sql.spec.ctes import (
+    ALIAS_CLAUSES,
+    ALIAS_STOPS,
+    cte_outs,
+    cte_words,
+    query_outs,
+    spellings,
+)
 
 QUOTE_BYTES = b'"`['
 Stack = tuple[int, ...]  # LALR state ids, bottom first
@@ -77,6 +85,16 @@ class SpecGrammar:
         tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool]
         | tuple[
             Mapping[str, frozenset[str]], frozenset[str], bool, bool, frozenset[str], frozenset[str]
+        ]
+        | tuple[
+            Mapping[str, frozenset[str]],
+            frozenset[str],
+            bool,
+            bool,
+            frozenset[str],
+            frozenset[str],
+            bool,
+            frozenset[str],
         ]
         | None
     ) = None
@@ -519,10 +537,14 @@ def _tree(x: Any, name: str) -> bool:
     return isinstance(x[1], tuple) and x[0] == name
 
 
+_SpecItem = tuple[frozenset[str], str | None, bool, str | None, tuple[str, ...]]
+# a FROM item: (names, table, columns unknown, schema qualifier, columns it defines)
+
+
 @dataclass
 class _Level:
     state: str  # "select-list" | "from" | "after-from" | "query-tail"
-    items: list[tuple[frozenset[str], str | None, bool, str | None]]
+    items: list[_SpecItem]
     aliases: list[str]
     refs: frozenset[tuple[str | None, str]] | None = frozenset()  # None: too many
     exposed: list[str] = field(default_factory=list)  # names the FROM items so far expose
@@ -541,8 +563,12 @@ class ScopeSpec:
         fresh: bool = False,
         alias_refuse: frozenset[str] = frozenset(),
         unbindable: frozenset[str] = frozenset(),
+        ctes: bool = False,
+        alias_clauses: frozenset[str] = frozenset(),
     ) -> None:
         self.tables = tables
+        self.alias_clauses = alias_clauses  # where output aliases resolve (docs/scope.md)
+        self.ctes = ctes  # CTE references held to the CTE names bound (docs/scope.md)
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
         self.bind = bind
         self.fresh_exposed = fresh
@@ -559,8 +585,8 @@ class ScopeSpec:
             return [x]
         return [y for k in x[1] for y in self._walk(k, want)]
 
-    def _items(self, x: Any) -> list[tuple[frozenset[str], str | None, bool, str | None]]:
-        out: list[tuple[frozenset[str], str | None, bool, str | None]] = []
+    def _items(self, x: Any) -> list[_SpecItem]:
+        out: list[_SpecItem] = []
         for tp in self._walk(x, "table_primary"):
             kids = tp[1]
             alias = kids[-1] if _tree(kids[-1], "table_alias") else None
@@ -574,13 +600,18 @@ class ScopeSpec:
                 t = _norm(first[1][-1][1])
                 sq = first[1][0] if _tree(first[1][0], "schema_qualifier") else None
                 schema = _norm(sq[1][0][1]) if sq is not None else None
-                out.append((frozenset({t} | ({a_name} if a_name else set())), t, renames, schema))
+                out.append(
+                    (frozenset({t} | ({a_name} if a_name else set())), t, renames, schema, ())
+                )
             elif _tok(first, "LPAR") and _tree(kids[1], "table_ref") and alias is None:
                 out.extend(self._items(kids[1]))
             elif _tree(first, "cte_ref") and alias is None:
-                out.append((frozenset({_norm(first[1][0][1])}), None, True, None))
+                out.append((frozenset({_norm(first[1][0][1])}), None, True, None, ()))
             else:
-                out.append((frozenset({a_name or "*"}), None, True, None))
+                outs: tuple[str, ...] = ()
+                if self.ctes and _tok(first, "LPAR") and _tree(kids[1], "query") and not renames:
+                    outs = query_outs(self._aliases, kids[1])
+                out.append((frozenset({a_name or "*"}), None, True, None, outs))
         return out
 
     def _exposed(self, x: Any) -> list[str]:
@@ -665,10 +696,8 @@ class ScopeSpec:
                 return True
         return False
 
-    def _opaque(
-        self, it: tuple[frozenset[str], str | None, bool, str | None], ctes: list[str]
-    ) -> bool:
-        _, table, renamed, _ = it
+    def _opaque(self, it: _SpecItem, ctes: list[str]) -> bool:
+        _, table, renamed, _, _ = it
         return renamed or table is None or table not in self.tables or "*" in ctes or table in ctes
 
     def _levels(self, forest: tuple[Any, ...]) -> tuple[list[_Level], list[str]]:
@@ -724,7 +753,7 @@ class ScopeSpec:
     def restriction(self, forest: tuple[Any, ...]) -> tuple[frozenset[str] | None, bool]:
         levels, ctes = self._levels(forest)
 
-        def opaque(it: tuple[frozenset[str], str | None, bool, str | None]) -> bool:
+        def opaque(it: _SpecItem) -> bool:
             return self._opaque(it, ctes)
 
         if not levels:
@@ -754,7 +783,7 @@ class ScopeSpec:
         """After ``q.``: (columns admitted or None, no other identifier terminal, no
         continuation valid at all)."""
 
-        def opaque(it: tuple[frozenset[str], str | None, bool, str | None]) -> bool:
+        def opaque(it: _SpecItem) -> bool:
             return self._opaque(it, ctes)
 
         for k in range(len(levels) - 1, -1, -1):
@@ -799,9 +828,25 @@ class ScopeSpec:
     def view(
         self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
     ) -> dict[str, tuple[frozenset[bytes], Any]] | None:
-        """The lexicons at a configuration (None: the grammar's own). A fold of 2 compares
-        every lexeme case-folded, quoted ones too (the names a qualifier may be); a fold of
-        ``EXCLUDE`` does so for words that are refused, every other lexeme admitted."""
+        """The lexicons at a configuration (None: the grammar's own): the column and
+        qualifier rules of :meth:`_column_view`, and at an identifier that can only be a
+        CTE reference the CTE names bound there, compared byte for byte
+        (``spec/ctes.py``)."""
+        view = self._column_view(oracle, stack, forest)
+        words = cte_words(oracle, stack, forest) if self.ctes else None
+        if words is None:
+            return view
+        view = dict(oracle.lexicon) if view is None else view
+        view["IDENT"] = (words, False)
+        return view
+
+    def _column_view(
+        self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
+    ) -> dict[str, tuple[frozenset[bytes], Any]] | None:
+        """The column and qualifier lexicons at a configuration (None: the grammar's own).
+        A fold of 2 compares every lexeme case-folded, quoted ones too (the names a
+        qualifier may be); a fold of ``EXCLUDE`` does so for words that are refused, every
+        other lexeme admitted."""
         if self.fresh:
             fresh = self._fresh_alias(oracle, stack, forest)
             if fresh is not None:
@@ -812,6 +857,17 @@ class ScopeSpec:
             return None
         view: dict[str, tuple[frozenset[bytes], Any]] | None = None
         names, qualified = self.restriction(forest)
+        aliases = self.alias_extra(forest)
+        rx = oracle.rx["COLUMN_NAME"]
+        if names is None:
+            # the whole lexicon, plus the columns CTEs and derived tables define and the
+            # output aliases the clause resolves
+            defined = (self.defined_columns(forest) if self.ctes else set()) | aliases
+            extra = spellings(rx, defined) if defined else frozenset()
+            if extra:
+                words, fold = oracle.lexicon["COLUMN_NAME"]
+                view = dict(oracle.lexicon)
+                view["COLUMN_NAME"] = (words | extra, fold)
         if names is not None:
             words, fold = oracle.lexicon["COLUMN_NAME"]
             keep = frozenset(w for w in words if _norm(w) in names)
@@ -820,6 +876,10 @@ class ScopeSpec:
                 view["COLUMN_NAME"] = (keep, fold)
             else:
                 qualified = False
+            extra = spellings(rx, aliases) if aliases else frozenset()
+            if extra:
+                view = dict(oracle.lexicon) if view is None else view
+                view["COLUMN_NAME"] = ((keep or words) | extra, fold)
         if qualified:
             view = dict(oracle.lexicon) if view is None else view
             for t in _IDENT_TERMINALS:
@@ -905,6 +965,38 @@ class ScopeSpec:
             forms |= {q, f'"{dq}"', f"`{bq}`"}  # not `[q]`: nothing extends it past `]`
         words = frozenset(w for w in (f.encode() for f in forms) if oracle.rx["IDENT"].fullmatch(w))
         return words or None
+
+    def alias_extra(self, forest: tuple[Any, ...]) -> set[str]:
+        """The output aliases of the innermost level naming no catalog column, when the
+        nearest clause keyword in the forest opens a clause of ``alias_clauses`` (none after
+        a ``.``, or when a stop token comes first: docs/scope.md, "Output aliases")."""
+        if not self.alias_clauses or not forest or _tok(forest[-1], "DOT"):
+            return set()
+        for x in reversed(forest):
+            if not _tok(x):
+                continue
+            if x[0] in ALIAS_CLAUSES:
+                if ALIAS_CLAUSES[x[0]] not in self.alias_clauses:
+                    return set()
+                levels, _ = self._levels(forest)
+                if not levels:
+                    return set()
+                return set(levels[-1].aliases) - {"*"} - self.all_columns
+            if x[0] in ALIAS_STOPS:
+                return set()
+        return set()
+
+    def defined_columns(self, forest: tuple[Any, ...]) -> set[str]:
+        """The output aliases of the CTEs completed in the forest and of the derived tables
+        in its levels' FROM items, less every column name of the catalog and unknown names
+        (docs/scope.md, "CTE names")."""
+        levels, _ = self._levels(forest)
+        names = cte_outs(self._aliases, forest)
+        for lv in levels:
+            for it in lv.items:
+                names.update(it[4])
+        names.discard("*")
+        return names - self.all_columns
 
     def qualifier_names(self, forest: tuple[Any, ...]) -> frozenset[str] | None:
         """The names ``q`` for which ``q.`` may go on to a valid reference (None: any):

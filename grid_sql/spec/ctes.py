@@ -1,0 +1,125 @@
+"""The spec's CTE-name rule (``docs/scope.md``, "CTE names"), read off the parse forest.
+
+Written independently of ``grammar/scope.py`` / ``parser/ctes.py`` (which carry the bound
+names as synthesized stack values): here they are collected by walking the forest, and the
+differential tests (``tests/scope/test_ctes.py``) bind the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lark.parsers.lalr_analysis import Shift
+
+if TYPE_CHECKING:
+    from .oracle import SpecOracle, Stack
+
+END = "$END"
+# The spec's own copy of the output-alias clause keywords and search stops (docs/scope.md,
+# "Output aliases"; the fast path's are ``grammar/scope.py``'s ALIAS_CLAUSES/ALIAS_STOPS)
+ALIAS_CLAUSES = {"WHERE": "where", "GROUP": "group", "HAVING": "having", "ORDER": "order"}
+ALIAS_STOPS = frozenset(
+    "SELECT FROM JOIN ON USING LIMIT OFFSET WINDOW WITH SET VALUES RETURNING UPDATE DELETE "
+    "INSERT".split()
+)
+
+
+def _tok(x: Any, name: str | None = None) -> bool:
+    return len(x) == 2 and isinstance(x[1], bytes) and (name is None or x[0] == name)
+
+
+def _cte_list(x: Any) -> bool:
+    """A completed CTE, or a run of them (lark's helper rule of ``(COMMA cte)*``)."""
+    return not _tok(x) and (x[0] == "cte" or x[0].startswith("__with_clause"))
+
+
+def _cte_names(x: Any) -> list[bytes]:
+    """The names (as written) of the CTEs in a ``with_clause``/``cte``/helper subtree (not
+    looking inside their bodies)."""
+    if _tok(x) or x[0] == "query":
+        return []
+    if x[0] == "cte":
+        return [x[1][0][1]]
+    return [n for k in x[1] for n in _cte_names(k)]
+
+
+def cte_words(oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]) -> frozenset[bytes] | None:
+    """Where an IDENT can only reduce to ``cte_ref``: the CTE names bound there, as written
+    (None elsewhere). Bound: every CTE of a ``with_clause`` in the forest (it encloses what
+    follows it); for each WITH clause still being written, its completed CTEs, and when it
+    is ``RECURSIVE`` the name of the CTE being written too."""
+    if "IDENT" not in oracle.rx or "IDENT" not in oracle.allowed(stack):
+        return None
+    after = oracle.shift(stack, "IDENT")
+    if not isinstance(after, tuple):
+        return None
+    row = oracle.table[after[-1]]
+    acts = [row[x] for x in row if x in oracle.rx or x == END]
+    if not acts or any(kind is Shift for kind, _ in acts):
+        return None
+    if {arg.origin.name for _, arg in acts} != {"cte_ref"}:
+        return None
+    bound: list[bytes] = []
+    frames: list[bool] = []  # per WITH still being written: is it RECURSIVE?
+    for k, x in enumerate(forest):
+        prev = forest[k - 1] if k else None
+        if _tok(x, "WITH"):
+            frames.append(False)
+        elif _tok(x, "RECURSIVE") and prev is not None and _tok(prev, "WITH"):
+            frames[-1] = True
+        elif not _tok(x) and (x[0] == "with_clause" or _cte_list(x)):
+            bound += _cte_names(x)
+        elif _tok(x, "IDENT") and frames and frames[-1] and prev is not None:
+            if _tok(prev, "RECURSIVE") or (
+                _tok(prev, "COMMA") and k >= 2 and _cte_list(forest[k - 2])
+            ):
+                bound.append(x[1])  # the CTE being written: its own body may read it
+    return frozenset(bound)
+
+
+def query_outs(aliases: Callable[[Any], list[str]], query: Any) -> tuple[str, ...]:
+    """The output aliases of a ``query`` tree's body (the columns it defines), by the
+    spec's own alias walk."""
+    for k in query[1]:
+        if not _tok(k) and k[0] == "query_body":
+            return tuple(aliases(k))
+    return ()
+
+
+def _cte_trees(x: Any) -> list[Any]:
+    if _tok(x) or x[0] == "query":
+        return []
+    if x[0] == "cte":
+        return [x]
+    return [c for k in x[1] for c in _cte_trees(k)]
+
+
+def cte_outs(aliases: Callable[[Any], list[str]], forest: tuple[Any, ...]) -> set[str]:
+    """The output aliases of every completed CTE in the forest (of a ``with_clause``, or of
+    a WITH clause still being written); a CTE with a column list defines none here."""
+    out: set[str] = set()
+    for x in forest:
+        if _tok(x) or not (x[0] == "with_clause" or _cte_list(x)):
+            continue
+        for c in _cte_trees(x):
+            kids = c[1]
+            if any(not _tok(k) and k[0] == "ident_list" for k in kids):
+                continue
+            for k in kids:
+                if not _tok(k) and k[0] == "query":
+                    out.update(query_outs(aliases, k))
+    return out
+
+
+def spellings(rx: Any, names: set[str]) -> frozenset[bytes]:
+    """Every bare and quoted spelling of the ASCII ``names`` that ``rx`` matches."""
+    forms: set[str] = set()
+    for q in names:
+        if not q.isascii():
+            continue
+        dq, bq = q.replace('"', '""'), q.replace("`", "``")
+        forms |= {q, f'"{dq}"', f"`{bq}`"}
+        if "]" not in q:
+            forms.add(f"[{q}]")
+    return frozenset(w for w in (f.encode() for f in forms) if rx.fullmatch(w))
