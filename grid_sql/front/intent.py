@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..decode.loop import BlockedIntent
+from ..errors import PolicyRefusal
 from ..mask.vocab import Vocabulary
 from ..policy.model import Policy
 from ..schema.model import SchemaSnapshot
 
-__all__ = ["DeniedIntent", "denied_intents", "denied_names"]
+__all__ = ["DeniedIntent", "denied_intents", "denied_names", "needs_of", "refusal"]
 
 MIN_WORD = 4  # shorter spellings prefix too many names to say which one was meant
 MIN_PROB = 0.2  # a favourite the model was unsure of is no evidence
@@ -125,3 +126,25 @@ def _match(
     objs = denied.get(key) or {o for n, os_ in denied.items() if n.startswith(key) for o in os_}
     named = {o for o in objs if re.search(rf"\b{re.escape(o.split('.')[0].lower())}\b", text)}
     return tuple(sorted(named or objs))
+
+
+def needs_of(wanted: Sequence[DeniedIntent]) -> list[str]:
+    """The denied objects ``wanted`` names, sorted (the refusal's ``needs``)."""
+    return sorted({n for w in wanted for n in w.needs})
+
+
+def refusal(wanted: Sequence[DeniedIntent], sql: str, audit_ids: list[str]) -> PolicyRefusal:
+    """The refusal of a question that needs denied objects (issue #30): what it needs, that
+    the role cannot read it, nothing executed; the statement the mask let through instead is
+    kept on the error for the caller who wants to see it, never run."""
+    needs = needs_of(wanted)
+    spelled = ", ".join(sorted({w.word for w in wanted}))
+    err = PolicyRefusal(
+        f"this question needs {', '.join(needs)}, which the role may not read (the model "
+        f"tried to write {spelled}); nothing was executed. Ask for data the role can read, "
+        "or use a role with access (on_denied='answer_allowed_part' answers what is allowed).",
+        needs,
+        sql=sql,
+    )
+    err.audit_ids = audit_ids  # type: ignore[attr-defined]
+    return err
