@@ -89,6 +89,8 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             body["scopes"]["fresh_aliases"] = True
         if grammar.scopes.alias_refuse:  # likewise
             body["scopes"]["alias_refuse"] = sorted(grammar.scopes.alias_refuse)
+        if grammar.scopes.output_refuse:  # likewise
+            body["scopes"]["output_refuse"] = sorted(grammar.scopes.output_refuse)
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -146,6 +148,7 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     bind_select_list=bool(sc.get("bind_select_list", False)),
                     fresh_aliases=bool(sc.get("fresh_aliases", False)),
                     alias_refuse=sc.get("alias_refuse", ()),
+                    output_refuse=sc.get("output_refuse", ()),
                 )
             )
     except AuditError:

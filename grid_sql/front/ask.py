@@ -152,7 +152,8 @@ def role_grammar_for(
         return hit
     grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy)
     if scopes and grammar.lexicon is not None and "COLUMN_NAME" in grammar.lexicon:
-        grammar = grammar.with_scopes(role_scopes(snapshot, bind_select_list=bind_select_list))
+        scope = role_scopes(snapshot, bind_select_list=bind_select_list, policy=policy)
+        grammar = grammar.with_scopes(scope)
     with _GUIDES_LOCK:
         return _ROLE_GRAMMARS.setdefault(key, grammar)
 

@@ -643,6 +643,7 @@ class Grammar:
                 self.scopes.fresh_aliases,
                 self.scopes.alias_refuse,
                 unbindable_qualifiers(self, self.scopes),
+                self.scopes.output_refuse,
             ),
         )
 

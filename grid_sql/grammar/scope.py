@@ -96,6 +96,10 @@ class ScopeTable:
     ``JOIN invoiceline AS TOP`` cannot be written. A deliberate narrowing, not a soundness
     rule: such an alias is valid SQL, but it makes a blocked name or a foreign idiom look
     answered. In the fingerprint only when non-empty.
+
+    ``output_refuse``: names no output alias of a select list may spell (``SELECT x AS
+    BirthDate``), the names the role may not read (``role_scopes(policy=...)``), compared
+    likewise; ``SUM(Total) AS Total`` stays. In the fingerprint only when non-empty.
     """
 
     def __init__(
@@ -106,6 +110,7 @@ class ScopeTable:
         bind_select_list: bool = False,
         fresh_aliases: bool = False,
         alias_refuse: Iterable[str] = (),
+        output_refuse: Iterable[str] = (),
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -115,6 +120,7 @@ class ScopeTable:
         self.bind_select_list = bind_select_list
         self.fresh_aliases = fresh_aliases
         self.alias_refuse: frozenset[str] = frozenset(norm_name(n) for n in alias_refuse)
+        self.output_refuse: frozenset[str] = frozenset(norm_name(n) for n in output_refuse)
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
@@ -126,6 +132,8 @@ class ScopeTable:
             body["fresh_aliases"] = True
         if self.alias_refuse:
             body["alias_refuse"] = sorted(self.alias_refuse)
+        if self.output_refuse:
+            body["output_refuse"] = sorted(self.output_refuse)
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def __repr__(self) -> str:
@@ -308,6 +316,10 @@ class ScopeRules:
         )
         self.fresh_exposed = table.fresh_aliases  # refuse the names the FROM exposes too
         self.alias_refuse = table.alias_refuse
+        # output aliases (ScopeTable.output_refuse): an IDENT that can only be one
+        self.output_refuse = table.output_refuse if "IDENT" in tids else frozenset()
+        self.nt_output_alias_of = frozenset(nts[x] for x in ("alias", "alias_name") if x in nts)
+        self.fresh = self.fresh or bool(self.output_refuse and self.nt_output_alias_of)
         self.t_ident, self.t_as, self.t_lpar = t("IDENT"), t("AS"), t("LPAR")
         self.nt_table_alias = nts.get("table_alias", -1)
         self.n_table_name = n("table_name")

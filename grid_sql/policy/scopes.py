@@ -10,6 +10,7 @@ import functools
 
 from ..grammar.scope import ScopeTable
 from ..schema.model import SchemaSnapshot
+from .model import Policy
 
 # Dialects whose keywords no table alias may spell: the three supported ones and T-SQL, whose
 # idioms (`TOP 5`) small models write in every dialect (issue #30: `JOIN invoiceline AS TOP`).
@@ -37,6 +38,7 @@ def role_scopes(
     bind_select_list: bool = False,
     fresh_aliases: bool | None = None,
     hijack_free: bool = True,
+    policy: Policy | None = None,
 ) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
@@ -51,7 +53,9 @@ def role_scopes(
     the select list reads a missing column through (``docs/scope.md``, "Fresh aliases").
     ``hijack_free`` (default on, every dialect): no table alias may spell a table or column
     name of the snapshot (denied ones included: the snapshot is what the service sees) or a
-    keyword of :data:`KEYWORD_DIALECTS` (``docs/scope.md``, "No hijacked names").
+    keyword of :data:`KEYWORD_DIALECTS` (``docs/scope.md``, "No hijacked names"); with
+    ``policy`` too, no output alias may spell a name the role may not read
+    (:func:`denied_only_names`).
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
@@ -71,4 +75,23 @@ def role_scopes(
         bind_select_list=bind_select_list,
         fresh_aliases=fresh_aliases,
         alias_refuse=refuse,
+        output_refuse=denied_only_names(snapshot, policy) if hijack_free and policy else (),
     )
+
+
+def denied_only_names(snapshot: SchemaSnapshot, policy: Policy) -> frozenset[str]:
+    """Lower-cased names of tables and columns the role may not read that name nothing it
+    may read (``Title`` of a denied ``Employee`` is also ``Album.Title``: not refused), so an
+    output alias spelling one can only make a blocked name look answered."""
+    denied: set[str] = set()
+    readable: set[str] = set()
+    for schema, t in snapshot.iter_tables():
+        tp = policy.table(t.name, schema)
+        if tp is None or not tp.allows("select"):
+            denied.add(t.name.lower())
+            denied.update(c.lower() for c in t.column_names)
+            continue
+        readable.add(t.name.lower())
+        for c in t.column_names:
+            (readable if tp.readable(c) else denied).add(c.lower())
+    return frozenset(denied - readable)

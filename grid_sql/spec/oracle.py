@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -77,6 +77,15 @@ class SpecGrammar:
         tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool]
         | tuple[
             Mapping[str, frozenset[str]], frozenset[str], bool, bool, frozenset[str], frozenset[str]
+        ]
+        | tuple[
+            Mapping[str, frozenset[str]],
+            frozenset[str],
+            bool,
+            bool,
+            frozenset[str],
+            frozenset[str],
+            frozenset[str],
         ]
         | None
     ) = None
@@ -541,13 +550,15 @@ class ScopeSpec:
         fresh: bool = False,
         alias_refuse: frozenset[str] = frozenset(),
         unbindable: frozenset[str] = frozenset(),
+        output_refuse: frozenset[str] = frozenset(),
     ) -> None:
         self.tables = tables
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
         self.bind = bind
         self.fresh_exposed = fresh
         self.alias_refuse = alias_refuse
-        self.fresh = fresh or bool(alias_refuse)
+        self.output_refuse = output_refuse  # names no output alias may spell (#30 §3)
+        self.fresh = fresh or bool(alias_refuse) or bool(output_refuse)
         self.unbindable = unbindable  # qualifiers no FROM item can ever be named
         self.all_columns = {c for cs in tables.values() for c in cs}
 
@@ -884,11 +895,16 @@ class ScopeSpec:
         acts = [(x, a) for x, a in oracle.table[after[-1]].items() if x in oracle.rx or x == END]
         if not any(kind is not Shift for _, (kind, _) in acts):
             return None
+        reduced = set()
         for x, (kind, arg) in acts:
             if kind is Shift and x != "LPAR":
                 return None
-            if kind is not Shift and arg.origin.name != "table_alias":
-                return None
+            if kind is not Shift:
+                reduced.add(arg.origin.name)
+        if self.output_refuse and reduced <= {"alias", "alias_name"}:
+            return self._forms(oracle, self.output_refuse)  # an output alias
+        if reduced != {"table_alias"}:
+            return None
         head = forest[-2] if _tok(forest[-1], "AS") and len(forest) >= 2 else forest[-1]
         if not (_tree(head, "table_name") or _tok(head, "TABLE_NAME")):
             return None
@@ -897,6 +913,11 @@ class ScopeSpec:
             return None
         refused = set(levels[-1].exposed) if self.fresh_exposed else set()
         refused |= self.alias_refuse  # no hijacked names
+        return self._forms(oracle, refused)
+
+    @staticmethod
+    def _forms(oracle: SpecOracle, refused: Iterable[str]) -> frozenset[bytes] | None:
+        """The bare, double-quoted and backticked spellings of ``refused`` IDENT lexes."""
         forms = set()
         for q in refused:
             if not q.isascii():
