@@ -88,61 +88,85 @@ def run(model: str, limit: int) -> None:
             done.add((r["mode"], r["db"], r["i"]))
     backend = load_backend(model)
     commit = _commit()
-    for db in DBS:
-        items = data[db][:limit] if limit else data[db]
+    askers: dict[tuple[str, str], Asker] = {}
+    for mode, db, i in schedule(data, limit):
+        if (mode, db, i) in done:
+            continue
+        item = data[db][i]
         url = f"sqlite:///{SQLITE_FILE[db]}"
-        for mode in MODES:
-            todo = [i for i in range(len(items)) if (mode, db, i) not in done]
-            if not todo:
-                continue
-            asker = Asker(url, model=backend, policy=POLICY[db], audit=False, on_denied=mode)
-            for i in todo:
-                item = items[i]
-                rec: dict[str, Any] = {
-                    "mode": mode,
-                    "db": db,
-                    "i": i,
-                    "kind": item["kind"],
-                    "question": item["q"],
-                    "commit": commit,
-                    "model": model,
-                }
-                t0 = time.perf_counter()
-                rows: list[tuple[Any, ...]] | None = None
-                try:
-                    res = asker.ask(item["q"])
-                    rows = [tuple(r) for r in res.rows]
-                    reps = res.repairs
-                    rec.update(sql=res.sql, outcome="answered", needs=[], error="")
-                except PolicyRefusal as exc:
-                    reps = getattr(exc, "repairs", []) or []
-                    rec.update(sql=exc.sql, outcome="refused", needs=exc.needs, error=str(exc))
-                except GridSQLError as exc:
-                    reps = getattr(exc, "repairs", []) or []
-                    rec.update(
-                        sql=getattr(exc, "sql", None),
-                        outcome=type(exc).__name__,
-                        needs=[],
-                        error=str(exc)[:400],
-                    )
-                rec["repairs"] = [r.kind for r in reps]
-                rec["idiom_hints"] = [v for r in reps if r.kind == "idiom" for v in r.violations]
-                rec["seconds"] = round(time.perf_counter() - t0, 2)
-                if item["kind"] == "denied":
-                    rec["right_reason"] = rec["outcome"] == "refused" and right_reason(
-                        rec["needs"], item["needs"]
-                    )
-                else:
-                    gold = run_gold(url, item["gold"])
-                    rec["ex"] = rows is not None and result_key(rows) == result_key(gold)
-                with path.open("a") as f:
-                    f.write(json.dumps(rec, default=str) + "\n")
-                print(
-                    f"{model} {mode}/{db}/{i} {item['kind']}: {rec['outcome']} "
-                    f"needs={rec['needs']} ex={rec.get('ex')} {rec['seconds']}s "
-                    f"{rec.get('sql')!r:.140}",
-                    file=sys.stderr,
-                )
+        asker = askers.get((mode, db))
+        if asker is None:
+            asker = askers[mode, db] = Asker(
+                url, model=backend, policy=POLICY[db], audit=False, on_denied=mode
+            )
+        rec: dict[str, Any] = {
+            "mode": mode,
+            "db": db,
+            "i": i,
+            "kind": item["kind"],
+            "question": item["q"],
+            "commit": commit,
+            "model": model,
+        }
+        t0 = time.perf_counter()
+        rows: list[tuple[Any, ...]] | None = None
+        try:
+            res = asker.ask(item["q"])
+            rows = [tuple(r) for r in res.rows]
+            reps = res.repairs
+            rec.update(sql=res.sql, outcome="answered", needs=[], error="")
+        except PolicyRefusal as exc:
+            reps = getattr(exc, "repairs", []) or []
+            rec.update(sql=exc.sql, outcome="refused", needs=exc.needs, error=str(exc))
+        except GridSQLError as exc:
+            reps = getattr(exc, "repairs", []) or []
+            rec.update(
+                sql=getattr(exc, "sql", None),
+                outcome=type(exc).__name__,
+                needs=[],
+                error=str(exc)[:400],
+            )
+        rec["repairs"] = [r.kind for r in reps]
+        rec["idiom_hints"] = [v for r in reps if r.kind == "idiom" for v in r.violations]
+        rec["seconds"] = round(time.perf_counter() - t0, 2)
+        if item["kind"] == "denied":
+            rec["right_reason"] = rec["outcome"] == "refused" and right_reason(
+                rec["needs"], item["needs"]
+            )
+        else:
+            gold = run_gold(url, item["gold"])
+            rec["ex"] = rows is not None and result_key(rows) == result_key(gold)
+        with path.open("a") as f:
+            f.write(json.dumps(rec, default=str) + "\n")
+        print(
+            f"{model} {mode}/{db}/{i} {item['kind']}: {rec['outcome']} "
+            f"needs={rec['needs']} ex={rec.get('ex')} {rec['seconds']}s "
+            f"{rec.get('sql')!r:.140}",
+            file=sys.stderr,
+        )
+
+
+def schedule(data: dict[str, Any], limit: int) -> list[tuple[str, str, int]]:
+    """The order of the runs, most telling first, so an interrupted run is still a paired
+    measurement: denied-object questions under the default; ordinary questions in both
+    modes, one after the other; idiom questions under the default; then the denied-object
+    questions under ``answer_allowed_part`` (the old behaviour, for the substitution baseline).
+    Idiom questions are not run under ``answer_allowed_part``: ``on_denied`` only acts on a
+    refusal, and one is reported if it happens on an idiom question."""
+
+    def items(kind: str) -> list[tuple[str, int]]:
+        out = []
+        for db in DBS:
+            rows = data[db][:limit] if limit else data[db]
+            out += [(db, i) for i, it in enumerate(rows) if it["kind"] == kind]
+        return out
+
+    order = [("refuse", db, i) for db, i in items("denied")]
+    for db, i in items("ordinary"):
+        order += [("refuse", db, i), ("answer_allowed_part", db, i)]
+    order += [("refuse", db, i) for db, i in items("idiom")]
+    order += [("answer_allowed_part", db, i) for db, i in items("denied")]
+    return order
 
 
 def _pct(k: int, n: int) -> str:
@@ -172,18 +196,25 @@ def report(models: list[str]) -> str:
             return [r for r in recs if r["mode"] == mode and r["kind"] == kind]
 
         den, den_old = sel("refuse", "denied"), sel("answer_allowed_part", "denied")
-        ordi, ordi_old = sel("refuse", "ordinary"), sel("answer_allowed_part", "ordinary")
         idi = sel("refuse", "idiom")
+        # paired: ordinary questions run in both modes at the same commit
+        old_by = {(r["db"], r["i"], r["commit"]): r for r in sel("answer_allowed_part", "ordinary")}
+        pairs = [
+            (r, old_by[r["db"], r["i"], r["commit"]])
+            for r in sel("refuse", "ordinary")
+            if (r["db"], r["i"], r["commit"]) in old_by
+        ]
+        ordi = [a for a, _ in pairs]
         ok = sum(r["right_reason"] for r in den)
         subs = sum(r["outcome"] == "answered" for r in den)
-        ex, ex_old = sum(r["ex"] for r in ordi), sum(r["ex"] for r in ordi_old)
-        n_o = len(ordi)
-        delta = 100 * (ex - ex_old) / n_o if n_o and len(ordi_old) == n_o else float("nan")
+        ex, ex_old = sum(a["ex"] for a, _ in pairs), sum(b["ex"] for _, b in pairs)
+        n_o = len(pairs)
+        delta = 100 * (ex - ex_old) / n_o if n_o else float("nan")
         false_ref = sum(r["outcome"] == "refused" for r in ordi)
         hinted = sum(bool(r["idiom_hints"]) for r in idi)
         head.append(
             f"| {model} | {_pct(ok, len(den))} | {subs} / {len(den)} | {_pct(ex, n_o)} | "
-            f"{_pct(ex_old, len(ordi_old))} | {delta:+.1f} pt | {false_ref} | "
+            f"{_pct(ex_old, n_o)} | {delta:+.1f} pt | {false_ref} | "
             f"{_pct(sum(r['ex'] for r in idi), len(idi))} ({hinted} hinted) |"
         )
         subs_old = sum(r["outcome"] == "answered" for r in den_old)
@@ -208,13 +239,7 @@ def report(models: list[str]) -> str:
         for r in idi:
             hints = "; ".join(r["idiom_hints"]) or "(none)"
             body.append(f"- {r['db']}/{r['i']} ex={r['ex']} {r['outcome']}: {hints}")
-        changed = [
-            (a, b)
-            for a in ordi
-            for b in ordi_old
-            if (a["db"], a["i"]) == (b["db"], b["i"])
-            and (a["ex"], a["outcome"]) != (b["ex"], b["outcome"])
-        ]
+        changed = [(a, b) for a, b in pairs if (a["ex"], a["outcome"]) != (b["ex"], b["outcome"])]
         body += ["", f"Ordinary questions whose outcome differs between the modes: {len(changed)}"]
         for a, b in changed:
             body.append(
