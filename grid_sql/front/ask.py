@@ -63,7 +63,7 @@ from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
 from .idioms import ForeignIdiom, catalog_names, foreign_idioms, idiom_flags, idiom_hints
-from .intent import DeniedIntent, denied_intents, needs_of, refusal
+from .intent import DeniedIntent, denied_intents, intent_flags, question_intents, refusal
 from .prompt import (
     Example,
     Message,
@@ -453,6 +453,9 @@ class Asker:
             )
             repairs.append(Repair(old_sql, problems, 0, kind="execution"))
             start, rounds = 1, 2
+        asked = question_intents(q, self.snapshot, mode.policy)  # names a denied object
+        if asked and self.on_denied == "refuse":
+            raise refusal(asked, None, [])  # before generating: nothing to seal or run
         last: tuple[str, list[Violation], list[str]] | None = None
         for rnd in range(start, rounds):
             gen, mode = self._generate_or_fall_back(msgs, max_tokens, mode, on_step, repairs, rnd)
@@ -469,9 +472,9 @@ class Asker:
                     fix = None
             timings["check"] += time.perf_counter() - t0
             gen.fix = fix
-            wanted = self._denied_intents(gen, mode)
+            wanted = self._denied_intents(gen, mode, q)
             if wanted:
-                gen.flags = (*gen.flags, *(f"blocked-intent:{n}" for n in needs_of(wanted)))
+                gen.flags = (*gen.flags, *intent_flags(wanted))
             idioms = self._foreign_idioms(gen, mode)  # another dialect's construct: repair
             gen.flags = (*gen.flags, *idiom_flags(idioms))
             retry = bool(idioms) and rnd + 1 < rounds
@@ -727,13 +730,14 @@ class Asker:
         )
 
     # ------------------------------------------------------------------ internals
-    def _denied_intents(self, gen: _Gen, mode: _Mode) -> list[DeniedIntent]:
-        """The blocked favourites of ``gen`` that spell names the role may not use."""
+    def _denied_intents(self, gen: _Gen, mode: _Mode, question: str) -> list[DeniedIntent]:
+        """The denied objects the question names, and the blocked favourites of ``gen`` that
+        spell names the role may not use."""
+        asked = question_intents(question, self.snapshot, mode.policy)
         if not gen.blocked or gen.guide is None:
-            return []
-        return denied_intents(
-            gen.token_ids, gen.blocked, gen.guide.vocab, self.snapshot, mode.policy
-        )
+            return asked
+        v = gen.guide.vocab
+        return asked + denied_intents(gen.token_ids, gen.blocked, v, self.snapshot, mode.policy)
 
     def _foreign_idioms(self, gen: _Gen, mode: _Mode) -> list[ForeignIdiom]:
         """The blocked favourites of ``gen`` that spell another dialect's construct."""

@@ -47,8 +47,8 @@ def test_cli_prints_the_reason_without_a_traceback(
     argv += ["--model", "qwen2.5-coder-0.5b", "--no-audit", QUESTION]
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert "refused: this question needs Employee.BirthDate" in err
-    assert "needs: Employee.BirthDate" in err
+    assert "refused: this question needs " in err and "Employee.BirthDate" in err
+    assert "\nneeds: " in err and "may not read" in err
     assert "Traceback" not in err and "PolicyRefusal" not in err
     assert main([*argv[:-1], "--json", QUESTION]) == 1
     payload = json.loads(capsys.readouterr().out)
@@ -84,6 +84,6 @@ def test_jupyter_prints_the_reason(
     magics.asker = Asker(chinook_copy, model=qwen05, policy=POLICY, audit=False)
     assert ip.run_line_magic("ask", f"--out answer {QUESTION}") is None
     out = capsys.readouterr().out
-    assert "refused: this question needs Employee.BirthDate" in out
-    assert "needs: Employee.BirthDate" in out
+    assert "refused: this question needs " in out and "Employee.BirthDate" in out
+    assert "\nneeds: " in out
     assert "answer" not in ip.user_ns
