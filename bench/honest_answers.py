@@ -246,7 +246,42 @@ def report(models: list[str]) -> str:
                 f"- {a['db']}/{a['i']} {a['question']!r}: refuse -> {a['outcome']} ex={a['ex']}; "
                 f"answer_allowed_part -> {b['outcome']} ex={b['ex']}"
             )
+    before = []
+    for model in models:
+        for f in sorted(
+            out_path(model).parent.glob(f"honest-answers-{model}.blocked-only-*.jsonl")
+        ):
+            rs = [json.loads(x) for x in f.read_text().splitlines()]
+            den = [r for r in rs if r["mode"] == "refuse" and r["kind"] == "denied"]
+            before.append(
+                f"- {model}, blocked favourites only (`{f.name}`, commit "
+                f"{', '.join(sorted({r['commit'] for r in rs}))}, interrupted after the first "
+                f"{len(den)} denied-object questions, all Chinook): "
+                f"{sum(r['right_reason'] for r in den)}/{len(den)} refused with the right reason, "
+                f"{sum(r['outcome'] == 'answered' for r in den)} substitutions ("
+                + "; ".join(
+                    f"{r['question']!r} -> `{r['sql']}`" for r in den if r["outcome"] == "answered"
+                )
+                + ")"
+            )
     meta = [
+        "",
+        "What the numbers mean:",
+        "",
+        "- All refusals above come from the question's own words (`question_intents`, checked "
+        "before generating): the refusal from blocked favourites alone fell short on the first "
+        "runs (below), because the prompt shows only the role's schema and the model, never "
+        "having seen `Customer.Phone`, does not try to write it (the 1.5B answered phone "
+        "numbers with `SELECT Fax, SupportRepId`). The question-side check was written after "
+        "those runs, on a set written before it: the set is not held out for it, and its "
+        "words-match is a heuristic (see docs/guarantees.md §5b for its limits).",
+        "- The paired EX compares `refuse` with `answer_allowed_part` at the same commit; both "
+        "run the same generation (the foreign-idiom round included), so a difference can only "
+        "come from a refusal of an ordinary question: there were none.",
+        "- Idiom questions: the hint round ran where the model's blocked favourite was a foreign "
+        "construct; most idiom questions were answered in SQLite's own idiom at once (the "
+        "model wrote LIMIT / IFNULL / length directly), so the round is rare.",
+        *before,
         "",
         f"- commit(s) of the records: {', '.join(sorted(commits))}; records in "
         "`bench/results/honest-answers-<model>.jsonl`",
@@ -258,7 +293,7 @@ def report(models: list[str]) -> str:
         "qwen2.5-coder-1.5b`",
         "- set: `bench/honest_questions.json`, 52 questions of our own: per database 8 that "
         "need a denied object, 6 in other dialects' idioms, 12 ordinary; SQLite files of "
-        "Chinook and Sakila, roles of `POLICY` in the script; both modes run every question",
+        "Chinook and Sakila, roles of `POLICY` in the script; denied-object and ordinary questions run in both modes, idiom questions under `refuse` only",
         "- right reason: the refusal's `needs` name an object the question needs (or a column "
         "of a table it needs); EX as in bench/alias_questions.py",
     ]
