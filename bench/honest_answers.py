@@ -293,7 +293,9 @@ def report(models: list[str]) -> str:
         "qwen2.5-coder-1.5b`",
         "- set: `bench/honest_questions.json`, 52 questions of our own: per database 8 that "
         "need a denied object, 6 in other dialects' idioms, 12 ordinary; SQLite files of "
-        "Chinook and Sakila, roles of `POLICY` in the script; denied-object and ordinary questions run in both modes, idiom questions under `refuse` only",
+        "Chinook and Sakila, roles of `POLICY` in the script; denied-object and ordinary "
+        "questions run in both "
+        "modes, idiom questions under `refuse` only",
         "- right reason: the refusal's `needs` name an object the question needs (or a column "
         "of a table it needs); EX as in bench/alias_questions.py",
     ]
