@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from .errors import GridSQLError, MaskError
+from .errors import GridSQLError, MaskError, PolicyRefusal
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -85,6 +85,7 @@ def error_payload(exc: BaseException, question: str | None = None) -> dict[str, 
         "violations": violations,
         "error": str(exc),
         "error_type": type(exc).__name__,
+        "needs": list(getattr(exc, "needs", []) or []),  # PolicyRefusal: the denied objects
     }
 
 
@@ -152,6 +153,8 @@ def _ask(a: argparse.Namespace) -> int:
     except GridSQLError as exc:
         if a.json:
             print(json.dumps(error_payload(exc, a.question)))
+        elif isinstance(exc, PolicyRefusal):  # an answer, not a fault: the reason, plainly
+            print(exc.plain(), file=sys.stderr)
         elif isinstance(exc, MaskError):  # an engine invariant, not the user's input
             print(
                 f"error (MaskError): grid-sql could not finish the statement it was writing "

@@ -89,6 +89,11 @@ class PolicyRefusal(PolicyViolation):
         super().__init__(message, [], sql=sql)
         self.needs: list[str] = list(needs)
 
+    def plain(self) -> str:
+        """The refusal as a person reads it, the reason and then what the question needs (the
+        CLI and the notebook magic print this instead of an error class and a traceback)."""
+        return f"refused: {self}\nneeds: {', '.join(self.needs)}"
+
 
 class QuestionError(GridSQLError):
     """A natural-language question is empty or otherwise unusable."""

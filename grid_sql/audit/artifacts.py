@@ -93,6 +93,8 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             body["scopes"]["cte_names"] = True
         if grammar.scopes.alias_clauses:  # likewise
             body["scopes"]["alias_clauses"] = sorted(grammar.scopes.alias_clauses)
+        if grammar.scopes.output_refuse:  # likewise
+            body["scopes"]["output_refuse"] = sorted(grammar.scopes.output_refuse)
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -152,6 +154,7 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     alias_refuse=sc.get("alias_refuse", ()),
                     cte_names=bool(sc.get("cte_names", False)),
                     alias_clauses=sc.get("alias_clauses", ()),
+                    output_refuse=sc.get("output_refuse", ()),
                 )
             )
     except AuditError:

@@ -42,7 +42,6 @@ from ..errors import (
     MaskError,
     ModelError,
     OptionError,
-    PolicyRefusal,
     PolicyViolation,
     QuestionError,
     SchemaError,
@@ -63,7 +62,8 @@ from ..schema.faults import SLACK_S, answer_deadline, check_timeout, redact
 from ..schema.introspect import connect, connected_schemas, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
-from .intent import DeniedIntent, denied_intents
+from .idioms import ForeignIdiom, catalog_names, foreign_idioms, idiom_flags, idiom_hints
+from .intent import DeniedIntent, denied_intents, intent_flags, question_intents, refusal
 from .prompt import (
     Example,
     Message,
@@ -153,7 +153,8 @@ def role_grammar_for(
     # CTE references are kept only where the scope rule holds them to bound CTE names
     grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy, ctes=scopes)
     if scopes and grammar.lexicon is not None and "COLUMN_NAME" in grammar.lexicon:
-        grammar = grammar.with_scopes(role_scopes(snapshot, bind_select_list=bind_select_list))
+        scope = role_scopes(snapshot, bind_select_list=bind_select_list, policy=policy)
+        grammar = grammar.with_scopes(scope)
     elif scopes:  # no scope rule to hold CTE references to bound names: drop them
         grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy)
     with _GUIDES_LOCK:
@@ -250,6 +251,7 @@ class Asker:
         app = as_app_policy(policy)
         self.bind: Engine | Connection = self._open(db, app)
         self.snapshot, self.policy = self._read_policy(app)
+        self._names = catalog_names(self.snapshot)  # a word that prefixes one is no idiom
         self.user = user if user is not None else self.policy.role
         self._modes: dict[bool, _Mode] = {}
         self._mode(allow_writes)  # compile now: a role with no usable language fails here
@@ -454,6 +456,9 @@ class Asker:
             )
             repairs.append(Repair(old_sql, problems, 0, kind="execution"))
             start, rounds = 1, 2
+        asked = question_intents(q, self.snapshot, mode.policy)  # names a denied object
+        if asked and self.on_denied == "refuse":
+            raise refusal(asked, None, [])  # before generating: nothing to seal or run
         last: tuple[str, list[Violation], list[str]] | None = None
         for rnd in range(start, rounds):
             gen, mode = self._generate_or_fall_back(msgs, max_tokens, mode, on_step, repairs, rnd)
@@ -470,15 +475,18 @@ class Asker:
                     fix = None
             timings["check"] += time.perf_counter() - t0
             gen.fix = fix
-            wanted = self._denied_intents(gen, mode)
+            wanted = self._denied_intents(gen, mode, q)
             if wanted:
-                gen.flags = (*gen.flags, *(f"blocked-intent:{n}" for n in _needs(wanted)))
+                gen.flags = (*gen.flags, *intent_flags(wanted))
+            idioms = self._foreign_idioms(gen, mode)  # another dialect's construct: repair
+            gen.flags = (*gen.flags, *idiom_flags(idioms))
+            retry = bool(idioms) and rnd + 1 < rounds
             audit_id = self._seal(gen, q, mode, flags=gen.flags)
             if wanted and self.on_denied == "refuse":
-                raise _refusal(wanted, gen.sql, audit_ids + ([audit_id] if audit_id else []))
+                raise refusal(wanted, gen.sql, audit_ids + ([audit_id] if audit_id else []))
             if audit_id is not None:
                 audit_ids.append(audit_id)
-            if fix is not None and fix.fixed is not None:
+            if fix is not None and fix.fixed is not None and not retry:
                 repairs.append(
                     Repair(
                         gen.sql,
@@ -488,7 +496,7 @@ class Asker:
                         edits=[e.to_dict() for e in fix.edits],
                     )
                 )
-            if (fix is not None and fix.fixed is not None) or (not found and not params):
+            if not retry and ((fix and fix.fixed is not None) or (not found and not params)):
                 timings["total"] = time.perf_counter() - t_start
                 return GeneratedSQL(
                     question=q,
@@ -505,8 +513,10 @@ class Asker:
 
                 kind = PolicyViolation if found else StatementError
                 record_refusal(self.audit, audit_id, kind.__name__)
-            msgs, texts = self._repair_prompt(first_msgs, gen.sql, found, params, mode)
-            repairs.append(Repair(gen.sql, texts, rnd))
+            msgs, texts = self._repair_prompt(
+                first_msgs, gen.sql, found, params, mode, idiom_hints(idioms)
+            )
+            repairs.append(Repair(gen.sql, texts, rnd, kind="idiom" if idioms else "checker"))
             last = (gen.sql, found, texts)
         assert last is not None
         sql, found, texts = last
@@ -549,6 +559,7 @@ class Asker:
         found: list[Violation],
         params: Sequence[str],
         mode: _Mode,
+        extra: Sequence[str] = (),
     ) -> tuple[list[Message], list[str]]:
         """The repair round's messages and the violation texts they quote.
 
@@ -557,9 +568,9 @@ class Asker:
         that passes the checker), and the columns of the tables involved.
         """
         hints = alias_hints(sql, self.snapshot)
-        texts = [v.message for v in found] + hints
+        texts = [v.message for v in found] + hints + list(extra)
         fixes = [v.fix for v in found if v.fix]
-        candidate = None if params or hints else proposed_fix(sql, found)
+        candidate = None if params or hints or extra else proposed_fix(sql, found)
         if candidate is not None and mode.checker.check(candidate):
             candidate = None
         if params:
@@ -671,7 +682,7 @@ class Asker:
             return False
         if not bool(options.get("repair", self.repair)):
             return False
-        return not any(r.kind in ("checker", "execution") for r in gen.repairs)
+        return not any(r.kind in ("checker", "execution", "idiom") for r in gen.repairs)
 
     def run_sql(self, sql: str, **options: Any) -> AskResult:
         """Run a hand-written statement under the same rules as a generated one.
@@ -722,12 +733,21 @@ class Asker:
         )
 
     # ------------------------------------------------------------------ internals
-    def _denied_intents(self, gen: _Gen, mode: _Mode) -> list[DeniedIntent]:
-        """The blocked favourites of ``gen`` that spell names the role may not use."""
+    def _denied_intents(self, gen: _Gen, mode: _Mode, question: str) -> list[DeniedIntent]:
+        """The denied objects the question names, and the blocked favourites of ``gen`` that
+        spell names the role may not use."""
+        asked = question_intents(question, self.snapshot, mode.policy)
+        if not gen.blocked or gen.guide is None:
+            return asked
+        v = gen.guide.vocab
+        return asked + denied_intents(gen.token_ids, gen.blocked, v, self.snapshot, mode.policy)
+
+    def _foreign_idioms(self, gen: _Gen, mode: _Mode) -> list[ForeignIdiom]:
+        """The blocked favourites of ``gen`` that spell another dialect's construct."""
         if not gen.blocked or gen.guide is None:
             return []
-        return denied_intents(
-            gen.token_ids, gen.blocked, gen.guide.vocab, self.snapshot, mode.policy
+        return foreign_idioms(
+            gen.token_ids, gen.blocked, gen.guide.vocab, mode.grammar, self.dialect, self._names
         )
 
     def _generate_or_fall_back(
@@ -892,27 +912,6 @@ class Asker:
 
 
 _LOG = logging.getLogger("grid_sql")
-
-
-def _needs(wanted: Sequence[DeniedIntent]) -> list[str]:
-    return sorted({n for w in wanted for n in w.needs})
-
-
-def _refusal(wanted: Sequence[DeniedIntent], sql: str, audit_ids: list[str]) -> PolicyRefusal:
-    """The refusal of a question that needs denied objects (issue #30): what it needs, that
-    the role cannot read it, nothing executed; the statement the mask let through instead is
-    kept on the error for the caller who wants to see it, never run."""
-    needs = _needs(wanted)
-    spelled = ", ".join(sorted({w.word for w in wanted}))
-    err = PolicyRefusal(
-        f"this question needs {', '.join(needs)}, which the role may not read (the model "
-        f"tried to write {spelled}); nothing was executed. Ask for data the role can read, "
-        "or use a role with access (on_denied='answer_allowed_part' answers what is allowed).",
-        needs,
-        sql=sql,
-    )
-    err.audit_ids = audit_ids  # type: ignore[attr-defined]
-    return err
 
 
 _SELECT_ONLY = AppPolicy.from_mapping({"verbs": ["select"]}, origin="no allow_writes")

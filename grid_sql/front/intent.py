@@ -16,11 +16,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..decode.loop import BlockedIntent
+from ..errors import PolicyRefusal
 from ..mask.vocab import Vocabulary
 from ..policy.model import Policy
 from ..schema.model import SchemaSnapshot
 
-__all__ = ["DeniedIntent", "denied_intents", "denied_names"]
+__all__ = [
+    "DeniedIntent",
+    "denied_intents",
+    "denied_names",
+    "intent_flags",
+    "needs_of",
+    "question_intents",
+    "refusal",
+]
 
 MIN_WORD = 4  # shorter spellings prefix too many names to say which one was meant
 MIN_PROB = 0.2  # a favourite the model was unsure of is no evidence
@@ -125,3 +134,90 @@ def _match(
     objs = denied.get(key) or {o for n, os_ in denied.items() if n.startswith(key) for o in os_}
     named = {o for o in objs if re.search(rf"\b{re.escape(o.split('.')[0].lower())}\b", text)}
     return tuple(sorted(named or objs))
+
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def _sing(w: str) -> str:
+    """A crude singular (both sides get the same one): ``addresses`` -> ``address``,
+    ``employees`` -> ``employee``, ``dates`` -> ``date``."""
+    if len(w) > 4 and w.endswith("sses"):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        return w[:-1]
+    return w
+
+
+def _name_words(name: str) -> tuple[str, ...]:
+    """``BirthDate`` -> (birth, date); ``total_sales`` -> (total, sale)."""
+    return tuple(_sing(w.lower()) for part in name.split("_") for w in _CAMEL.findall(part))
+
+
+def question_intents(question: str, snapshot: SchemaSnapshot, policy: Policy) -> list[DeniedIntent]:
+    """The denied objects ``question`` names in words (``step`` -1, ``prob`` 1.0): a table or
+    column the role may not read whose name, split into words (``BirthDate``: birth date),
+    occurs in the question as words (case, plural ``-s``/``-es`` and ``e-mail`` folded), and
+    which names nothing the role may read (``Title`` of a denied ``Employee`` is also
+    ``Album.Title``: no evidence). Why besides the blocked favourites: the prompt shows the
+    role's schema only, so a model that never saw ``Customer.Phone`` does not try to write it
+    and answers with what it sees (``SELECT Fax, SupportRepId`` for phone numbers, measured
+    with the 1.5B in bench/RESULTS-honest-answers.md)."""
+    denied, readable = denied_names(snapshot, policy)
+    text = re.sub(r"(?<=[A-Za-z])-(?=[A-Za-z])", "", question)
+    words = [_sing(w.lower()) for w in _CAMEL.findall(text)]
+    joined = [w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text)]
+    out: list[DeniedIntent] = []
+    for key, objs in sorted(denied.items()):
+        if key in readable:
+            continue
+        nw = _name_words(next(iter(objs)).split(".")[-1])
+        if not nw or (len(nw) == 1 and len(nw[0]) < MIN_WORD):
+            continue
+        n = len(nw)
+        hit = any(tuple(words[i : i + n]) == nw for i in range(len(words) - n + 1))
+        if hit or key in joined or _sing(key) in {_sing(w) for w in joined}:
+            out.append(DeniedIntent(-1, " ".join(nw), tuple(sorted(objs)), 1.0))
+    return out
+
+
+def intent_flags(wanted: Sequence[DeniedIntent]) -> tuple[str, ...]:
+    """Seal flags: ``blocked-intent:<object>`` for a blocked favourite's, ``question-needs:
+    <object>`` for the question's own words."""
+    flags = [
+        f"{'question-needs' if w.step < 0 else 'blocked-intent'}:{n}"
+        for w in wanted
+        for n in w.needs
+    ]
+    return tuple(sorted(dict.fromkeys(flags)))
+
+
+def needs_of(wanted: Sequence[DeniedIntent]) -> list[str]:
+    """The denied objects ``wanted`` names, sorted (the refusal's ``needs``)."""
+    return sorted({n for w in wanted for n in w.needs})
+
+
+def refusal(wanted: Sequence[DeniedIntent], sql: str | None, audit_ids: list[str]) -> PolicyRefusal:
+    """The refusal of a question that needs denied objects (issue #30): what it needs, that
+    the role cannot read it, nothing executed; the statement the mask let through instead is
+    kept on the error for the caller who wants to see it, never run."""
+    needs = needs_of(wanted)
+    spelled = ", ".join(sorted({w.word for w in wanted if w.step >= 0}))
+    asked = ", ".join(sorted({w.word for w in wanted if w.step < 0}))
+    why = "; ".join(
+        x
+        for x in (
+            f"the question asks for {asked}" if asked else "",
+            f"the model tried to write {spelled}" if spelled else "",
+        )
+        if x
+    )
+    err = PolicyRefusal(
+        f"this question needs {', '.join(needs)}, which the role may not read ({why}); "
+        "nothing was executed. Ask for data the role can read, "
+        "or use a role with access (on_denied='answer_allowed_part' answers what is allowed).",
+        needs,
+        sql=sql,
+    )
+    err.audit_ids = audit_ids  # type: ignore[attr-defined]
+    return err

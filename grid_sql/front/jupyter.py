@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
+from ..errors import PolicyRefusal
 from .prompt import Example
 from .result import AskResult
 
@@ -122,7 +123,11 @@ class GridMagics(Magics):
             raise UsageError("no database: run %grid_connect URL [--model M] first")
         if not question:
             raise UsageError("%ask needs a question (on the line, or as the %%ask cell)")
-        result: AskResult = self.asker.ask(question)
+        try:
+            result: AskResult = self.asker.ask(question)
+        except PolicyRefusal as exc:  # the reason, not a traceback: nothing was executed
+            print(exc.plain())
+            return None
         value: Any = result.to_dataframe() if args.df else result
         if args.out and self.shell is not None:
             self.shell.user_ns[args.out] = value

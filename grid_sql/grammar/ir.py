@@ -635,6 +635,7 @@ class Grammar:
                 unbindable_qualifiers(self, self.scopes),
                 self.scopes.cte_names and "cte_ref" in self.tables.nonterminal_ids,
                 self.scopes.alias_clauses,
+                self.scopes.output_refuse,
             ),
         )
 

@@ -110,6 +110,9 @@ class ScopeTable:
     (``docs/scope.md``, "Output aliases"); there an unqualified column position also admits
     the innermost query's output aliases that name no catalog column. In the fingerprint
     only when non-empty.
+    ``output_refuse``: names no output alias of a select list may spell (``SELECT x AS
+    BirthDate``), the names the role may not read (``role_scopes(policy=...)``), compared
+    likewise; ``SUM(Total) AS Total`` stays. In the fingerprint only when non-empty.
     """
 
     def __init__(
@@ -122,6 +125,7 @@ class ScopeTable:
         alias_refuse: Iterable[str] = (),
         cte_names: bool = False,
         alias_clauses: Iterable[str] = (),
+        output_refuse: Iterable[str] = (),
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -135,6 +139,7 @@ class ScopeTable:
         self.alias_clauses: frozenset[str] = frozenset(alias_clauses) & frozenset(
             ALIAS_CLAUSES.values()
         )
+        self.output_refuse: frozenset[str] = frozenset(norm_name(n) for n in output_refuse)
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
@@ -150,6 +155,8 @@ class ScopeTable:
             body["cte_names"] = True
         if self.alias_clauses:
             body["alias_clauses"] = sorted(self.alias_clauses)
+        if self.output_refuse:
+            body["output_refuse"] = sorted(self.output_refuse)
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def __repr__(self) -> str:
@@ -346,6 +353,10 @@ class ScopeRules:
         )
         self.fresh_exposed = table.fresh_aliases  # refuse the names the FROM exposes too
         self.alias_refuse = table.alias_refuse
+        # output aliases (ScopeTable.output_refuse): an IDENT that can only be one
+        self.output_refuse = table.output_refuse if "IDENT" in tids else frozenset()
+        self.nt_output_alias_of = frozenset(nts[x] for x in ("alias", "alias_name") if x in nts)
+        self.fresh = self.fresh or bool(self.output_refuse and self.nt_output_alias_of)
         self.t_ident, self.t_as, self.t_lpar = t("IDENT"), t("AS"), t("LPAR")
         self.nt_table_alias = nts.get("table_alias", -1)
         # CTE names (ScopeTable.cte_names): where a completed CTE, a RECURSIVE clause's CTE

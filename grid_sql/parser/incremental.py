@@ -212,6 +212,7 @@ class ParserRuntime:
         # as identifier positions (Guide.key_for)
         self.fresh_mask = 0
         self._static_alias: frozenset[bytes] | None = None  # spellings of sem.alias_refuse
+        self._static_output: frozenset[bytes] | None = None  # spellings of sem.output_refuse
         if self.sem is not None and self.sem.fresh:
             self.fresh_mask = 1 << self.sem.t_ident
         # Stop bits: above the terminal words of an allowed set, bit ``stop_shift + t``
@@ -610,15 +611,21 @@ class ParserRuntime:
         compared ASCII-case-folded quoted or not (SQLite's rule; ``fresh_aliases`` is only
         on there); names that are not ASCII refuse nothing."""
         top = self.shift(node, sem.t_ident)
-        reduces = False
+        reduces = output = False
         for t, a in enumerate(self.action[top.state]):
             if a > 0 and t != sem.t_lpar:
                 return None  # the word may go on as something else
             if a < 0:
-                if self.rule_lhs[-a - 1] != sem.nt_table_alias:
+                lhs = self.rule_lhs[-a - 1]
+                if lhs in sem.nt_output_alias_of and sem.output_refuse:
+                    output = True
+                elif lhs != sem.nt_table_alias:
                     return None
-                reduces = True
-        if not reduces:
+                else:
+                    reduces = True
+        if output and not reduces:
+            return self._output_alias_view(sem)
+        if not reduces or output:
             return None
         p = top.parent
         if p is not None and p.symbol == sem.t_as:
@@ -640,15 +647,17 @@ class ParserRuntime:
         # a complement lexicon keeps every partial lexeme live, so only spellings some
         # longer lexeme extends are refused (bare and quoted ones; never `[q]`)
         spelled = frozenset(w for w in spelled or () if w[:1] != b"[")
-        if not spelled:
-            return None
-        key = ("alias", spelled)
+        return self._exclude_view(b"X", spelled, sem) if spelled else None
+
+    def _exclude_view(self, tag: bytes, spelled: frozenset[bytes], sem: ScopeRules) -> LexiconView:
+        """The lexicons with IDENT admitting every word but ``spelled`` (memoized)."""
+        key = ("alias" if tag == b"X" else "output", spelled)
         view = self._views.get(key)
         if view is None:
             lex = dict(self.lexicon)
             lex[sem.t_ident] = CategoryWords(spelled, True, True, exclude=True)
             h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
-            h.update(b"X" + sem.t_ident.to_bytes(4, "little"))
+            h.update(tag + sem.t_ident.to_bytes(4, "little"))
             for w in sorted(spelled):
                 h.update(len(w).to_bytes(4, "little") + w)
             view = LexiconView(lex, self.lexicon_mask | self.fresh_mask, h.hexdigest())
@@ -656,6 +665,19 @@ class ParserRuntime:
                 self._views.clear()
             self._views[key] = view
         return view
+
+    def _output_alias_view(self, sem: ScopeRules) -> LexiconView | None:
+        """At an output alias (an IDENT that can only reduce to ``alias``/``alias_name``):
+        IDENT admits every word but the spellings of ``sem.output_refuse``, the names the role
+        may not read (issue #30 §3: ``SELECT x AS BirthDate`` would make a denied column look
+        answered). Compared like table aliases, ASCII-case-folded quoted or not."""
+        if self._static_output is None:
+            names = frozenset(n for n in sem.output_refuse if n.isascii())
+            self._static_output = frozenset(
+                w for w in self._spellings(names, sem.t_ident) or () if w[:1] != b"["
+            )
+        spelled = self._static_output
+        return self._exclude_view(b"O", spelled, sem) if spelled else None
 
     def _qualifier_words(
         self, node: StackNode, ctx: Context, allowed: int

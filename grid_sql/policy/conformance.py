@@ -189,6 +189,16 @@ _SQLITE_INSTEAD: dict[str, str] = {
     "str_to_date": "date(x)",
 }
 
+
+def function_instead(name: str, dialect: str) -> str | None:
+    """What to write in ``dialect`` instead of function ``name`` where a replacement is
+    known (the repair hints of the checker and of blocked foreign idioms share them)."""
+    low = name.lower()
+    if dialect == "sqlite":
+        return _SQLITE_INSTEAD.get(low)
+    return _FOREIGN.get(dialect, {}).get(low)
+
+
 # sqlglot node types that are syntax, not calls of a named function.
 _SYNTAX = (
     exp.Cast,

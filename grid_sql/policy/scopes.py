@@ -10,6 +10,7 @@ import functools
 
 from ..grammar.scope import ScopeTable
 from ..schema.model import SchemaSnapshot
+from .model import Policy
 
 # Dialects whose keywords no table alias may spell: the three supported ones and T-SQL, whose
 # idioms (`TOP 5`) small models write in every dialect (issue #30: `JOIN invoiceline AS TOP`).
@@ -48,6 +49,7 @@ def role_scopes(
     hijack_free: bool = True,
     cte_names: bool = True,
     output_aliases: bool = True,
+    policy: Policy | None = None,
 ) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
@@ -62,7 +64,9 @@ def role_scopes(
     the select list reads a missing column through (``docs/scope.md``, "Fresh aliases").
     ``hijack_free`` (default on, every dialect): no table alias may spell a table or column
     name of the snapshot (denied ones included: the snapshot is what the service sees) or a
-    keyword of :data:`KEYWORD_DIALECTS` (``docs/scope.md``, "No hijacked names").
+    keyword of :data:`KEYWORD_DIALECTS` (``docs/scope.md``, "No hijacked names"); with
+    ``policy`` too, no output alias may spell a name the role may not read
+    (:func:`denied_only_names`).
     ``cte_names`` (default on): a FROM item read as a CTE reference must spell a CTE name
     the statement binds there (``docs/scope.md``, "CTE names"); what lets a role grammar
     built with ``role_grammar(..., ctes=True)`` keep CTE references.
@@ -90,4 +94,23 @@ def role_scopes(
         alias_refuse=refuse,
         cte_names=cte_names,
         alias_clauses=ALIAS_CLAUSES_OF.get(snapshot.dialect, ()) if output_aliases else (),
+        output_refuse=denied_only_names(snapshot, policy) if hijack_free and policy else (),
     )
+
+
+def denied_only_names(snapshot: SchemaSnapshot, policy: Policy) -> frozenset[str]:
+    """Lower-cased names of tables and columns the role may not read that name nothing it
+    may read (``Title`` of a denied ``Employee`` is also ``Album.Title``: not refused), so an
+    output alias spelling one can only make a blocked name look answered."""
+    denied: set[str] = set()
+    readable: set[str] = set()
+    for schema, t in snapshot.iter_tables():
+        tp = policy.table(t.name, schema)
+        if tp is None or not tp.allows("select"):
+            denied.add(t.name.lower())
+            denied.update(c.lower() for c in t.column_names)
+            continue
+        readable.add(t.name.lower())
+        for c in t.column_names:
+            (readable if tp.readable(c) else denied).add(c.lower())
+    return frozenset(denied - readable)

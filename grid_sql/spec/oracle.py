@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -94,6 +94,7 @@ class SpecGrammar:
             frozenset[str],
             frozenset[str],
             bool,
+            frozenset[str],
             frozenset[str],
         ]
         | None
@@ -565,6 +566,7 @@ class ScopeSpec:
         unbindable: frozenset[str] = frozenset(),
         ctes: bool = False,
         alias_clauses: frozenset[str] = frozenset(),
+        output_refuse: frozenset[str] = frozenset(),
     ) -> None:
         self.tables = tables
         self.alias_clauses = alias_clauses  # where output aliases resolve (docs/scope.md)
@@ -573,7 +575,8 @@ class ScopeSpec:
         self.bind = bind
         self.fresh_exposed = fresh
         self.alias_refuse = alias_refuse
-        self.fresh = fresh or bool(alias_refuse)
+        self.output_refuse = output_refuse  # names no output alias may spell (#30 §3)
+        self.fresh = fresh or bool(alias_refuse) or bool(output_refuse)
         self.unbindable = unbindable  # qualifiers no FROM item can ever be named
         self.all_columns = {c for cs in tables.values() for c in cs}
 
@@ -944,11 +947,16 @@ class ScopeSpec:
         acts = [(x, a) for x, a in oracle.table[after[-1]].items() if x in oracle.rx or x == END]
         if not any(kind is not Shift for _, (kind, _) in acts):
             return None
+        reduced = set()
         for x, (kind, arg) in acts:
             if kind is Shift and x != "LPAR":
                 return None
-            if kind is not Shift and arg.origin.name != "table_alias":
-                return None
+            if kind is not Shift:
+                reduced.add(arg.origin.name)
+        if self.output_refuse and reduced <= {"alias", "alias_name"}:
+            return self._forms(oracle, self.output_refuse)  # an output alias
+        if reduced != {"table_alias"}:
+            return None
         head = forest[-2] if _tok(forest[-1], "AS") and len(forest) >= 2 else forest[-1]
         if not (_tree(head, "table_name") or _tok(head, "TABLE_NAME")):
             return None
@@ -957,6 +965,11 @@ class ScopeSpec:
             return None
         refused = set(levels[-1].exposed) if self.fresh_exposed else set()
         refused |= self.alias_refuse  # no hijacked names
+        return self._forms(oracle, refused)
+
+    @staticmethod
+    def _forms(oracle: SpecOracle, refused: Iterable[str]) -> frozenset[bytes] | None:
+        """The bare, double-quoted and backticked spellings of ``refused`` IDENT lexes."""
         forms = set()
         for q in refused:
             if not q.isascii():

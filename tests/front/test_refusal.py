@@ -95,3 +95,42 @@ def test_reading_blocked_favourites() -> None:
     assert _intents(b"SELECT", b" FirstName", v) == []
     assert _intents(b"SELECT * FROM", b" Em", v) == []
     assert _intents(b"SELECT Title FROM", b" Album", v) == []
+
+
+def _asked(question: str) -> list[str]:
+    from grid_sql.front.intent import question_intents
+
+    snap = introspect(
+        open_sqlite(
+            Path(__file__).resolve().parents[2].parent / "shared/data/chinook/Chinook_Sqlite.sqlite"
+        )
+    )
+    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping(POLICY), snap)
+    return sorted({n for f in question_intents(question, snap, pol) for n in f.needs})
+
+
+def test_questions_that_name_a_denied_object() -> None:
+    """The prompt shows only the role's schema, so the 1.5B answered "phone numbers and email
+    addresses" with `SELECT Fax, SupportRepId` without ever trying to write Phone: the
+    question's own words are evidence too (case, plurals and `e-mail` folded)."""
+    assert _asked("What are the phone numbers and e-mail addresses of customers in Brazil?") == [
+        "Customer.Email",
+        "Customer.Phone",
+        "Employee.Email",
+        "Employee.Phone",
+    ]
+    assert _asked("Show me the employees' birth dates.") == ["Employee", "Employee.BirthDate"]
+    assert _asked("Which BirthDate is the earliest?") == ["Employee.BirthDate"]
+    # names the role may also read elsewhere, and words that only resemble a denied name
+    assert _asked("List the album titles and the customers' fax numbers.") == []
+    assert _asked("Which support rep id serves the most customers?") == []
+    assert _asked("Show the billing address and city of every invoice.") == []
+    assert _asked("How many tracks are in each genre?") == []
+
+
+def test_a_question_naming_a_denied_object_is_refused_before_generating(asker: Asker) -> None:
+    with pytest.raises(PolicyRefusal) as info:
+        asker.generate_sql("What are the email addresses of our customers in Brazil?")
+    assert info.value.needs == ["Customer.Email", "Employee.Email"]
+    assert "the question asks for email" in str(info.value)
+    assert info.value.sql is None and info.value.audit_ids == []  # type: ignore[attr-defined]

@@ -131,3 +131,110 @@ def test_mariadb(my_grammar: Grammar) -> None:
         assert not admits(my_grammar, sql), sql
     for sql in ORDINARY["pascal"]:
         assert admits(my_grammar, sql), sql
+
+
+# Output aliases (issue #30 §3): no select-list alias may spell a name the role may not read
+# (denied tables and columns that name nothing readable); readable names stay fine.
+OUTPUT_DENIED = {
+    "pascal": [
+        "SELECT Total AS BirthDate FROM Invoice",
+        "SELECT Total AS birthdate FROM Invoice",
+        'SELECT Total AS "Email" FROM Invoice',
+        "SELECT Total Email FROM Invoice",
+        "SELECT COUNT(*) AS Employee FROM Invoice",
+        "SELECT Total AS Phone, BillingCity FROM Invoice",
+    ],
+    "snake": [
+        "SELECT total AS birth_date FROM invoice",
+        'SELECT total AS "email" FROM invoice',
+        "SELECT total phone FROM invoice",
+        "SELECT COUNT(*) AS employee FROM invoice",
+    ],
+}
+OUTPUT_ORDINARY = {
+    "pascal": [
+        "SELECT SUM(Total) AS Total FROM Invoice",
+        "SELECT Title AS Title FROM Album",  # Employee.Title is denied, Album.Title is not
+        "SELECT Total AS BirthDateX FROM Invoice",
+        "SELECT Total AS Emails FROM Invoice ORDER BY Emails",
+        "SELECT BillingCountry AS Country FROM Invoice",
+    ],
+    "snake": [
+        "SELECT SUM(total) AS total FROM invoice",
+        "SELECT title AS title FROM album",
+        "SELECT total AS emails FROM invoice ORDER BY emails",
+    ],
+}
+
+
+@pytest.mark.parametrize("sql", OUTPUT_DENIED["pascal"])
+def test_sqlite_output_alias_may_not_spell_a_denied_name(sqlite_grammar: Grammar, sql: str) -> None:
+    assert not admits(sqlite_grammar, sql)
+
+
+@pytest.mark.parametrize("sql", OUTPUT_ORDINARY["pascal"])
+def test_sqlite_ordinary_output_aliases_stay(sqlite_grammar: Grammar, sql: str) -> None:
+    assert admits(sqlite_grammar, sql)
+
+
+def test_spec_agrees_on_output_aliases(sqlite_grammar: Grammar) -> None:
+    spec = SpecOracle(sqlite_grammar.to_spec())
+    for sql in OUTPUT_DENIED["pascal"]:
+        assert not spec.accepts(sql.encode()), sql
+    for sql in OUTPUT_ORDINARY["pascal"]:
+        assert spec.accepts(sql.encode()), sql
+
+
+def test_output_aliases_without_a_policy_are_free() -> None:
+    """``role_scopes`` without the policy (what callers outside the Asker get): no output
+    alias is refused, the table-alias rule alone applies."""
+    from grid_sql.policy import AppPolicy, narrow, sqlite_baseline
+    from grid_sql.policy.grammar import role_grammar
+    from grid_sql.policy.scopes import role_scopes
+
+    from .test_no_dead_ends import POLICY
+
+    snap = introspect(open_sqlite(CHINOOK))
+    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping(POLICY["sqlite"]), snap)
+    g = role_grammar(Grammar.dialect("sqlite"), snap, pol).with_scopes(
+        role_scopes(snap, bind_select_list=True)
+    )
+    assert admits(g, OUTPUT_DENIED["pascal"][0])
+
+
+@pytest.mark.db
+def test_postgresql_output_aliases(pg_grammar: Grammar) -> None:
+    for sql in OUTPUT_DENIED["snake"]:
+        assert not admits(pg_grammar, sql), sql
+    for sql in OUTPUT_ORDINARY["snake"]:
+        assert admits(pg_grammar, sql), sql
+    spec = SpecOracle(pg_grammar.to_spec())
+    assert not spec.accepts(OUTPUT_DENIED["snake"][0].encode())
+
+
+@pytest.mark.db
+def test_mariadb_output_aliases(my_grammar: Grammar) -> None:
+    # the server's other databases have readable `email`/`phone` columns (sakila, ...): only
+    # names that are denied everywhere the role looks are refused there
+    for sql in [
+        "SELECT Total AS BirthDate FROM Invoice",
+        "SELECT Total AS `hiredate` FROM Invoice",
+        "SELECT Total ReportsTo FROM Invoice",
+        "SELECT COUNT(*) AS PlaylistTrack FROM Invoice",
+    ]:
+        assert not admits(my_grammar, sql), sql
+    for sql in OUTPUT_ORDINARY["pascal"]:
+        assert admits(my_grammar, sql), sql
+
+
+def test_fast_path_equals_spec_on_output_aliases(sqlite_grammar: Grammar) -> None:
+    """Viability, EOS and allowed terminals agree at every prefix (the differential harness
+    that binds the fast path to the executable specification)."""
+    from ..differential.harness import Differential
+
+    d = Differential(sqlite_grammar)
+    for sql in [*OUTPUT_DENIED["pascal"], *OUTPUT_ORDINARY["pascal"], *HIJACKED["pascal"][:3]]:
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
+    assert d.checked > 300
