@@ -461,16 +461,14 @@ class Asker:
             old_sql, problems = refused[0], [str(p) for p in refused[1]]
             if not problems:
                 raise OptionError("refused needs at least one problem to quote back")
-            msgs = fit_repair(
-                repair_messages(
-                    first_msgs,
-                    old_sql,
-                    problems,
-                    tables=repair_tables(old_sql, problems, self.snapshot, mode.policy),
-                    snapshot=self.snapshot,
-                ),
-                budget,
+            msgs = repair_messages(
+                first_msgs,
+                old_sql,
+                problems,
+                tables=repair_tables(old_sql, problems, self.snapshot, mode.policy),
+                snapshot=self.snapshot,
             )
+            msgs = fit_repair(msgs, budget)
             repairs.append(Repair(old_sql, problems, 0, kind="execution"))
             start, rounds = 1, 2
         last: tuple[str, list[Violation], list[str]] | None = None
@@ -934,8 +932,6 @@ def _refusal(wanted: Sequence[DeniedIntent], sql: str, audit_ids: list[str]) -> 
     )
     err.audit_ids = audit_ids  # type: ignore[attr-defined]
     return err
-
-
 _SELECT_ONLY = AppPolicy.from_mapping({"verbs": ["select"]}, origin="no allow_writes")
 
 

@@ -197,7 +197,7 @@ def linker_for(snapshot: SchemaSnapshot, policy: Policy) -> Linker[VisibleTable]
     from .prompt import visible_tables
 
     key = (snapshot.fingerprint, policy.fingerprint)
-    return cached_linker(key, visible_tables(snapshot, policy))
+    return cached_linker(key, lambda: visible_tables(snapshot, policy))
 
 
 def render_schema(
@@ -218,18 +218,18 @@ def render_schema(
     apart from the ``max_names`` cap). Up to ``LINK_ABOVE`` visible tables they are ordered
     by the prompt's original ranker (the order every published measurement used); above,
     by the linker."""
-    from .prompt import _q, describe_table, rank_tables, visible_tables
+    from .prompt import _q, describe_table, rank_tables
 
-    tables = visible_tables(snapshot, policy)
+    linker = linker_for(snapshot, policy)
+    tables = linker.tables
     visible = {(t.schema, t.name) for t in tables}
     qualify = len({t.schema for t in tables}) > 1 or any(
         t.schema != snapshot.default_schema for t in tables if snapshot.default_schema
     )
-    matched: dict[tuple[str, str], frozenset[str]] = {}
+    linked = linker.link(question)  # the columns a question names: kept when narrowing
+    matched = {(x.table.schema, x.table.name): x.columns for x in linked}
     if len(tables) > LINK_ABOVE:
-        linked = linker_for(snapshot, policy).link(question)
         ranked = [x.table for x in linked]
-        matched = {(x.table.schema, x.table.name): x.columns for x in linked}
     else:
         ranked = rank_tables(question, tables) if len(tables) > 1 else tables
     left = room
@@ -257,7 +257,7 @@ def render_schema(
             rest.append(t)
             continue
         if not take(text):
-            narrow = _narrowed(t, matched.get((t.schema, t.name), frozenset()))
+            narrow = _narrowed(t, matched.get((t.schema, t.name), ()))
             if narrow is None:
                 rest.append(t)
                 continue
@@ -291,15 +291,16 @@ def render_schema(
     return f"{out}\n{line}" if out else line
 
 
-def _narrowed(t: VisibleTable, matched: frozenset[str]) -> tuple[VisibleTable, int] | None:
-    """``t`` with only its key columns, the columns the question names, and the first
-    others up to :data:`COMPACT_COLUMNS`; None when that would hide nothing."""
+def _narrowed(t: VisibleTable, matched: Sequence[str]) -> tuple[VisibleTable, int] | None:
+    """``t`` with its key columns, then the columns the question names (best first), then
+    its first others, up to :data:`COMPACT_COLUMNS`; None when that would hide nothing."""
     from .prompt import VisibleTable
 
+    by_name = {c.name: c for c in t.columns}
     keys = set(t.info.primary_key) | {c for fk in t.info.foreign_keys for c in fk.columns}
-    keep = [c for c in t.columns if c.name in keys or c.name in matched]
-    for c in t.columns:
-        if len(keep) >= COMPACT_COLUMNS:
+    keep = [c for c in t.columns if c.name in keys]
+    for c in [by_name[n] for n in matched if n in by_name] + list(t.columns):
+        if len(keep) >= max(COMPACT_COLUMNS, len(keys)):
             break
         if c not in keep:
             keep.append(c)

@@ -29,7 +29,7 @@ import math
 import re
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -74,7 +74,7 @@ def link_words(text: str) -> list[str]:
     for chunk in re.split(r"[^A-Za-z0-9]+", text):
         for w in _CAMEL.findall(chunk) or ([chunk] if chunk else []):
             w = w.lower()
-            if len(w) >= 2:
+            if len(w) >= 2 or w.isdigit():  # ``measure_7``: the 7 tells columns apart
                 out.append(stem(w))
     return out
 
@@ -101,11 +101,12 @@ T = TypeVar("T", bound=LinkableTable)
 
 @dataclass(frozen=True)
 class Linked(Generic[T]):
-    """A table's link to a question: its score and the columns the question names."""
+    """A table's link to a question: its score and the columns the question names, those
+    whose words it covers best first."""
 
     table: T
     score: float
-    columns: frozenset[str]
+    columns: tuple[str, ...]
 
 
 class Linker(Generic[T]):
@@ -190,11 +191,13 @@ class Linker(Generic[T]):
         )
         out = []
         for i in order:
-            cols: set[str] = set()
+            hits: dict[str, int] = defaultdict(int)
             if i in s:
                 for w in q:
-                    cols |= self._col_index.get((w, i), set())
-            out.append(Linked(self.tables[i], s.get(i, 0.0), frozenset(cols)))
+                    for c in self._col_index.get((w, i), ()):
+                        hits[c] += 1
+            cols = sorted(hits, key=lambda c: (-hits[c] / max(len(link_words(c)), 1), -hits[c]))
+            out.append(Linked(self.tables[i], s.get(i, 0.0), tuple(cols)))
         return out
 
 
@@ -203,15 +206,15 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 8
 
 
-def cached_linker(key: tuple[str, ...], tables: Iterable[T]) -> Linker[T]:
-    """The linker of ``tables`` under ``key`` (e.g. schema and policy fingerprints), built
+def cached_linker(key: tuple[str, ...], tables: Callable[[], Iterable[T]]) -> Linker[T]:
+    """The linker of ``tables()`` under ``key`` (e.g. schema and policy fingerprints), built
     once: an Asker asks many questions of one catalog, and indexing a big one takes a second."""
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit  # type: ignore[return-value]
-    linker = Linker(list(tables))
+    linker = Linker(list(tables()))
     with _CACHE_LOCK:
         _CACHE[key] = linker  # type: ignore[assignment]
         while len(_CACHE) > _CACHE_SIZE:
