@@ -9,9 +9,9 @@ shrinks until it fits, in this order: fewer tables described in full (most relev
 the columns the question names, then tables by name only, then a count of the tables left out.
 
 The budget of the first prompt is ``n_ctx - max_tokens - MARGIN``, less ``max_tokens +
-REPAIR_RESERVE`` when a repair round may follow (that round re-sends the first prompt with
-the refused statement and the checker's feedback, and generates again); a repair prompt that
-would still not fit loses table descriptions from its feedback first
+min(REPAIR_RESERVE, n_ctx / 8)`` when a repair round may follow (that round re-sends the first
+prompt with the refused statement and the checker's feedback, and generates again); a repair
+prompt that would still not fit loses table descriptions from its feedback first
 (:func:`fit_repair`). Tokens are counted with the loaded backend's own tokenizer and chat
 template; with no local model (a :class:`~grid_sql.serve.client.RemoteAsker`, or
 ``Asker.messages()`` before a model is loaded) the count is the text's UTF-8 byte length, an
@@ -39,7 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .values import ColumnValues
 
 MARGIN = 16  # tokens kept free beyond the answer: a stop token, a template's closing tokens
-REPAIR_RESERVE = 512  # the repair round's feedback (violations, fixes, tables involved)
+REPAIR_RESERVE = 512  # the repair round's feedback (violations, fixes, tables involved);
+# at most an eighth of the context (a small context keeps room for the first prompt)
 TEMPLATE_ALLOWANCE = 16  # per message, byte-count mode: role markers and special tokens
 LINK_ABOVE = 64  # more visible tables than this: the linker ranks them (see schema_text)
 DEFAULT_MAX_NAMES = 64  # tables listed by name only, at most (then "and N more")
@@ -71,7 +72,7 @@ def limits(n_ctx: int, max_tokens: int, repair: bool) -> tuple[int, int]:
     """(first-prompt budget, any-prompt budget) for a context of ``n_ctx`` tokens, or
     :class:`OptionError` when ``max_tokens`` leaves no room for a prompt."""
     total = n_ctx - max_tokens - MARGIN
-    first = total - (max_tokens + REPAIR_RESERVE if repair else 0)
+    first = total - (max_tokens + min(REPAIR_RESERVE, n_ctx // 8) if repair else 0)
     if first < MIN_PROMPT:
         raise OptionError(
             f"n_ctx={n_ctx} with max_tokens={max_tokens}"
