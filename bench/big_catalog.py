@@ -18,6 +18,7 @@ tables a question needs, and a ranker that only counts shared words is fooled by
 
     python bench/big_catalog.py reflect --tables 2000 10000
     python bench/big_catalog.py recall --tables 2000
+    python bench/big_catalog.py recall --tables 2000 --spider
     python bench/big_catalog.py answer --tables 2000
 
 The distractor generator (:func:`add_distractors`) is also the fixture of
@@ -251,8 +252,8 @@ def reflect(sizes: Iterable[int], vocab_model: str) -> None:
 def recall(n: int, ks: Sequence[int]) -> None:
     """Recall@k of the gold tables, per database, for the linker and the old ranker."""
     from grid_sql.front.ask import Asker
+    from grid_sql.front.budget import linker_for
     from grid_sql.front.prompt import rank_tables, visible_tables
-    from grid_sql.schema.linking import linker_for
 
     data = json.loads(QUESTIONS.read_text())
     print(f"# recall@k: commit {_commit()}, host {host()}, {n:,} distractors")
@@ -280,6 +281,59 @@ def recall(n: int, ks: Sequence[int]) -> None:
                         hits[k] += len(gold & set(ranked[:k]))
                 cells = " | ".join(f"{100 * hits[k] / total:.1f} %" for k in ks)
                 print(f"| {name} | {len(items)} | {label} | {cells} |", flush=True)
+
+
+def recall_spider(n: int, ks: Sequence[int]) -> None:
+    """The same on Spider dev (every question of its 20 databases, held out: the linker
+    was not tuned on them), each database with ``n`` distractors that share its words."""
+    from grid_sql.front.ask import Asker
+    from grid_sql.front.budget import linker_for
+    from grid_sql.front.prompt import rank_tables, visible_tables
+    from grid_sql.schema.linking import link_words
+
+    spider = SHARED / "spider"
+    items = json.loads((spider / "dev.json").read_text())
+    by_db: dict[str, list[dict[str, str]]] = {}
+    for it in items:
+        by_db.setdefault(it["db_id"], []).append(it)
+    print(f"# recall@k on Spider dev: commit {_commit()}, host {host()}, {n:,} distractors/db")
+    print("| ranker | questions | gold tables | " + " | ".join(f"recall@{k}" for k in ks) + " |")
+    print("| --- | ---: | ---: | " + " | ".join("---:" for _ in ks) + " |")
+    hits = {lab: dict.fromkeys(ks, 0) for lab in ("linker", "lexical (before)")}
+    total = questions = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for db_id, qs in sorted(by_db.items()):
+            src = spider / "database" / db_id / f"{db_id}.sqlite"
+            dst = Path(tmp) / f"{db_id}.sqlite"
+            shutil.copyfile(src, dst)
+            con = sqlite3.connect(dst)
+            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            con.close()
+            shared = sorted({w for x in names for w in link_words(x) if len(w) > 2})
+            add_distractors(dst, n, shared=shared)
+            asker = Asker(dst, audit=False)
+            policy = asker._mode(False).policy
+            tables = visible_tables(asker.snapshot, policy)
+            linker = linker_for(asker.snapshot, policy)
+            for it in qs:
+                try:
+                    gold = gold_tables(it["query"])
+                except Exception:  # noqa: BLE001 - a gold sqlglot cannot parse: skipped
+                    continue
+                questions += 1
+                total += len(gold)
+                ranked = {
+                    "linker": [t.name.lower() for t in linker.rank(it["question"])],
+                    "lexical (before)": [
+                        t.name.lower() for t in rank_tables(it["question"], tables)
+                    ],
+                }
+                for lab, r in ranked.items():
+                    for k in ks:
+                        hits[lab][k] += len(gold & set(r[:k]))
+    for lab, h in hits.items():
+        cells = " | ".join(f"{100 * h[k] / total:.1f} %" for k in ks)
+        print(f"| {lab} | {questions} | {total} | {cells} |", flush=True)
 
 
 # ----------------------------------------------------------------------------- answer
@@ -321,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c = sub.add_parser("recall")
     c.add_argument("--tables", type=int, default=2000)
     c.add_argument("--k", type=int, nargs="+", default=[5, 10, 16, 32])
+    c.add_argument("--spider", action="store_true", help="Spider dev instead (held out)")
     a = sub.add_parser("answer")
     a.add_argument("--tables", type=int, default=2000)
     a.add_argument("--model", default="qwen2.5-coder-0.5b")
@@ -329,6 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "reflect":
         reflect(args.tables, args.vocab)
+    elif args.cmd == "recall" and args.spider:
+        recall_spider(args.tables, args.k)
     elif args.cmd == "recall":
         recall(args.tables, args.k)
     else:

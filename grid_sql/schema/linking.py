@@ -12,9 +12,12 @@ How (lexical, no model: nothing to download, deterministic, microseconds per tab
   split at camelCase and snake_case boundaries and words are stemmed (``invoices`` ->
   ``invoice``, ``countries`` -> ``country``);
 * a question word scores ``idf(w)`` (``log(1 + N / df)``, ``df`` the number of tables that
-  carry it), times 3 in a table's name (scaled by how much of the name the question covers,
-  so ``Invoice`` beats ``invoice_archive_2019`` for "invoices"), 1 in a column name, 1 in the
-  table's comment, 0.5 in a column's comment;
+  carry it in that field: names, columns and comments each have their own, so a word that
+  is a column of hundreds of tables is still rare as a table name), times 3 in a table's
+  name (times the square of the share of the name's words the question covers, so
+  ``Invoice`` beats ``invoice_archive_2019`` for "invoices"), 0.5 in a column name, 1 in the
+  table's comment, 0.5 in a column's comment; numbers score nothing (``top 5`` is not
+  ``crm_campaign_log_5``);
 * a table then gains half the best score among its foreign-key neighbours (either direction),
   so the join table between two mentioned tables rises with them, plus a tie-breaker of
   ``0.01`` per foreign key it takes part in (a catalog's central tables are its hubs).
@@ -29,13 +32,16 @@ import math
 import re
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from .model import ColumnInfo, TableInfo
 
 __all__ = ["Linker", "Linked", "LinkableTable", "link_words", "stem"]
+
+NAME_WEIGHT = 3.0  # a question word in a table's name
+COLUMN_WEIGHT = 0.5  # ... in one of its column names (many tables share generic columns)
 
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # question words that name no table or column: they would only add noise to every score
@@ -118,28 +124,40 @@ class Linker(Generic[T]):
     def __init__(self, tables: Sequence[T]) -> None:
         self.tables = list(tables)
         n = len(self.tables)
-        # word -> {table index: weight of its best field}, and word -> columns carrying it
-        self._index: dict[str, dict[int, float]] = defaultdict(dict)
+        # per field: word -> tables carrying it (names, columns, comments); digits are kept
+        # for telling columns apart (``measure_7``) but score no table (``top 5`` is not
+        # ``crm_campaign_log_5``)
+        self._names: dict[str, set[int]] = defaultdict(set)
+        self._cols: dict[str, set[int]] = defaultdict(set)
+        self._notes: dict[str, dict[int, float]] = defaultdict(dict)
         self._col_index: dict[tuple[str, int], set[str]] = defaultdict(set)
-        self._name_len: list[int] = []
+        self._name_words: list[set[str]] = []
         key_of: dict[tuple[str, str], int] = {}
         for i, t in enumerate(self.tables):
             key_of[(t.schema, t.info.name)] = i
-            name = set(link_words(t.info.name))
-            self._name_len.append(max(len(name), 1))
+            name = {w for w in link_words(t.info.name) if not w.isdigit()}
+            self._name_words.append(name)
             for w in name:
-                self._add(w, i, 3.0)
+                self._names[w].add(i)
             for c in t.columns:
                 for w in set(link_words(c.name)):
-                    self._add(w, i, 1.0)
                     self._col_index[(w, i)].add(c.name)
+                    if not w.isdigit():
+                        self._cols[w].add(i)
                 for w in set(link_words(c.comment or "")):
-                    self._add(w, i, 0.5)
                     self._col_index[(w, i)].add(c.name)
+                    self._note(w, i, 0.5)
             for w in set(link_words(t.info.comment or "")):
-                self._add(w, i, 1.0)
-        self._idf = {w: math.log(1.0 + n / len(hits)) for w, hits in self._index.items()}
-        self._name_words = [set(link_words(t.info.name)) for t in self.tables]
+                self._note(w, i, 1.0)
+
+        def idf(index: Mapping[str, Sized]) -> dict[str, float]:
+            return {w: math.log(1.0 + n / len(hits)) for w, hits in index.items()}
+
+        self._idf_name, self._idf_col, self._idf_note = (
+            idf(self._names),
+            idf(self._cols),
+            idf(self._notes),
+        )
         self._neighbours: list[set[int]] = [set() for _ in self.tables]
         for i, t in enumerate(self.tables):
             for fk in t.info.foreign_keys:
@@ -148,8 +166,10 @@ class Linker(Generic[T]):
                     self._neighbours[i].add(j)
                     self._neighbours[j].add(i)
 
-    def _add(self, w: str, i: int, weight: float) -> None:
-        hits = self._index[w]
+    def _note(self, w: str, i: int, weight: float) -> None:
+        if w.isdigit():
+            return
+        hits = self._notes[w]
         if hits.get(i, 0.0) < weight:
             hits[i] = weight
 
@@ -158,17 +178,19 @@ class Linker(Generic[T]):
         (table index -> score; absent tables score only their foreign-key tie-breaker)."""
         q = _question_words(question)
         base: dict[int, float] = defaultdict(float)
+        name_part: dict[int, float] = defaultdict(float)
         name_hits: dict[int, int] = defaultdict(int)
         for w in q:
-            for i, weight in self._index.get(w, {}).items():
-                idf = self._idf[w]
-                if weight == 3.0:
-                    name_hits[i] += 1
-                base[i] += weight * idf
-        for i, k in name_hits.items():  # scale the name part by how much of the name is covered
-            cover = k / self._name_len[i]
-            name_part = sum(3.0 * self._idf[w] for w in q if w in self._name_words[i])
-            base[i] -= name_part * (1.0 - (0.5 + 0.5 * cover))
+            for i in self._names.get(w, ()):
+                name_part[i] += NAME_WEIGHT * self._idf_name[w]
+                name_hits[i] += 1
+            for i in self._cols.get(w, ()):
+                base[i] += COLUMN_WEIGHT * self._idf_col[w]
+            for i, weight in self._notes.get(w, {}).items():
+                base[i] += weight * self._idf_note[w]
+        for i, part in name_part.items():  # a name the question covers only in part counts less
+            cover = name_hits[i] / len(self._name_words[i])
+            base[i] += part * cover * cover
         out = dict(base)
         for i, v in base.items():
             for j in self._neighbours[i]:
