@@ -193,6 +193,8 @@ def reflect(sizes: Iterable[int], vocab_model: str) -> None:
 
     from grid_sql.decode.models import cached_path
     from grid_sql.front.ask import _SELECT_ONLY, role_grammar_for
+    from grid_sql.front.budget import by_bytes
+    from grid_sql.front.prompt import build_messages
     from grid_sql.mask.guide import Guide
     from grid_sql.mask.vocab import Vocabulary
     from grid_sql.policy.config import narrow
@@ -210,9 +212,9 @@ def reflect(sizes: Iterable[int], vocab_model: str) -> None:
 
     print(
         "| tables | columns | introspect s | policy s | grammar s | guide s | first mask s "
-        "| masks to `FROM ` s | table-name mask s |"
+        "| masks to `FROM ` s | table-name mask s | first prompt s | next prompt s |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             db = big_copy("chinook", n, Path(tmp))
@@ -236,12 +238,18 @@ def reflect(sizes: Iterable[int], vocab_model: str) -> None:
             t6 = time.perf_counter()
             m.fill_next_token_bitmask(buf)  # the table-name mask: the lexicon's whole trie
             t7 = time.perf_counter()
+            q = "How many invoices does each customer have?"
+            build_messages(q, snap, policy, budget=by_bytes(4096, 256, True))  # + link index
+            t8 = time.perf_counter()
+            build_messages(q, snap, policy, budget=by_bytes(4096, 256, True))
+            t9 = time.perf_counter()
             engine.dispose()
             tables = sum(1 for _ in snap.iter_tables())
             cols = sum(len(t.columns) for _, t in snap.iter_tables())
             print(
                 f"| {tables:,} | {cols:,} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} "
-                f"| {t4 - t3:.2f} | {t5 - t4:.2f} | {t6 - t5:.2f} | {t7 - t6:.2f} |",
+                f"| {t4 - t3:.2f} | {t5 - t4:.2f} | {t6 - t5:.2f} | {t7 - t6:.2f} "
+                f"| {t8 - t7:.2f} | {t9 - t8:.3f} |",
                 flush=True,
             )
 

@@ -295,3 +295,13 @@ def test_big_catalog_answers_without_overflow(big_chinook: Path, qwen):
     assert len(qwen.chat_prompt(msgs)) + a.max_tokens <= qwen.n_ctx
     res = a.ask("How many customers are there?")
     assert res.rows == [(59,)], res.sql
+
+
+def test_a_generation_that_would_overflow_is_refused_before_the_model(qwen):
+    """The last guard (a hand-built prompt): prompt + max_tokens over the backend's context
+    is a ContextOverflowError before any model call, not llama.cpp's failure mid-prefill."""
+    from grid_sql.front.budget import check_room
+
+    check_room(qwen, qwen.n_ctx - 256, 256)
+    with pytest.raises(ContextOverflowError, match="exceeds the context window"):
+        check_room(qwen, qwen.n_ctx - 255, 256)
