@@ -99,7 +99,7 @@ def distractor_names(n: int, shared: Sequence[str], seed: int = 25) -> list[str]
             name = f"{rng.choice(DOMAINS)}_{rng.choice(NOUNS)}{rng.choice(SUFFIXES)}"
             if rng.random() < 0.25:
                 name = f"{name}_{rng.randint(1, 99)}"
-        if name.lower() not in seen:
+        if name.lower() not in seen and not name.lower().startswith("sqlite_"):
             seen.add(name.lower())
             out.append(name)
     return out
@@ -175,8 +175,10 @@ def host() -> str:
     import os
 
     cpus = os.cpu_count()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return (
-        f"{platform.node()} ({platform.machine()}, {cpus} CPUs), Python {platform.python_version()}"
+        f"{platform.node()} ({platform.machine()}, {cpus} CPUs, load average {load}), "
+        f"Python {platform.python_version()}"
     )
 
 
@@ -315,7 +317,11 @@ def recall_spider(n: int, ks: Sequence[int]) -> None:
             dst = Path(tmp) / f"{db_id}.sqlite"
             shutil.copyfile(src, dst)
             con = sqlite3.connect(dst)
-            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            names = [
+                r[0]
+                for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                if not r[0].startswith("sqlite_")
+            ]
             con.close()
             shared = sorted({w for x in names for w in link_words(x) if len(w) > 2})
             add_distractors(dst, n, shared=shared)
