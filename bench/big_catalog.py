@@ -314,6 +314,8 @@ def recall_spider(n: int, ks: Sequence[int]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for db_id, qs in sorted(by_db.items()):
             src = spider / "database" / db_id / f"{db_id}.sqlite"
+            if not src.is_file():  # (wta_1 ships without its SQLite file here)
+                continue
             dst = Path(tmp) / f"{db_id}.sqlite"
             shutil.copyfile(src, dst)
             con = sqlite3.connect(dst)
@@ -354,24 +356,34 @@ def recall_spider(n: int, ks: Sequence[int]) -> None:
 
 
 def answer(n: int, model: str, question: str, n_ctx: int) -> None:
-    """One question end to end on Chinook + ``n`` distractors: wall time and prompt size."""
+    """One question end to end on Chinook + ``n`` distractors: wall time and prompt size.
+
+    Runs against whichever ``grid_sql`` is on the path (printed), so the same command on a
+    checkout from before the prompt budget (PYTHONPATH=that checkout) shows the overflow."""
+    import grid_sql
+    from grid_sql.errors import GridSQLError
     from grid_sql.front.ask import Asker
 
     print(f"# answer: commit {_commit()}, host {host()}, model {model}, n_ctx {n_ctx}")
+    print(f"grid_sql from {Path(grid_sql.__file__).parent}")
     with tempfile.TemporaryDirectory() as tmp:
         db = big_copy("chinook", n, Path(tmp))
+        kw = {"n_ctx": n_ctx} if n_ctx != 4096 else {}  # (no such option before #28 §4)
         t0 = time.perf_counter()
-        asker = Asker(db, model=model, audit=False, n_ctx=n_ctx)
-        t1 = time.perf_counter()
-        _ = asker.backend
-        t2 = time.perf_counter()
-        msgs = asker.messages(question)
-        prompt = len(asker.backend.chat_prompt(msgs))
-        res = asker.ask(question)
-        t3 = time.perf_counter()
+        try:
+            asker = Asker(db, model=model, audit=False, **kw)
+            t1 = time.perf_counter()
+            _ = asker.backend
+            t2 = time.perf_counter()
+            res = asker.ask(question)
+            t3 = time.perf_counter()
+        except GridSQLError as exc:
+            print(f"FAILED after {time.perf_counter() - t0:.1f} s: {type(exc).__name__}: {exc}")
+            return
+        prompt = len(asker.backend.chat_prompt(asker.messages(question)))
         tables = sum(1 for _ in asker.snapshot.iter_tables())
         timings = {k: round(v, 2) for k, v in res.timings.items()}
-        print(f"tables {tables:,}; prompt {prompt} tokens of n_ctx {n_ctx}")
+        print(f"tables {tables:,}; prompt {prompt} tokens of n_ctx {asker.backend.n_ctx}")
         print(f"SQL: {res.sql}")
         print(f"rows: {res.rows[:3]}{' ...' if len(res.rows) > 3 else ''}")
         print(
