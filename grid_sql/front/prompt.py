@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..policy.model import Policy
+from ..policy.model import Policy, TablePolicy
 from ..schema.model import ColumnInfo, ForeignKeyInfo, SchemaSnapshot, TableInfo
 from .values import ColumnValues
 
@@ -79,8 +79,13 @@ class VisibleTable:
 def visible_tables(snapshot: SchemaSnapshot, policy: Policy) -> list[VisibleTable]:
     """Every table the role has some right on, restricted to its usable columns."""
     out: list[VisibleTable] = []
+    # exact (schema, name) matches from one index: Policy.table scans every table, which
+    # made this quadratic (10,011 tables: about 10 s per call); the rest falls back to it
+    exact: dict[tuple[str, str], TablePolicy] = {}
+    for p in policy.tables:
+        exact.setdefault((p.schema, p.name), p)
     for schema, info in snapshot.iter_tables():
-        tp = policy.table(info.name, schema)
+        tp = exact.get((schema, info.name)) or policy.table(info.name, schema)
         if tp is None or not tp.any_right:
             continue
         cols = tuple(
