@@ -2,6 +2,7 @@
 
     grid-sql ask "question" --db URL [--model M] [--policy FILE] [--json] [--allow-writes]
                                      [--max-rows N] [--timeout S] [--max-tokens N]
+                                     [--n-ctx N] [--threads N] [--n-gpu-layers N] [--device D]
     grid-sql demo [--model M] [--question Q ...] [--masks]
     grid-sql audit ...                 (see ``grid-sql audit --help``)
     grid-sql policy explain --db URL [--policy FILE]
@@ -128,6 +129,35 @@ def _add_db_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", help="application policy file (.yaml/.toml/.json) narrowing grants")
 
 
+def add_backend_args(p: argparse.ArgumentParser) -> None:
+    """``--n-ctx``, ``--threads``, ``--n-gpu-layers``, ``--device`` (default: the
+    ``GRID_SQL_*`` environment, then the backend's own; ``grid_sql.decode.options``)."""
+    p.add_argument(
+        "--n-ctx",
+        type=int,
+        metavar="N",
+        help="context window in tokens (env GRID_SQL_N_CTX; default 4096); the prompt "
+        "shrinks to fit it",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="CPU threads (env GRID_SQL_N_THREADS; default: CPUs, at most 8)",
+    )
+    p.add_argument(
+        "--n-gpu-layers",
+        type=int,
+        metavar="N",
+        help="llama.cpp: layers offloaded to the GPU, -1 all (env GRID_SQL_N_GPU_LAYERS; "
+        "needs a GPU build of llama-cpp-python)",
+    )
+    p.add_argument(
+        "--device",
+        help="transformers: torch device, e.g. cuda (env GRID_SQL_DEVICE; default cpu)",
+    )
+
+
 def _ask(a: argparse.Namespace) -> int:
     from .front.ask import Asker, check_question
 
@@ -145,6 +175,10 @@ def _ask(a: argparse.Namespace) -> int:
             max_tokens=a.max_tokens,
             repair=not a.no_repair,
             example_values=a.example_values,
+            n_ctx=a.n_ctx,
+            n_threads=a.threads,
+            n_gpu_layers=a.n_gpu_layers,
+            device=a.device,
         )
         with progress("loading model"):
             _ = asker.backend
@@ -224,6 +258,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="K",
         help="show K distinct values of each short text column in the prompt (data: opt-in)",
     )
+    add_backend_args(p)
     p.set_defaults(func=_ask)
 
     d = sub.add_parser("demo", help="Chinook (packaged) + the default local model")

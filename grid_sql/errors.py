@@ -166,3 +166,9 @@ class GuideUnavailable(GridSQLError):
     """A guide cannot be had: never registered under that fingerprint, compiled for another
     tokenizer than the server's, or its build failed (the cause is chained; the same error is
     given to every waiter and, for a short while, to later requests)."""
+
+
+class ContextOverflowError(BudgetError):
+    """A prompt cannot fit the model's context window (``n_ctx``) with room for the answer:
+    the rules, examples and question alone exceed it even with no table described. Raised
+    before any model call; raise ``n_ctx`` or lower ``max_tokens``."""

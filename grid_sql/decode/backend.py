@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import ModelError, OptionError, TokenizerError
 from ..mask.vocab import Vocabulary
 from .models import ResolvedModel, resolve_model
+from .options import DEFAULT_N_CTX, BackendOptions, default_threads
 
 __all__ = [
     "Backend",
@@ -75,6 +76,8 @@ class Backend(abc.ABC):
     #: cached prompt prefixes are reused only up to a multiple of this many tokens (None: any
     #: length); see :meth:`prefill`
     prefill_align: int | None = None
+    #: the context window in tokens (prompt + generated); the prompt budget derives from it
+    n_ctx: int = DEFAULT_N_CTX
 
     def __init__(self, vocab: Vocabulary, model_id: str) -> None:
         self.vocab = vocab
@@ -85,6 +88,15 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def chat_prompt(self, messages: Sequence[Message]) -> list[int]:
         """The model's chat template applied to ``messages``, ready for the assistant turn."""
+
+    @abc.abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as plain text (no BOS, no special tokens): what a fragment of
+        the prompt costs, for the prompt budget (``grid_sql.front.budget``)."""
+
+    def _check_room(self, n_new: int) -> None:
+        if len(self._ids) + n_new > self.n_ctx:
+            raise ModelError(f"context window of {self.n_ctx} tokens exceeded")
 
     # -- logits ----------------------------------------------------------------------
     @abc.abstractmethod
@@ -164,7 +176,9 @@ def _check_vocab(vocab: Vocabulary, n_vocab: int, eos_ids: set[int], what: str) 
 
 
 class LlamaCppBackend(Backend):
-    """A GGUF model on CPU via ``llama-cpp-python`` (logits as a view of llama.cpp's buffer)."""
+    """A GGUF model via ``llama-cpp-python`` (logits as a view of llama.cpp's buffer), on CPU
+    or with ``n_gpu_layers`` layers offloaded to a GPU (``-1``: all; needs a GPU build).
+    ``n_threads`` None: :func:`~grid_sql.decode.options.default_threads`."""
 
     library = "llama.cpp"
 
@@ -172,9 +186,10 @@ class LlamaCppBackend(Backend):
         self,
         model: str | os.PathLike[str] | ResolvedModel | None = None,
         *,
-        n_ctx: int = 4096,
-        n_threads: int = 2,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
         n_batch: int = 512,
+        n_gpu_layers: int = 0,
         vocab: Vocabulary | None = None,
         verbose: bool = False,
         extra_buffers: bool | None = None,
@@ -197,6 +212,14 @@ class LlamaCppBackend(Backend):
             ) from e
         if extra_buffers is None:
             extra_buffers = os.environ.get("GRID_SQL_LLAMA_EXTRA_BUFFERS", "") == "1"
+        if n_threads is None:
+            n_threads = default_threads()
+        if n_gpu_layers and not llama_cpp.llama_supports_gpu_offload():
+            raise OptionError(
+                f"n_gpu_layers={n_gpu_layers}: this llama-cpp-python build cannot offload to a "
+                "GPU (llama_supports_gpu_offload() is false); install a CUDA/Metal/Vulkan build "
+                "or use n_gpu_layers=0"
+            )
         try:
             with _LLAMA_LOAD_LOCK:
                 # ggml's extra buffer types (weight repacking, AMX tiles) are off by default:
@@ -219,6 +242,7 @@ class LlamaCppBackend(Backend):
                         n_threads=n_threads,
                         n_threads_batch=n_threads,
                         n_batch=n_batch,
+                        n_gpu_layers=n_gpu_layers,
                         logits_all=False,
                         verbose=verbose,
                     )
@@ -233,6 +257,8 @@ class LlamaCppBackend(Backend):
         super().__init__(v, resolved.model_id)
         self.path = Path(resolved.ref)
         self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.n_gpu_layers = n_gpu_layers
         self.prefill_align = n_batch  # llama.cpp's eval() chunks by n_batch from the start
         self._formatter: Any = None
 
@@ -255,13 +281,15 @@ class LlamaCppBackend(Backend):
         add_bos = not (self._bos_text and text.startswith(self._bos_text))
         return list(self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True))
 
+    def count_tokens(self, text: str) -> int:
+        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
     def _truncate(self, n: int) -> None:
         # llama.cpp's eval() removes cached positions >= n_tokens before decoding.
         self.llm.n_tokens = n
 
     def _forward(self, new_ids: Sequence[int]) -> np.ndarray:
-        if len(self._ids) + len(new_ids) > self.n_ctx:
-            raise ModelError(f"context window of {self.n_ctx} tokens exceeded")
+        self._check_room(len(new_ids))
         self.llm.n_tokens = len(self._ids)
         self.llm.eval(list(new_ids))
         ptr = self.llm._ctx.get_logits_ith(-1)
@@ -277,6 +305,8 @@ class TransformersBackend(Backend):
     ``model`` is a local model directory, a GGUF file (dequantized by transformers: needs
     the ``gguf`` package), a registry name, or a hub id (loaded by ``from_pretrained``;
     offline that fails with :class:`ModelError` instead of waiting on the network).
+    ``n_ctx`` bounds prompt + generation (default 4096, at most the model's
+    ``max_position_embeddings``); ``n_threads`` sets torch's intra-op threads (process-wide).
     """
 
     library = "transformers"
@@ -289,6 +319,8 @@ class TransformersBackend(Backend):
         dtype: str = "float32",
         vocab: Vocabulary | None = None,
         cache_dequantized: bool = True,
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
     ) -> None:
         resolved = model if isinstance(model, ResolvedModel) else resolve_model(model)
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see LlamaCppBackend
@@ -297,6 +329,8 @@ class TransformersBackend(Backend):
             import transformers
         except ImportError as e:
             raise ModelError("TransformersBackend needs torch and transformers") from e
+        if n_threads is not None:
+            torch.set_num_threads(n_threads)
         kw: dict[str, Any] = {}
         converted = _converted_dir(resolved, dtype) if resolved.kind == "gguf" else None
         if converted is not None and converted.is_dir():
@@ -319,7 +353,17 @@ class TransformersBackend(Backend):
             raise ModelError(f"transformers cannot load {resolved.ref}: {e}") from e
         if converted is not None and "gguf_file" in kw and cache_dequantized:
             _save_converted(mdl, tok, converted)
-        mdl.to(device)
+        limit = getattr(mdl.config, "max_position_embeddings", None)
+        if n_ctx is not None and isinstance(limit, int) and n_ctx > limit:
+            raise OptionError(
+                f"n_ctx={n_ctx} exceeds {resolved.model_id}'s max_position_embeddings ({limit})"
+            )
+        if n_ctx is None:
+            n_ctx = min(DEFAULT_N_CTX, limit) if isinstance(limit, int) else DEFAULT_N_CTX
+        try:
+            mdl.to(device)
+        except (RuntimeError, AssertionError) as e:  # no such device, torch built without it
+            raise OptionError(f"device {device!r} is not usable here: {e}") from e
         mdl.eval()
         n_vocab = int(mdl.get_output_embeddings().weight.shape[0])
         if vocab is None:
@@ -339,6 +383,7 @@ class TransformersBackend(Backend):
         self.tokenizer = tok
         self.model = mdl
         self.device = torch.device(device)
+        self.n_ctx = n_ctx
         self._past: Any = None
         params = inspect.signature(mdl.forward).parameters
         # transformers 5.x renamed past_key_values to cache; keep both working.
@@ -358,6 +403,9 @@ class TransformersBackend(Backend):
         if out and isinstance(out[0], list):
             out = out[0]
         return [int(t) for t in out]
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def _truncate(self, n: int) -> None:
         if self._past is None:
@@ -384,6 +432,7 @@ class TransformersBackend(Backend):
 
     def _forward(self, new_ids: Sequence[int]) -> np.ndarray:
         torch = self._torch
+        self._check_room(len(new_ids))
         if self._past is None:
             self._past = self._new_cache()
         x = torch.tensor([list(new_ids)], dtype=torch.long, device=self.device)
@@ -458,14 +507,21 @@ def _hub_access(repo_id: str) -> dict[str, Any]:
 
 
 def load_backend(
-    model: str | os.PathLike[str] | None = None, *, backend: str = "auto", **kw: Any
+    model: str | os.PathLike[str] | None = None,
+    *,
+    backend: str = "auto",
+    options: BackendOptions | None = None,
+    **kw: Any,
 ) -> Backend:
-    """A backend for ``model``: llama.cpp for GGUF (``auto``), transformers otherwise."""
+    """A backend for ``model``: llama.cpp for GGUF (``auto``), transformers otherwise.
+    ``options``: context size, threads and placement (``grid_sql.decode.options``); explicit
+    ``kw`` win over them."""
     resolved = resolve_model(model)
     if backend == "auto":
         backend = "llama.cpp" if resolved.kind == "gguf" else "transformers"
     if backend in ("llama.cpp", "llamacpp", "llama_cpp"):
-        return LlamaCppBackend(resolved, **kw)
+        return LlamaCppBackend(resolved, **{**(options.llama_kwargs() if options else {}), **kw})
     if backend == "transformers":
-        return TransformersBackend(resolved, **kw)
+        extra = options.transformers_kwargs() if options else {}
+        return TransformersBackend(resolved, **{**extra, **kw})
     raise ModelError(f"unknown backend {backend!r} (llama.cpp, transformers, auto)")

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ..decode.options import BackendOptions
 from ..decode.records import StepRecord, StopReason
 from ..errors import (
     ConnectionConfigError,
@@ -61,6 +62,7 @@ from ..policy.session import as_app_policy, open_sqlite
 from ..schema.faults import SLACK_S, answer_deadline, check_timeout, redact
 from ..schema.introspect import connect, connected_schemas, introspect, make_engine
 from ..schema.model import SchemaSnapshot
+from .budget import PromptBudget, asker_budget, check_room, fit_repair
 from .execute import bind_parameters, execute
 from .idioms import ForeignIdiom, catalog_names, foreign_idioms, idiom_flags, idiom_hints
 from .intent import DeniedIntent, denied_intents, intent_flags, question_intents, refusal
@@ -161,12 +163,13 @@ def role_grammar_for(
         return _ROLE_GRAMMARS.setdefault(key, grammar)
 
 
-def load_backend(model: str | Path | None) -> Backend:
-    """Resolve ``model`` (registry name, GGUF path, HF directory or hub id) and load it."""
+def load_backend(model: str | Path | None, options: BackendOptions | None = None) -> Backend:
+    """Resolve ``model`` (registry name, GGUF path, HF directory or hub id) and load it
+    (``options``: context size, threads, GPU placement, ``grid_sql.decode.options``)."""
     from ..decode.backend import load_backend as _load
 
     try:
-        return _load(model)
+        return _load(model, options=options)
     except GridSQLError:
         raise
     except (OSError, ValueError, RuntimeError) as exc:
@@ -196,6 +199,10 @@ class Asker:
         bind_on_close: bool = True,
         example_values: int = 0,
         on_denied: Literal["refuse", "answer_allowed_part"] = "refuse",
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
+        n_gpu_layers: int | None = None,
+        device: str | None = None,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -221,7 +228,14 @@ class Asker:
         ``example_values``: show up to this many distinct values of each short text column the
         role may read in the prompt's schema (``grid_sql.front.values``: read once, through
         the role's connection). Off by default: values are data, a prompt-injection channel
-        (the grammar and checker still bound what can be written)."""
+        (the grammar and checker still bound what can be written).
+
+        ``n_ctx``, ``n_threads``, ``n_gpu_layers``, ``device``: backend options, else the
+        ``GRID_SQL_*`` environment (``grid_sql.decode.options``); the prompt always fits
+        ``n_ctx`` (``grid_sql.front.budget``)."""
+        self.backend_options = BackendOptions.resolve(
+            n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, device=device
+        )
         if on_denied not in ("refuse", "answer_allowed_part"):
             raise OptionError("on_denied must be 'refuse' or 'answer_allowed_part'")
         self.on_denied = on_denied
@@ -310,7 +324,7 @@ class Asker:
             if self._backend is None:
                 model = self._model_arg
                 assert model is None or isinstance(model, str | Path)
-                self._backend = load_backend(model)
+                self._backend = load_backend(model, self.backend_options)
             return self._backend
 
     @property
@@ -387,13 +401,17 @@ class Asker:
         question: str,
         examples: Sequence[Example] | None = None,
         allow_writes: bool | None = None,
+        budget: PromptBudget | None = None,
     ) -> list[Message]:
-        """The chat messages the model is given for ``question``."""
+        """The chat messages the model is given for ``question`` (within ``budget``, by
+        default the Asker's: ``grid_sql.front.budget``)."""
         q = check_question(question)
         ex = self.examples if examples is None else tuple(examples)
         writes = self.allow_writes if allow_writes is None else allow_writes
         policy = self._mode(writes).policy
-        return build_messages(q, self.snapshot, policy, examples=ex, values=self._column_values())
+        budget = budget or asker_budget(self, self.max_tokens, self.repair, load=False)
+        values = self._column_values()
+        return build_messages(q, self.snapshot, policy, examples=ex, values=values, budget=budget)
 
     def _column_values(self) -> dict[tuple[str, str], TableValues] | None:
         """The prompt's example values (``example_values``), read once per Asker under the
@@ -436,7 +454,8 @@ class Asker:
         if options:
             raise OptionError(f"unknown option(s) for generate_sql: {sorted(options)}")
         mode = self._mode(writes)
-        first_msgs = msgs = self.messages(q, examples, writes)
+        budget = asker_budget(self, max_tokens, repair or refused is not None, load=True)
+        first_msgs = msgs = self.messages(q, examples, writes, budget)
         repairs: list[Repair] = []
         audit_ids: list[str] = []
         timings = {"generation": 0.0, "mask": 0.0, "check": 0.0}
@@ -454,6 +473,7 @@ class Asker:
                 tables=repair_tables(old_sql, problems, self.snapshot, mode.policy),
                 snapshot=self.snapshot,
             )
+            msgs = fit_repair(msgs, budget)
             repairs.append(Repair(old_sql, problems, 0, kind="execution"))
             start, rounds = 1, 2
         asked = question_intents(q, self.snapshot, mode.policy)  # names a denied object
@@ -516,6 +536,7 @@ class Asker:
             msgs, texts = self._repair_prompt(
                 first_msgs, gen.sql, found, params, mode, idiom_hints(idioms)
             )
+            msgs = fit_repair(msgs, budget)
             repairs.append(Repair(gen.sql, texts, rnd, kind="idiom" if idioms else "checker"))
             last = (gen.sql, found, texts)
         assert last is not None
@@ -794,6 +815,7 @@ class Asker:
             backend = self.backend
             guide = guide_for(mode.grammar, backend)
             prompt_ids = backend.chat_prompt(msgs)
+            check_room(backend, len(prompt_ids), max_tokens)
             t0 = time.perf_counter()
             binder = self._binder(guide) if self.bind_on_close else None
             try:

@@ -13,8 +13,16 @@ is a prompt-injection channel. Callers who want them pass ``samples`` (rows) or 
 
 Large schemas: tables are ranked by lexical overlap between the question and the table and
 column names, plus a bonus for foreign-key neighbours of the best matches, and the top ones
-are described in full; the rest are listed by name only. The guide is unaffected: its lexicon
-still admits every allowed table, so a model that needs an unlisted table can still name it.
+are described in full; the rest are listed by name only. Above 64 visible tables the ranking
+is :mod:`grid_sql.schema.linking`'s (names, catalog comments, foreign keys, idf weights), and
+with a token budget (the Asker always passes one, derived from the model's context window:
+:mod:`grid_sql.front.budget`) the schema shrinks until the prompt fits: fewer tables in full,
+narrowed columns, names only, a count of the rest. The guide is unaffected: its lexicon still
+admits every allowed table, so a model that needs an unlisted table can still name it.
+
+Catalog comments (PostgreSQL ``COMMENT ON``, MariaDB ``COMMENT``) are shown: a column's as
+``/* ... */`` after it, a table's as ``-- ...`` after its statement (at most 200 characters;
+they are the schema owner's words, not row data).
 
 The rule "repeat the expression, never an alias, in GROUP BY / HAVING" is there because the
 schema lexicon admits only real column names (a bare ORDER BY item is the one place the
@@ -29,12 +37,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..policy.model import Policy
+from ..policy.model import Policy, TablePolicy
 from ..schema.model import ColumnInfo, ForeignKeyInfo, SchemaSnapshot, TableInfo
 from .values import ColumnValues
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .budget import PromptBudget
 
 DIALECT_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL/MariaDB"}
 DEFAULT_MAX_TABLES = 16
@@ -67,8 +79,13 @@ class VisibleTable:
 def visible_tables(snapshot: SchemaSnapshot, policy: Policy) -> list[VisibleTable]:
     """Every table the role has some right on, restricted to its usable columns."""
     out: list[VisibleTable] = []
+    # exact (schema, name) matches from one index: Policy.table scans every table, which
+    # made this quadratic (10,011 tables: about 10 s per call); the rest falls back to it
+    exact: dict[tuple[str, str], TablePolicy] = {}
+    for p in policy.tables:
+        exact.setdefault((p.schema, p.name), p)
     for schema, info in snapshot.iter_tables():
-        tp = policy.table(info.name, schema)
+        tp = exact.get((schema, info.name)) or policy.table(info.name, schema)
         if tp is None or not tp.any_right:
             continue
         cols = tuple(
@@ -172,11 +189,20 @@ def describe_table(
         key = " PRIMARY KEY" if whole_pk and len(pk) == 1 and c.name == pk[0] else ""
         hint = values.get(c.name) if values else None
         note = f" {hint.comment()}" if hint is not None else ""
+        if c.comment:
+            note += f" /* {_comment(c.comment)} */"
         parts.append(f"{_q(c.name)} {c.type or 'ANY'}{key}{inline.get(c.name, '')}{note}")
     if whole_pk and len(pk) > 1:
         parts.append(f"PRIMARY KEY ({', '.join(_q(c) for c in pk)})")
     parts.extend(tail)
-    return f"CREATE {kind} {name} ({', '.join(parts)});"
+    about = f" -- {_comment(t.info.comment)}" if t.info.comment else ""
+    return f"CREATE {kind} {name} ({', '.join(parts)});{about}"
+
+
+def _comment(text: str, limit: int = 200) -> str:
+    """A catalog comment on one line, without comment delimiters, at most ``limit`` chars."""
+    one = " ".join(text.replace("*/", "* /").split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 def _fk_visible(
@@ -195,30 +221,27 @@ def schema_text(
     max_tables: int = DEFAULT_MAX_TABLES,
     max_chars: int = DEFAULT_MAX_CHARS,
     values: Mapping[tuple[str, str], Mapping[str, ColumnValues]] | None = None,
+    room: int | None = None,
+    count: Callable[[str], int] | None = None,
 ) -> str:
     """The role's schema for the prompt: the most relevant tables in full, the rest by name;
-    ``values``: example values per (schema, table) and column (``grid_sql.front.values``)."""
-    tables = visible_tables(snapshot, policy)
-    visible = {(t.schema, t.name) for t in tables}
-    qualify = len({t.schema for t in tables}) > 1 or any(
-        t.schema != snapshot.default_schema for t in tables if snapshot.default_schema
+    ``values``: example values per (schema, table) and column (``grid_sql.front.values``);
+    ``room``: at most this many tokens as ``count`` counts them (``grid_sql.front.budget``;
+    negative: no schema at all)."""
+    from .budget import byte_count, render_schema
+
+    if room is not None and room < 0:
+        return ""
+    return render_schema(
+        question,
+        snapshot,
+        policy,
+        max_tables=max_tables,
+        max_chars=max_chars,
+        values=values,
+        room=room,
+        count=count or byte_count,
     )
-    ranked = rank_tables(question, tables) if len(tables) > 1 else tables
-    shown: list[str] = []
-    rest: list[VisibleTable] = []
-    used = 0
-    for t in ranked:
-        text = describe_table(t, visible, qualify, (values or {}).get((t.schema, t.name)))
-        if len(shown) < max_tables and (not shown or used + len(text) <= max_chars):
-            shown.append(text)
-            used += len(text)
-        else:
-            rest.append(t)
-    out = "\n".join(shown)
-    if rest:
-        names = ", ".join(f"{_q(t.schema)}.{_q(t.name)}" if qualify else _q(t.name) for t in rest)
-        out += f"\n-- Other tables you may also query (columns not shown): {names}"
-    return out
 
 
 def _system(snapshot: SchemaSnapshot, policy: Policy) -> str:
@@ -250,15 +273,43 @@ def build_messages(
     max_tables: int = DEFAULT_MAX_TABLES,
     max_chars: int = DEFAULT_MAX_CHARS,
     values: Mapping[tuple[str, str], Mapping[str, ColumnValues]] | None = None,
+    budget: PromptBudget | None = None,
 ) -> list[Message]:
     """Chat messages: system rules with the schema, few-shot pairs, then the question.
 
     ``samples`` (table name → rows) is opt-in and appended as SQL comments under the schema;
-    ``values`` (opt-in) puts example values of columns into their CREATE TABLE lines.
+    ``values`` (opt-in) puts example values of columns into their CREATE TABLE lines;
+    ``budget``: the whole prompt fits ``budget.first`` tokens (the schema shrinks to fit).
     """
-    schema = schema_text(
-        question, snapshot, policy, max_tables=max_tables, max_chars=max_chars, values=values
-    )
+
+    def build(room: int | None) -> list[Message]:
+        schema = schema_text(
+            question,
+            snapshot,
+            policy,
+            max_tables=max_tables,
+            max_chars=max_chars,
+            values=values,
+            room=room,
+            count=budget.count_text if budget is not None else None,
+        )
+        return _assemble(question, schema, snapshot, policy, examples, samples)
+
+    if budget is None:
+        return build(None)
+    from .budget import fit_messages
+
+    return fit_messages(build, budget)
+
+
+def _assemble(
+    question: str,
+    schema: str,
+    snapshot: SchemaSnapshot,
+    policy: Policy,
+    examples: Sequence[Example],
+    samples: Mapping[str, Sequence[Sequence[object]]] | None,
+) -> list[Message]:
     if samples:
         extra = []
         for table, rows in samples.items():

@@ -15,7 +15,9 @@ a catalog read error means the role may not read the catalog at all: :class:`Sch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -275,6 +277,7 @@ def _reflect_schema(
             pks.update(p)
             fks.update(f)
     dialect = insp.dialect
+    comments = _table_comments(insp, schema, names)
     tables = []
     for name in names:
         key = (schema, name)
@@ -286,6 +289,7 @@ def _reflect_schema(
                 type=_type_string(c["type"], dialect),
                 nullable=bool(c.get("nullable", True)),
                 default=None if c.get("default") is None else str(c.get("default")),
+                comment=c.get("comment") or None,
             )
             for c in cols[key]
         )
@@ -309,6 +313,7 @@ def _reflect_schema(
                 columns=columns,
                 primary_key=tuple(pk.get("constrained_columns") or ()),
                 foreign_keys=foreign,
+                comment=comments.get(key) or None,
             )
         )
     return tables
@@ -325,10 +330,94 @@ def _bulk(
         "kind": ObjectKind.ANY,
         "scope": ObjectScope.ANY,
     }
-    cols = dict(insp.get_multi_columns(**common))
-    pks = dict(insp.get_multi_pk_constraint(**common))
-    fks = dict(insp.get_multi_foreign_keys(**common))
+    with _sqlite_table_sql(insp, schema, filt):
+        cols = dict(insp.get_multi_columns(**common))
+        pks = dict(insp.get_multi_pk_constraint(**common))
+        fks = dict(insp.get_multi_foreign_keys(**common))
     return cols, pks, fks
+
+
+# SQLite: the CREATE statements of the tables being reflected, read in one query.
+_TABLE_SQL: contextvars.ContextVar[dict[tuple[str | None, str], str] | None] = (
+    contextvars.ContextVar("grid_sql_sqlite_table_sql", default=None)
+)
+_PATCHED = False
+
+
+@contextlib.contextmanager
+def _sqlite_table_sql(insp: Inspector, schema: str, names: Sequence[str]) -> Iterator[None]:
+    """On SQLite, serve SQLAlchemy's per-table ``CREATE`` statement lookups from one query.
+
+    Why: SQLAlchemy's SQLite dialect reads a table's ``CREATE`` statement with one query
+    per table, for the primary key and again for the foreign keys, and each query scans
+    ``sqlite_master`` (it has no index on names): reflection was quadratic in the table
+    count (2,011 tables 1.6 s, 10,011 tables 39 s; profile in bench/RESULTS-big-catalog.md).
+    Here the statements are read once; the dialect's lookup is wrapped (once per process)
+    to answer from them while this context is active and to call the original otherwise,
+    so the result is what the dialect itself would compute."""
+    if insp.dialect.name != "sqlite" or len(names) < 2:
+        yield
+        return
+    _patch_sqlite_dialect()
+    bind = insp.bind
+    assert isinstance(bind, Connection)
+    prep = insp.dialect.identifier_preparer
+    prefix = "" if schema in (None, "main") else f"{prep.quote_identifier(schema)}."
+    rows = bind.exec_driver_sql(
+        f"SELECT name, sql FROM {prefix}sqlite_master WHERE type IN ('table', 'view')"
+    )
+    wanted = set(names)
+    found: dict[tuple[str | None, str], str] = {
+        (schema, r[0]): r[1] for r in rows if r[0] in wanted and r[1] is not None
+    }
+    if schema == "main":  # SQLAlchemy may ask for the default schema as None
+        found.update({(None, k[1]): v for k, v in list(found.items())})
+    token = _TABLE_SQL.set(found)
+    try:
+        yield
+    finally:
+        _TABLE_SQL.reset(token)
+
+
+def _patch_sqlite_dialect() -> None:
+    global _PATCHED
+    if _PATCHED:
+        return
+    from sqlalchemy.dialects.sqlite.base import SQLiteDialect
+
+    original = SQLiteDialect._get_table_sql
+
+    def _get_table_sql(
+        self: Any, connection: Any, table_name: str, schema: str | None = None, **kw: Any
+    ) -> Any:
+        pre = _TABLE_SQL.get()
+        if pre is not None:
+            hit = pre.get((schema, table_name))
+            if hit is not None:
+                return hit
+        return original(self, connection, table_name, schema=schema, **kw)
+
+    SQLiteDialect._get_table_sql = _get_table_sql  # type: ignore[method-assign]
+    _PATCHED = True
+
+
+def _table_comments(insp: Inspector, schema: str, names: Sequence[str]) -> dict[Any, Any]:
+    """Table comments (``COMMENT ON TABLE``, MariaDB ``COMMENT '...'``) of ``names``, in one
+    bulk call; empty where the dialect has none (SQLite) or the role may not read them.
+
+    Why they are read: a warehouse's descriptions are often the only place that says what a
+    cryptically named table holds, and the prompt's schema linking uses them."""
+    if insp.dialect.name == "sqlite":
+        return {}
+    try:
+        got = insp.get_multi_table_comment(
+            schema=schema, filter_names=list(names), kind=ObjectKind.ANY, scope=ObjectScope.ANY
+        )
+    except (NotImplementedError, sa.exc.DBAPIError):
+        if insp.dialect.name == "postgresql":
+            raise  # a failed PostgreSQL read aborts the transaction: not silently ignorable
+        return {}
+    return {k: (v or {}).get("text") for k, v in dict(got).items()}
 
 
 def _mysql_columns(insp: Inspector, schema: str, name: str) -> dict[Any, Any]:

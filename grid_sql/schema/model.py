@@ -26,6 +26,7 @@ class ColumnInfo:
     type: str
     nullable: bool = True
     default: str | None = None
+    comment: str | None = None  # the catalog's description (COMMENT ON / COMMENT '...')
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class TableInfo:
     columns: tuple[ColumnInfo, ...] = ()
     primary_key: tuple[str, ...] = ()
     foreign_keys: tuple[ForeignKeyInfo, ...] = ()
+    comment: str | None = None  # the catalog's description (COMMENT ON / COMMENT '...')
 
     def column(self, name: str) -> ColumnInfo | None:
         """The column called ``name``: exact match first, then a unique case-insensitive match.
@@ -146,13 +148,22 @@ class SchemaSnapshot:
 
     # -- identity ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready data (the canonical form the fingerprint hashes). ``exact_names``
-        appears only when set, so the snapshots of the engines that fold names keep the
-        content address they had before the field existed."""
-        out = asdict(self)
+        """Plain JSON-ready data (the canonical form the fingerprint hashes).
+
+        ``exact_names`` when unset, and a ``comment`` that is None, are left out, so a catalog
+        of an engine that folds names and has no comments keeps the fingerprint (and the
+        cached grammars, guides and audit archives keyed by it) it had before either existed."""
+        data = asdict(self)
         if not self.exact_names:
-            del out["exact_names"]
-        return out
+            del data["exact_names"]
+        for s in data["schemas"]:
+            for t in s["tables"]:
+                if t.get("comment") is None:
+                    t.pop("comment", None)
+                for c in t["columns"]:
+                    if c.get("comment") is None:
+                        c.pop("comment", None)
+        return data
 
     def canonical_json(self) -> str:
         """Sorted-key, no-whitespace JSON: byte-identical for equal snapshots."""
@@ -176,6 +187,7 @@ class SchemaSnapshot:
                     TableInfo(
                         name=t["name"],
                         kind=t["kind"],
+                        comment=t.get("comment"),
                         columns=tuple(ColumnInfo(**c) for c in t["columns"]),
                         primary_key=tuple(t["primary_key"]),
                         foreign_keys=tuple(

@@ -530,7 +530,9 @@ class GridServer:
     """The test server: ``with GridServer("smollm2-135m") as srv: ... srv.url ...``.
 
     ``port=0`` picks a free port. ``max_batch`` is the number of sequences decoded together;
-    ``n_ctx`` the KV positions they share (a request reserves prompt + ``max_tokens``).
+    ``n_ctx`` the KV positions they share (a request reserves prompt + ``max_tokens``);
+    ``n_gpu_layers`` the model layers llama.cpp offloads to a GPU (``-1``: all; needs a GPU
+    build, else :class:`OptionError`).
     ``max_batched_tokens`` caps the tokens of one round (vLLM's ``max_num_batched_tokens``):
     decoding requests go first, prompts are fed in chunks in what is left (chunked prefill),
     so a joining request's prompt bounds, not blocks, its co-tenants' step (default
@@ -554,6 +556,7 @@ class GridServer:
         n_ctx: int = 8192,
         n_batch: int = 2048,
         n_threads: int = 2,
+        n_gpu_layers: int = 0,
         registry: Any = None,
         served_model_name: str | None = None,
         processor: bool = True,
@@ -567,7 +570,9 @@ class GridServer:
         from ..decode.backend import LlamaCppBackend
         from .batch import BatchMasker
 
-        self.backend = LlamaCppBackend(model, n_ctx=256, n_threads=n_threads)
+        self.backend = LlamaCppBackend(
+            model, n_ctx=256, n_threads=n_threads, n_gpu_layers=n_gpu_layers
+        )
         self.engine = _LlamaBatchEngine(
             self.backend, max_batch=max_batch, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads
         )
@@ -930,6 +935,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-batch", type=int, default=8, help="sequences decoded together")
     ap.add_argument("--n-ctx", type=int, default=8192, help="KV positions shared by the batch")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--n-gpu-layers", type=int, default=0, help="layers offloaded to the GPU (-1: all)"
+    )
     ap.add_argument("--store", help="on-disk guide artifact store (reload instead of rebuild)")
     a = ap.parse_args(argv)
     import sys
@@ -947,6 +955,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_batch=a.max_batch,
             n_ctx=a.n_ctx,
             n_threads=a.threads,
+            n_gpu_layers=a.n_gpu_layers,
             registry=registry,
         )
     except (GridSQLError, OSError) as e:
