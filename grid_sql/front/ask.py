@@ -26,7 +26,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -34,6 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..decode.records import StepRecord, StopReason
+from ..decode.serial import backend_lock
 from ..errors import (
     ConnectionConfigError,
     EmptyLanguageError,
@@ -63,7 +63,9 @@ from ..schema.faults import SLACK_S, answer_deadline, check_timeout, redact
 from ..schema.introspect import connect, introspect, make_engine
 from ..schema.model import SchemaSnapshot
 from .execute import bind_parameters, execute
+from .generation import _Gen, _Mode
 from .intent import DeniedIntent, denied_intents
+from .interactive import InteractiveMixin
 from .prompt import (
     Example,
     Message,
@@ -79,6 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..audit.store import AuditStore
     from ..decode.backend import Backend
     from ..decode.bind import BindOnClose
+    from .conversation import TurnContext
 
 OnStep = Callable[[StepRecord], None]
 
@@ -169,7 +172,7 @@ def load_backend(model: str | Path | None) -> Backend:
         raise ModelError(f"cannot load model {model!r}: {exc}") from exc
 
 
-class Asker:
+class Asker(InteractiveMixin):
     """Binds a database, its role policy, a model backend and an audit store."""
 
     def __init__(
@@ -428,10 +431,16 @@ class Asker:
         on_step: OnStep | None = options.pop("on_step", None)
         writes = bool(options.pop("allow_writes", self.allow_writes))
         refused: tuple[str, Sequence[str]] | None = options.pop("refused", None)
+        context: TurnContext | None = options.pop("context", None)  # a conversation's turn
+        previous = None if context is None else context.previous  # its audit thread
         if options:
             raise OptionError(f"unknown option(s) for generate_sql: {sorted(options)}")
         mode = self._mode(writes)
-        first_msgs = msgs = self.messages(q, examples, writes)
+        first_msgs = msgs = (
+            self.messages(q, examples, writes)
+            if context is None
+            else context.messages(self, q, examples, writes)
+        )
         repairs: list[Repair] = []
         audit_ids: list[str] = []
         timings = {"generation": 0.0, "mask": 0.0, "check": 0.0}
@@ -470,7 +479,7 @@ class Asker:
             wanted = self._denied_intents(gen, mode)
             if wanted:
                 gen.flags = (*gen.flags, *(f"blocked-intent:{n}" for n in _needs(wanted)))
-            audit_id = self._seal(gen, q, mode, flags=gen.flags)
+            audit_id = self._seal(gen, q, mode, flags=gen.flags, previous=previous)
             if wanted and self.on_denied == "refuse":
                 raise _refusal(wanted, gen.sql, audit_ids + ([audit_id] if audit_id else []))
             if audit_id is not None:
@@ -586,7 +595,9 @@ class Asker:
         row_limit = int(options.pop("row_limit", self.row_limit))
         timeout_s = check_timeout(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
+        on_sql: Callable[[GeneratedSQL], None] = options.pop("on_sql", None) or (lambda g: None)
         gen = self.generate_sql(question, allow_writes=allow_writes, **dict(options))
+        on_sql(gen)  # the statement that is about to run (streaming shows it: front/stream)
 
         def run(sql: str) -> Any:  # its outcome is chained to the record of ``gen`` (audit)
             return self._execute(sql, allow_writes, row_limit, timeout_s, audit_id=gen.audit_id)
@@ -611,6 +622,7 @@ class Asker:
                     again.timings[k] = again.timings.get(k, 0.0) + v
             again.tokens += gen.tokens
             gen = again
+            on_sql(gen)
             res = run(gen.sql)
         timings = dict(gen.timings)
         timings["execution"] = res.seconds
@@ -767,7 +779,8 @@ class Asker:
     ) -> _Gen:
         from ..decode.loop import generate
 
-        with self._lock:  # one generation at a time: a backend holds one KV cache
+        # one generation at a time: a backend holds one KV cache (shared by every Asker on it)
+        with self._lock, backend_lock(self.backend):
             backend = self.backend
             guide = guide_for(mode.grammar, backend)
             prompt_ids = backend.chat_prompt(msgs)
@@ -824,6 +837,7 @@ class Asker:
         *,
         seal_mode: str = "loop",
         flags: tuple[str, ...] = (),
+        previous: str | None = None,
     ) -> str | None:
         """Seal one generation. With ``gen.fix`` the final SQL is the autofixed statement and
         the seal carries the generated SQL and the edits; the schema and policy are archived
@@ -855,6 +869,7 @@ class Asker:
             autofix=None
             if fix is None
             else {"generated_sql": gen.sql, "edits": [e.as_list() for e in fix.edits]},
+            previous=previous,
         )
         if fix is None:
             return store.append(record, grammar=gen.guide.grammar, vocab=gen.guide.vocab)
@@ -910,57 +925,6 @@ def _refusal(wanted: Sequence[DeniedIntent], sql: str, audit_ids: list[str]) -> 
     )
     err.audit_ids = audit_ids  # type: ignore[attr-defined]
     return err
+
+
 _SELECT_ONLY = AppPolicy.from_mapping({"verbs": ["select"]}, origin="no allow_writes")
-
-
-@dataclass(frozen=True)
-class _Mode:
-    """What generation runs under: the policy it was compiled from, its grammar, its checker."""
-
-    policy: Policy
-    grammar: Grammar
-    checker: Checker
-
-
-class _Gen:
-    """One generation as the Asker needs it (decoupled from the decode loop's own type)."""
-
-    __slots__ = (
-        "sql",
-        "stop_reason",
-        "records",
-        "seconds",
-        "mask_seconds",
-        "n_tokens",
-        "guide",
-        "model_id",
-        "fix",
-        "flags",
-        "blocked",
-        "token_ids",
-    )
-
-    def __init__(
-        self,
-        *,
-        sql: str,
-        stop_reason: str,
-        records: list[Any],
-        seconds: float,
-        mask_seconds: float,
-        n_tokens: int,
-        guide: Guide,
-        model_id: str,
-    ) -> None:
-        self.sql = sql
-        self.stop_reason = stop_reason
-        self.records = records
-        self.seconds = seconds
-        self.mask_seconds = mask_seconds
-        self.n_tokens = n_tokens
-        self.guide = guide
-        self.model_id = model_id
-        self.fix: AutofixResult | None = None  # set when autofix resolved the checker's verdict
-        self.flags: tuple[str, ...] = ()  # seal flags (``dead-end-fallback``)
-        self.blocked: list[Any] = []  # BlockedIntent per step (GRID-owned loop only)
-        self.token_ids: list[int] = []
