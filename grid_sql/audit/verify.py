@@ -209,6 +209,7 @@ class Verifier:
                             int(body["duration_ns"]),
                             int(body["at_ns"]),
                             e.seq,
+                            bool(body.get("dry_run", False)),
                         )
                     except (KeyError, TypeError, ValueError):
                         continue

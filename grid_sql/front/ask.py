@@ -596,11 +596,12 @@ class Asker(InteractiveMixin):
         timeout_s = check_timeout(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
         on_sql: Callable[[GeneratedSQL], None] = options.pop("on_sql", None) or (lambda g: None)
+        dry_run = bool(options.pop("dry_run", False))  # a write is run, counted, rolled back
         gen = self.generate_sql(question, allow_writes=allow_writes, **dict(options))
         on_sql(gen)  # the statement that is about to run (streaming shows it: front/stream)
 
         def run(sql: str) -> Any:  # its outcome is chained to the record of ``gen`` (audit)
-            return self._execute(sql, allow_writes, row_limit, timeout_s, audit_id=gen.audit_id)
+            return self._execute(sql, allow_writes, row_limit, timeout_s, gen.audit_id, dry_run)
 
         try:
             res = run(gen.sql)
@@ -638,6 +639,7 @@ class Asker(InteractiveMixin):
             audit_id=gen.audit_id,
             repairs=gen.repairs,
             timings=timings,
+            preview=res.preview,
         )
 
     def _execute(
@@ -647,6 +649,7 @@ class Asker(InteractiveMixin):
         row_limit: int,
         timeout_s: float,
         audit_id: str | None = None,
+        dry_run: bool = False,
     ) -> Any:
         """One statement on the Asker's database under the execution rules (front/execute).
         With ``audit_id``, what happened (ran or not, rows, error class, duration) is chained
@@ -661,8 +664,9 @@ class Asker(InteractiveMixin):
                 allow_writes=allow_writes,
                 row_limit=row_limit,
                 timeout_s=timeout_s,
+                dry_run=dry_run,
             )
-            outcome.rowcount = res.rowcount
+            outcome.rowcount, outcome.dry_run = res.rowcount, res.preview is not None
         return res
 
     def _may_repair_execution(
@@ -695,6 +699,7 @@ class Asker(InteractiveMixin):
         row_limit = int(options.pop("row_limit", self.row_limit))
         timeout_s = check_timeout(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
+        dry_run = bool(options.pop("dry_run", False))
         if options:
             raise OptionError(f"unknown option(s) for run_sql: {sorted(options)}")
         t0 = time.perf_counter()
@@ -713,7 +718,7 @@ class Asker(InteractiveMixin):
             )
             err.audit_ids = [audit_id] if audit_id else []  # type: ignore[attr-defined]
             raise err
-        res = self._execute(sql, allow_writes, row_limit, timeout_s, audit_id=audit_id)
+        res = self._execute(sql, allow_writes, row_limit, timeout_s, audit_id, dry_run)
         return AskResult(
             question="",
             sql=sql,
@@ -728,6 +733,7 @@ class Asker(InteractiveMixin):
                 "execution": res.seconds,
                 "total": time.perf_counter() - t_start,
             },
+            preview=res.preview,
         )
 
     # ------------------------------------------------------------------ internals

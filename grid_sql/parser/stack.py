@@ -29,8 +29,18 @@ def mix_hash(parent_hash: int, state: int, symbol: int) -> int:
 class StackNode:
     """One LALR state on the persistent stack (``parent`` is the node below)."""
 
-    __slots__ = ("state", "parent", "symbol", "value", "depth", "hash", "allowed", "eos",
-                 "ctx", "lex")
+    __slots__ = (
+        "state",
+        "parent",
+        "symbol",
+        "value",
+        "depth",
+        "hash",
+        "allowed",
+        "eos",
+        "ctx",
+        "lex",
+    )
 
     def __init__(
         self, state: int, parent: StackNode | None, symbol: int, value: Any = None
