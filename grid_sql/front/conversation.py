@@ -152,6 +152,13 @@ class Conversation:
         self._turns.append(turn)
         return turn
 
+    def amend_last(self, result: AskResult) -> Turn:
+        """Replace the newest turn's result (a previewed write that then ran for real)."""
+        if not self._turns:
+            raise OptionError("the conversation has no turn to amend")
+        self._turns.pop()
+        return self.record(result)
+
     def ask(self, question: str, **options: Any) -> AskResult:
         """Answer ``question`` as the next turn (options as :meth:`Asker.ask`); the turn
         enters the history when it was answered (a raised error leaves it unchanged)."""
