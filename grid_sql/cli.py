@@ -151,8 +151,13 @@ def _ask(a: argparse.Namespace) -> int:
         )
         with progress("loading model"):
             _ = asker.backend
-        with token_progress(a.max_tokens) as on_step:
-            res = asker.ask(a.question, on_step=on_step, dry_run=a.allow_writes)
+        if sys.stdout.isatty() and not a.json:  # the SQL appears as it is generated
+            from .front.chat import echo_stream
+
+            res = echo_stream(asker.stream(a.question, dry_run=a.allow_writes), sys.stdout)
+        else:
+            with token_progress(a.max_tokens) as on_step:
+                res = asker.ask(a.question, on_step=on_step, dry_run=a.allow_writes)
         if res.preview is not None:  # a write: previewed, then run only when confirmed
             from .front.chat import commit_previewed, confirm, print_preview
 

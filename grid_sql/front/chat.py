@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import GridSQLError
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .ask import Asker
     from .conversation import Conversation
     from .result import AskResult
+    from .stream import StreamEvent
 
 PROMPT = "grid-sql> "
 QUIT = {"\\q", "exit", "quit"}
@@ -94,7 +96,7 @@ def answer(
     run. Raises the typed error of a failed turn."""
     opts: dict[str, Any] = {"dry_run": True} if a.allow_writes else {}
     if live:
-        res = _streamed(conv, question, opts, out)
+        res = echo_stream(conv.stream(question, **opts), out)
     else:
         res = conv.ask(question, **opts)
     if res.preview is None:
@@ -109,10 +111,11 @@ def answer(
     return done
 
 
-def _streamed(conv: Conversation, question: str, opts: dict[str, Any], out: TextIO) -> AskResult:
-    """The turn through :meth:`Conversation.stream`, tokens printed as they arrive."""
+def echo_stream(events: Iterator[StreamEvent], out: TextIO) -> AskResult:
+    """The result of a stream (:meth:`Asker.stream`), its tokens printed as they arrive;
+    raises the stream's error."""
     print("SQL: ", end="", file=out, flush=True)
-    for ev in conv.stream(question, **opts):
+    for ev in events:
         if ev.kind == "token":
             print(ev.text, end="", file=out, flush=True)
         elif ev.kind == "repair" and ev.repair is None:
