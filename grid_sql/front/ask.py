@@ -66,6 +66,7 @@ from .execute import bind_parameters, execute
 from .generation import _Gen, _Mode
 from .intent import DeniedIntent, denied_intents
 from .interactive import InteractiveMixin
+from .live import LiveGrantsMixin
 from .prompt import (
     Example,
     Message,
@@ -172,7 +173,7 @@ def load_backend(model: str | Path | None) -> Backend:
         raise ModelError(f"cannot load model {model!r}: {exc}") from exc
 
 
-class Asker(InteractiveMixin):
+class Asker(InteractiveMixin, LiveGrantsMixin):
     """Binds a database, its role policy, a model backend and an audit store."""
 
     def __init__(
@@ -195,6 +196,7 @@ class Asker(InteractiveMixin):
         bind_on_close: bool = True,
         example_values: int = 0,
         on_denied: Literal["refuse", "answer_allowed_part"] = "refuse",
+        live_grants: float | None = 5.0,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -220,7 +222,11 @@ class Asker(InteractiveMixin):
         ``example_values``: show up to this many distinct values of each short text column the
         role may read in the prompt's schema (``grid_sql.front.values``: read once, through
         the role's connection). Off by default: values are data, a prompt-injection channel
-        (the grammar and checker still bound what can be written)."""
+        (the grammar and checker still bound what can be written).
+
+        ``live_grants``: at most every this many seconds, before a question, a cheap catalog
+        fingerprint tells whether the rights or the schema changed, and if so the policy and
+        grammar are derived anew (``grid_sql.front.live``); None: never."""
         if on_denied not in ("refuse", "answer_allowed_part"):
             raise OptionError("on_denied must be 'refuse' or 'answer_allowed_part'")
         self.on_denied = on_denied
@@ -250,6 +256,7 @@ class Asker(InteractiveMixin):
         app = as_app_policy(policy)
         self.bind: Engine | Connection = self._open(db, app)
         self.snapshot, self.policy = self._read_policy(app)
+        self._start_live(app, live_grants)
         self.user = user if user is not None else self.policy.role
         self._modes: dict[bool, _Mode] = {}
         self._mode(allow_writes)  # compile now: a role with no usable language fails here
@@ -422,6 +429,7 @@ class Asker(InteractiveMixin):
         """
         t_start = time.perf_counter()
         q = check_question(question)
+        self.refresh_grants()  # a REVOKE or a new table since the last question (front/live)
         max_tokens = int(options.pop("max_tokens", self.max_tokens))
         if max_tokens <= 0:
             raise OptionError("max_tokens must be > 0")
@@ -702,6 +710,7 @@ class Asker(InteractiveMixin):
         dry_run = bool(options.pop("dry_run", False))
         if options:
             raise OptionError(f"unknown option(s) for run_sql: {sorted(options)}")
+        self.refresh_grants()
         t0 = time.perf_counter()
         found = self._mode(allow_writes).checker.check(sql)
         check_s = time.perf_counter() - t0

@@ -174,6 +174,7 @@ def test_twenty_concurrent_async_asks_share_one_backend(chinook_asker: Asker) ->
     t0 = time.perf_counter()
     results, ticks, worst = asyncio.run(main())
     elapsed = time.perf_counter() - t0
+    print(f"\n20 concurrent ask_async: {elapsed:.1f} s, {ticks} ticks, longest gap {worst:.3f} s")
     assert [r.question for r in results] == questions
     # identical questions, greedy decoding, serialized generations: identical answers
     by_q: dict[str, set[str]] = {}
