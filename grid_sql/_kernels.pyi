@@ -73,7 +73,6 @@ def dfa_scan(trans: bytes, data: bytes, start: int) -> int:
     from state ``start`` and return the final state. Raises ``ValueError`` for a malformed
     table or an out-of-range state."""
 
-
 @final
 class ScanDfa:
     """The union-DFA side of a trie walk's scan tables, built once per lexer and shared by

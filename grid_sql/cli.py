@@ -3,6 +3,8 @@
     grid-sql ask "question" --db URL [--model M] [--policy FILE] [--json] [--allow-writes]
                                      [--max-rows N] [--timeout S] [--max-tokens N]
                                      [--n-ctx N] [--threads N] [--n-gpu-layers N] [--device D]
+                                     [--yes] [--dry-run]
+    grid-sql chat --db URL [--model M] [--policy FILE] [--allow-writes] [--yes] [--json]
     grid-sql demo [--model M] [--question Q ...] [--masks]
     grid-sql audit ...                 (see ``grid-sql audit --help``)
     grid-sql policy explain --db URL [--policy FILE]
@@ -118,6 +120,8 @@ def print_result(res: Any, out: TextIO) -> None:
         print(format_table(res.columns, res.rows), file=out)
         if res.truncated:
             print(f"… more rows exist (capped at {len(res.rows)}; see --max-rows)", file=out)
+    elif getattr(res, "preview", None) is not None:
+        print(f"{res.rowcount} row(s) would be affected (dry run: nothing changed)", file=out)
     else:
         print(f"{res.rowcount} row(s) affected", file=out)
     print(res.audit_summary(), file=out)
@@ -182,8 +186,21 @@ def _ask(a: argparse.Namespace) -> int:
         )
         with progress("loading model"):
             _ = asker.backend
-        with token_progress(a.max_tokens) as on_step:
-            res = asker.ask(a.question, on_step=on_step)
+        if sys.stdout.isatty() and not a.json:  # the SQL appears as it is generated
+            from .front.chat import echo_stream
+
+            res = echo_stream(asker.stream(a.question, dry_run=a.allow_writes), sys.stdout)
+        else:
+            with token_progress(a.max_tokens) as on_step:
+                res = asker.ask(a.question, on_step=on_step, dry_run=a.allow_writes)
+        if res.preview is not None:  # a write: previewed, then run only when confirmed
+            from .front.chat import commit_previewed, confirm, print_preview
+
+            info = sys.stderr if a.json else sys.stdout
+            print(f"SQL: {res.sql}", file=info)
+            print_preview(res, info)
+            if not a.dry_run and confirm("Run it?", yes=a.yes, stdin=sys.stdin, out=info):
+                res = commit_previewed(asker, res, a.max_rows, a.timeout)
     except GridSQLError as exc:
         if a.json:
             print(json.dumps(error_payload(exc, a.question)))
@@ -204,6 +221,21 @@ def _ask(a: argparse.Namespace) -> int:
     else:
         print_result(res, sys.stdout)
     return 0
+
+
+def _add_write_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--yes", action="store_true", help="run a previewed write without asking (scripts)"
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="preview writes only: roll back, never run them"
+    )
+
+
+def _chat(a: argparse.Namespace) -> int:
+    from .front.chat import chat_main
+
+    return chat_main(a)
 
 
 def _demo(a: argparse.Namespace) -> int:
@@ -259,7 +291,25 @@ def _parser() -> argparse.ArgumentParser:
         help="show K distinct values of each short text column in the prompt (data: opt-in)",
     )
     add_backend_args(p)
+    _add_write_args(p)
     p.set_defaults(func=_ask)
+
+    c = sub.add_parser("chat", help="a conversation: follow-up questions at a prompt")
+    _add_db_args(c)
+    c.add_argument("--model", help="registry name, GGUF path, HF directory or hub id")
+    c.add_argument("--json", action="store_true", help="one JSON object per answer")
+    c.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="writing statements the role is granted: previewed, then run when confirmed",
+    )
+    c.add_argument("--max-rows", type=int, default=1000, help="row cap (default 1000)")
+    c.add_argument("--timeout", type=float, default=30.0, help="statement timeout, seconds")
+    c.add_argument("--max-tokens", type=int, default=256, help="generation budget in tokens")
+    c.add_argument("--audit", help="audit store: SQLite path or SQLAlchemy URL (default store)")
+    c.add_argument("--no-audit", action="store_true", help="do not record the generations")
+    _add_write_args(c)
+    c.set_defaults(func=_chat)
 
     d = sub.add_parser("demo", help="Chinook (packaged) + the default local model")
     d.add_argument("--model", help="any other model (registry name, GGUF path, ...)")

@@ -108,9 +108,13 @@ class Outcome:
     duration_ns: int
     at_ns: int
     seq: int
+    dry_run: bool = False  # previewed: ran in a transaction that was rolled back
 
     def describe(self) -> str:
-        if self.ran:
+        if self.ran and self.dry_run:
+            rows = "?" if self.rowcount is None else str(self.rowcount)
+            what = f"previewed (dry run, rolled back; {rows} row(s) would change)"
+        elif self.ran:
             rows = "?" if self.rowcount is None else str(self.rowcount)
             what = f"ran ({rows} row(s))"
         else:
@@ -300,6 +304,7 @@ def _check_entry(
                 duration_ns=int(body["duration_ns"]),
                 at_ns=int(body["at_ns"]),
                 seq=e.seq,
+                dry_run=_bool(body.get("dry_run", False)),
             )
         except (KeyError, TypeError, ValueError) as err:
             rep.add(e.seq, f"a malformed outcome: {err!r}")

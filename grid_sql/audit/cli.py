@@ -81,6 +81,8 @@ def _show(store: AuditStore, audit_id: str, out: TextIO) -> None:
     arts = rec.artifacts
     print(f"audit id    {rec.audit_id}", file=out)
     print(f"question    {seal.get('question')!r}", file=out)
+    if seal.get("previous"):  # a conversation turn: the turn whose question/SQL it followed
+        print(f"follows     {seal['previous']}", file=out)
     print(f"user        {seal.get('user') or '-'}", file=out)
     print(
         f"time        {_when(int(seal['started_at_ns']))} → {_when(int(seal['sealed_at_ns']))}",

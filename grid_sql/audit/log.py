@@ -196,6 +196,12 @@ class AuditRecord:
     def user(self) -> str:
         return str(self.seal["user"])
 
+    @property
+    def previous(self) -> str | None:
+        """The audit id of the previous conversation turn (None outside a conversation)."""
+        prev = self.seal.get("previous")
+        return None if prev is None else str(prev)
+
     def summary(self) -> str:
         """One line for listings and result footers."""
         when = time.strftime(
@@ -269,6 +275,7 @@ class AuditLog:
         dialect: str = "",
         sealed_at_ns: int | None = None,
         autofix: Mapping[str, Any] | None = None,
+        previous: str | None = None,
     ) -> AuditRecord:
         """Close the chain: hash the seal (head included) into the ``audit_id``.
 
@@ -281,6 +288,12 @@ class AuditLog:
         ``final_sql`` (grid_sql/policy/autofix.py): the tokens then spell ``generated_sql``,
         and ``verify`` re-derives ``final_sql`` from it. Absent otherwise, so seals of
         unfixed generations are unchanged.
+
+        ``previous``: the audit id of the previous turn of a conversation
+        (:mod:`grid_sql.front.conversation`), whose question and SQL were in this
+        generation's prompt; an auditor follows the thread back through it. Absent outside
+        conversations, so other seals are unchanged. It does not affect replay (the masks
+        never depend on the prompt).
         """
         if self._sealed is not None:
             raise AuditError("the audit log is already sealed")
@@ -321,6 +334,10 @@ class AuditLog:
                 "generated_sql": str(autofix["generated_sql"]),
                 "edits": [list(e) for e in edits],
             }
+        if previous is not None:
+            if not isinstance(previous, str) or not previous:
+                raise AuditError("previous must be the audit id (hex) of the previous turn")
+            seal["previous"] = previous
         rec = AuditRecord(
             audit_id=seal_hash(seal),
             seal=seal,

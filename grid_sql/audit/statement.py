@@ -63,6 +63,7 @@ class ExecutionOutcome:
     """Filled in by the code inside :func:`execution_outcome`: the row count, once known."""
 
     rowcount: int | None = None
+    dry_run: bool = False  # the statement was previewed: its transaction was rolled back
 
 
 @contextlib.contextmanager
@@ -99,6 +100,7 @@ def execution_outcome(store: AuditStore | None, audit_id: str | None) -> Iterato
             ran=True,
             rowcount=box.rowcount,
             duration_ns=time.perf_counter_ns() - t0,
+            dry_run=box.dry_run,
         )
 
 

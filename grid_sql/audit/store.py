@@ -503,6 +503,7 @@ class AuditStore:
         error: str | None = None,
         duration_ns: int = 0,
         at_ns: int | None = None,
+        dry_run: bool = False,
     ) -> ChainHead:
         """Chain what happened when a record's statement was executed.
 
@@ -510,7 +511,9 @@ class AuditStore:
         class of the error that stopped it (``"StatementTimeout"``, ``"PolicyViolation"``
         when the checker refused it, ...). An outcome is a new chain entry naming the
         record, never an update of it: the store stays append-only and the outcome is as
-        tamper-evident as the record. Returns the new head."""
+        tamper-evident as the record. ``dry_run``: the statement ran in a transaction that
+        was rolled back (a previewed write: ``rowcount`` rows would change); the key is
+        absent from other outcomes, so their bodies are unchanged. Returns the new head."""
         full = self.resolve(audit_id)
         if not isinstance(ran, bool):
             raise AuditError(f"ran must be a bool, not {ran!r}")
@@ -526,6 +529,8 @@ class AuditStore:
             "duration_ns": max(0, int(duration_ns)),
             "at_ns": time.time_ns() if at_ns is None else int(at_ns),
         }
+        if dry_run:
+            body["dry_run"] = True
         return self._write(
             lambda conn: self._chain_append(conn, body), f"chain the outcome of {full[:16]}"
         )

@@ -209,6 +209,7 @@ class Verifier:
                             int(body["duration_ns"]),
                             int(body["at_ns"]),
                             e.seq,
+                            bool(body.get("dry_run", False)),
                         )
                     except (KeyError, TypeError, ValueError):
                         continue
@@ -284,6 +285,7 @@ class Verifier:
             return rep
         rep.kind = rec.kind
         self._check_chain(rec, rep)
+        self._check_previous(rec, rep)
         missing = self.store.missing_guards()
         if missing:
             rep.warnings.append(
@@ -323,6 +325,30 @@ class Verifier:
             return rep
         self._replay(rec, guide, rep, first_only)
         return rep
+
+    def _check_previous(self, rec: AuditRecord, rep: VerifyReport) -> None:
+        """A conversation turn names its previous turn (``previous``): that record must be
+        in this store and sealed before it, or the thread an auditor follows is broken."""
+        prev = rec.seal.get("previous")
+        if prev is None:
+            return
+        try:
+            before = self.store.get(str(prev))
+        except AuditError as e:
+            rep.add(Divergence(None, "previous", _short(str(prev)), "no such record", str(e)))
+            return
+        if before.audit_id != prev or int(before.seal["sealed_at_ns"]) > int(
+            rec.seal["started_at_ns"]
+        ):
+            rep.add(
+                Divergence(
+                    None,
+                    "previous",
+                    _short(str(prev)),
+                    _short(before.audit_id),
+                    "the previous turn must be a full id sealed before this generation began",
+                )
+            )
 
     def _check_chain(self, rec: AuditRecord, rep: VerifyReport) -> None:
         seal = rec.seal

@@ -26,7 +26,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,6 +34,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..decode.options import BackendOptions
 from ..decode.records import StepRecord, StopReason
+from ..decode.serial import backend_lock
 from ..errors import (
     ConnectionConfigError,
     EmptyLanguageError,
@@ -64,8 +64,11 @@ from ..schema.introspect import connect, connected_schemas, introspect, make_eng
 from ..schema.model import SchemaSnapshot
 from .budget import PromptBudget, asker_budget, check_room, fit_repair
 from .execute import bind_parameters, execute
+from .generation import _Gen, _Mode
 from .idioms import ForeignIdiom, catalog_names, foreign_idioms, idiom_flags, idiom_hints
 from .intent import DeniedIntent, denied_intents, intent_flags, question_intents, refusal
+from .interactive import InteractiveMixin
+from .live import LiveGrantsMixin
 from .prompt import (
     Example,
     Message,
@@ -81,6 +84,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..audit.store import AuditStore
     from ..decode.backend import Backend
     from ..decode.bind import BindOnClose
+    from .conversation import TurnContext
 
 OnStep = Callable[[StepRecord], None]
 
@@ -176,7 +180,7 @@ def load_backend(model: str | Path | None, options: BackendOptions | None = None
         raise ModelError(f"cannot load model {model!r}: {exc}") from exc
 
 
-class Asker:
+class Asker(InteractiveMixin, LiveGrantsMixin):
     """Binds a database, its role policy, a model backend and an audit store."""
 
     def __init__(
@@ -203,6 +207,7 @@ class Asker:
         n_threads: int | None = None,
         n_gpu_layers: int | None = None,
         device: str | None = None,
+        live_grants: float | None = 5.0,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -232,7 +237,11 @@ class Asker:
 
         ``n_ctx``, ``n_threads``, ``n_gpu_layers``, ``device``: backend options, else the
         ``GRID_SQL_*`` environment (``grid_sql.decode.options``); the prompt always fits
-        ``n_ctx`` (``grid_sql.front.budget``)."""
+        ``n_ctx`` (``grid_sql.front.budget``).
+
+        ``live_grants``: at most every this many seconds, before a question, a cheap catalog
+        fingerprint tells whether the rights or the schema changed, and if so the policy and
+        grammar are derived anew (``grid_sql.front.live``); None: never."""
         self.backend_options = BackendOptions.resolve(
             n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, device=device
         )
@@ -266,6 +275,7 @@ class Asker:
         self.bind: Engine | Connection = self._open(db, app)
         self.snapshot, self.policy = self._read_policy(app)
         self._names = catalog_names(self.snapshot)  # a word that prefixes one is no idiom
+        self._start_live(app, live_grants)
         self.user = user if user is not None else self.policy.role
         self._modes: dict[bool, _Mode] = {}
         self._mode(allow_writes)  # compile now: a role with no usable language fails here
@@ -442,6 +452,7 @@ class Asker:
         """
         t_start = time.perf_counter()
         q = check_question(question)
+        self.refresh_grants()  # a REVOKE or a new table since the last question (front/live)
         max_tokens = int(options.pop("max_tokens", self.max_tokens))
         if max_tokens <= 0:
             raise OptionError("max_tokens must be > 0")
@@ -451,11 +462,17 @@ class Asker:
         on_step: OnStep | None = options.pop("on_step", None)
         writes = bool(options.pop("allow_writes", self.allow_writes))
         refused: tuple[str, Sequence[str]] | None = options.pop("refused", None)
+        context: TurnContext | None = options.pop("context", None)  # a conversation's turn
+        previous = None if context is None else context.previous  # its audit thread
         if options:
             raise OptionError(f"unknown option(s) for generate_sql: {sorted(options)}")
         mode = self._mode(writes)
         budget = asker_budget(self, max_tokens, repair or refused is not None, load=True)
-        first_msgs = msgs = self.messages(q, examples, writes, budget)
+        first_msgs = msgs = (
+            self.messages(q, examples, writes, budget)
+            if context is None
+            else context.messages(self, q, examples, writes, budget)
+        )
         repairs: list[Repair] = []
         audit_ids: list[str] = []
         timings = {"generation": 0.0, "mask": 0.0, "check": 0.0}
@@ -501,7 +518,7 @@ class Asker:
             idioms = self._foreign_idioms(gen, mode)  # another dialect's construct: repair
             gen.flags = (*gen.flags, *idiom_flags(idioms))
             retry = bool(idioms) and rnd + 1 < rounds
-            audit_id = self._seal(gen, q, mode, flags=gen.flags)
+            audit_id = self._seal(gen, q, mode, flags=gen.flags, previous=previous)
             if wanted and self.on_denied == "refuse":
                 raise refusal(wanted, gen.sql, audit_ids + ([audit_id] if audit_id else []))
             if audit_id is not None:
@@ -621,10 +638,13 @@ class Asker:
         row_limit = int(options.pop("row_limit", self.row_limit))
         timeout_s = check_timeout(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
+        on_sql: Callable[[GeneratedSQL], None] = options.pop("on_sql", None) or (lambda g: None)
+        dry_run = bool(options.pop("dry_run", False))  # a write is run, counted, rolled back
         gen = self.generate_sql(question, allow_writes=allow_writes, **dict(options))
+        on_sql(gen)  # the statement that is about to run (streaming shows it: front/stream)
 
         def run(sql: str) -> Any:  # its outcome is chained to the record of ``gen`` (audit)
-            return self._execute(sql, allow_writes, row_limit, timeout_s, audit_id=gen.audit_id)
+            return self._execute(sql, allow_writes, row_limit, timeout_s, gen.audit_id, dry_run)
 
         try:
             res = run(gen.sql)
@@ -646,6 +666,7 @@ class Asker:
                     again.timings[k] = again.timings.get(k, 0.0) + v
             again.tokens += gen.tokens
             gen = again
+            on_sql(gen)
             res = run(gen.sql)
         timings = dict(gen.timings)
         timings["execution"] = res.seconds
@@ -661,6 +682,7 @@ class Asker:
             audit_id=gen.audit_id,
             repairs=gen.repairs,
             timings=timings,
+            preview=res.preview,
         )
 
     def _execute(
@@ -670,6 +692,7 @@ class Asker:
         row_limit: int,
         timeout_s: float,
         audit_id: str | None = None,
+        dry_run: bool = False,
     ) -> Any:
         """One statement on the Asker's database under the execution rules (front/execute).
         With ``audit_id``, what happened (ran or not, rows, error class, duration) is chained
@@ -684,8 +707,9 @@ class Asker:
                 allow_writes=allow_writes,
                 row_limit=row_limit,
                 timeout_s=timeout_s,
+                dry_run=dry_run,
             )
-            outcome.rowcount = res.rowcount
+            outcome.rowcount, outcome.dry_run = res.rowcount, res.preview is not None
         return res
 
     def _may_repair_execution(
@@ -718,8 +742,10 @@ class Asker:
         row_limit = int(options.pop("row_limit", self.row_limit))
         timeout_s = check_timeout(options.pop("timeout_s", self.timeout_s))
         allow_writes = bool(options.pop("allow_writes", self.allow_writes))
+        dry_run = bool(options.pop("dry_run", False))
         if options:
             raise OptionError(f"unknown option(s) for run_sql: {sorted(options)}")
+        self.refresh_grants()
         t0 = time.perf_counter()
         found = self._mode(allow_writes).checker.check(sql)
         check_s = time.perf_counter() - t0
@@ -736,7 +762,7 @@ class Asker:
             )
             err.audit_ids = [audit_id] if audit_id else []  # type: ignore[attr-defined]
             raise err
-        res = self._execute(sql, allow_writes, row_limit, timeout_s, audit_id=audit_id)
+        res = self._execute(sql, allow_writes, row_limit, timeout_s, audit_id, dry_run)
         return AskResult(
             question="",
             sql=sql,
@@ -751,6 +777,7 @@ class Asker:
                 "execution": res.seconds,
                 "total": time.perf_counter() - t_start,
             },
+            preview=res.preview,
         )
 
     # ------------------------------------------------------------------ internals
@@ -811,7 +838,8 @@ class Asker:
     ) -> _Gen:
         from ..decode.loop import generate
 
-        with self._lock:  # one generation at a time: a backend holds one KV cache
+        # one generation at a time: a backend holds one KV cache (shared by every Asker on it)
+        with self._lock, backend_lock(self.backend):
             backend = self.backend
             guide = guide_for(mode.grammar, backend)
             prompt_ids = backend.chat_prompt(msgs)
@@ -869,6 +897,7 @@ class Asker:
         *,
         seal_mode: str = "loop",
         flags: tuple[str, ...] = (),
+        previous: str | None = None,
     ) -> str | None:
         """Seal one generation. With ``gen.fix`` the final SQL is the autofixed statement and
         the seal carries the generated SQL and the edits; the schema and policy are archived
@@ -900,6 +929,7 @@ class Asker:
             autofix=None
             if fix is None
             else {"generated_sql": gen.sql, "edits": [e.as_list() for e in fix.edits]},
+            previous=previous,
         )
         if fix is None:
             return store.append(record, grammar=gen.guide.grammar, vocab=gen.guide.vocab)
@@ -937,56 +967,3 @@ _LOG = logging.getLogger("grid_sql")
 
 
 _SELECT_ONLY = AppPolicy.from_mapping({"verbs": ["select"]}, origin="no allow_writes")
-
-
-@dataclass(frozen=True)
-class _Mode:
-    """What generation runs under: the policy it was compiled from, its grammar, its checker."""
-
-    policy: Policy
-    grammar: Grammar
-    checker: Checker
-
-
-class _Gen:
-    """One generation as the Asker needs it (decoupled from the decode loop's own type)."""
-
-    __slots__ = (
-        "sql",
-        "stop_reason",
-        "records",
-        "seconds",
-        "mask_seconds",
-        "n_tokens",
-        "guide",
-        "model_id",
-        "fix",
-        "flags",
-        "blocked",
-        "token_ids",
-    )
-
-    def __init__(
-        self,
-        *,
-        sql: str,
-        stop_reason: str,
-        records: list[Any],
-        seconds: float,
-        mask_seconds: float,
-        n_tokens: int,
-        guide: Guide,
-        model_id: str,
-    ) -> None:
-        self.sql = sql
-        self.stop_reason = stop_reason
-        self.records = records
-        self.seconds = seconds
-        self.mask_seconds = mask_seconds
-        self.n_tokens = n_tokens
-        self.guide = guide
-        self.model_id = model_id
-        self.fix: AutofixResult | None = None  # set when autofix resolved the checker's verdict
-        self.flags: tuple[str, ...] = ()  # seal flags (``dead-end-fallback``)
-        self.blocked: list[Any] = []  # BlockedIntent per step (GRID-owned loop only)
-        self.token_ids: list[int] = []

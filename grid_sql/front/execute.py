@@ -13,6 +13,8 @@ statement handed in from elsewhere (or a checker gap) still cannot write. Concre
   (``allow_writes=True``), inside a transaction committed only on success;
 * a statement timeout (PostgreSQL ``statement_timeout``, MariaDB ``max_statement_time``, MySQL
   ``max_execution_time``, SQLite a progress handler that interrupts the VM);
+* ``dry_run=True``: a writing statement runs in its transaction and is rolled back, with
+  what it would change reported (:mod:`grid_sql.front.preview`);
 * a row cap: at most ``row_limit + 1`` rows are fetched (server-side cursor where the driver has
   one) and ``truncated`` says whether more existed; a byte cap (``byte_limit``, default 16 MiB,
   :mod:`grid_sql.front.caps`) likewise.
@@ -47,6 +49,7 @@ from ..policy.sqlparse import parse as guarded_parse
 from ..schema.faults import SLACK_S, answer_deadline, check_timeout, is_connection_lost
 from ..schema.introspect import connect, dialect_name
 from .caps import DEFAULT_BYTE_LIMIT, check_byte_limit, close_result, fetch_capped
+from .preview import WritePreview, check_previewable, take_sample
 
 _PG_TIMEOUT_SQLSTATE = "57014"
 _MY_TIMEOUT_ERRNOS = frozenset({1969, 3024})  # MariaDB max_statement_time, MySQL max_execution_time
@@ -64,6 +67,7 @@ class Execution:
     rowcount: int
     seconds: float
     wrote: bool
+    preview: WritePreview | None = None  # dry_run: what the rolled-back write would change
 
 
 def statement_verb(sql: str, dialect: str) -> str:
@@ -157,6 +161,10 @@ def _sqlite_guard(conn: Connection, read_only: bool, deadline: float) -> Iterato
     def handler() -> int:
         return 1 if time.monotonic() > deadline else 0
 
+    if not read_only and not raw.in_transaction:
+        # pysqlite opens a transaction implicitly before INSERT/UPDATE/DELETE only: DDL would
+        # run in autocommit and survive the rollback (of a failed write, or a dry run)
+        raw.execute("BEGIN")
     raw.set_progress_handler(handler, 1000)
     try:
         yield
@@ -193,6 +201,7 @@ def execute(
     row_limit: int = 1000,
     timeout_s: float = 30.0,
     byte_limit: int = DEFAULT_BYTE_LIMIT,
+    dry_run: bool = False,
 ) -> Execution:
     """Run exactly one statement under the rules in the module docstring.
 
@@ -212,7 +221,10 @@ def execute(
         writes = verb != "select"
         if writes:
             _authorize_write(verb, sql, policy, allow_writes)
-        args = (dialect, _strip(sql), verb, writes, row_limit, timeout_s, byte_limit)
+            if dry_run:
+                check_previewable(verb, dialect)
+        preview = _Preview(policy) if dry_run and writes else None
+        args = (dialect, _strip(sql), verb, writes, row_limit, timeout_s, byte_limit, preview)
         try:
             return _bounded(conn, deadline, *args)
         except _Lost as lost:
@@ -229,6 +241,13 @@ def execute(
     finally:
         if owned:
             conn.close()
+
+
+@dataclass(frozen=True)
+class _Preview:
+    """Internal: a dry run was asked for (with the policy the sample's columns obey)."""
+
+    policy: Policy | None
 
 
 class _Lost(Exception):
@@ -250,12 +269,13 @@ def _bounded(
     row_limit: int,
     timeout_s: float,
     byte_limit: int,
+    preview: _Preview | None,
 ) -> Execution:
     """:func:`_run` cut off at ``deadline`` (a server that stops answering), with a lost
     connection told apart from a statement the database refused (grid_sql/schema/faults)."""
     with answer_deadline(conn, deadline - time.monotonic()) as fired:
         try:
-            return _run(conn, dialect, sql, verb, writes, row_limit, timeout_s, byte_limit)
+            return _run(conn, dialect, sql, verb, writes, row_limit, timeout_s, byte_limit, preview)
         except ExecutionError as exc:
             cause = exc.__cause__
             if not (fired() or is_connection_lost(cause)):
@@ -303,6 +323,7 @@ def _run(
     row_limit: int,
     timeout_s: float,
     byte_limit: int,
+    preview: _Preview | None = None,
 ) -> Execution:
     if conn.in_transaction() and dialect == "mysql":
         # START TRANSACTION would silently commit the caller's open transaction.
@@ -317,6 +338,9 @@ def _run(
         with _guard(conn, dialect, writes, timeout_s):
             # A server-side cursor bounds what a huge result costs; PostgreSQL only declares
             # cursors over queries, so writes (RETURNING) use the ordinary cursor.
+            before = (
+                None if preview is None else take_sample(conn, sql, dialect, verb, preview.policy)
+            )
             opts: dict[str, Any] = {"no_parameters": True}
             if not writes:
                 opts.update(stream_results=True, max_row_buffer=row_limit + 1)
@@ -329,8 +353,11 @@ def _run(
             else:
                 columns, rows, truncated = [], [], False
                 rowcount = max(result.rowcount, 0)
-        if writes:
+        if writes and before is None:
             trans.commit()
+        elif before is not None:  # a previewed write: counted, then undone
+            before.rowcount = rowcount
+            trans.rollback()
         else:
             trans.rollback()  # nothing to keep; also drops SET LOCAL / READ ONLY state
     except sa.exc.DBAPIError as exc:
@@ -352,7 +379,8 @@ def _run(
         truncated=truncated,
         rowcount=rowcount,
         seconds=time.perf_counter() - t0,
-        wrote=writes,
+        wrote=writes and before is None,
+        preview=before,
     )
 
 

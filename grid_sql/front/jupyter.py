@@ -10,6 +10,10 @@
     %%ask --out top
     Which five customers spent the most?
 
+Successive questions are the turns of one conversation (:mod:`grid_sql.front.conversation`):
+a follow-up ("only those in Brazil") is generated with the earlier questions and SQL;
+``%ask --new ...`` starts a new one.
+
 A ``%ask`` *line* must not end in ``?``: IPython turns such a line into a help request before
 any magic sees it; ``%%ask`` cells are passed as they are.
 
@@ -38,6 +42,7 @@ from .result import AskResult
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .ask import Asker
+    from .conversation import Conversation
 
 __all__ = ["GridMagics", "load_ipython_extension"]
 
@@ -73,6 +78,9 @@ def _ask_parser(prog: str) -> _Parser:
     p = _Parser(prog=prog, add_help=True)
     p.add_argument("--out", "-o", default=None, help="also store the result in this variable")
     p.add_argument("--df", action="store_true", help="return a pandas DataFrame")
+    p.add_argument(
+        "--new", action="store_true", help="start a new conversation (forget earlier questions)"
+    )
     return p
 
 
@@ -83,6 +91,7 @@ class GridMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.asker: Asker | None = None
+        self.conversation: Conversation | None = None  # %ask questions are its turns
 
     @line_magic
     def grid_connect(self, line: str) -> None:
@@ -106,6 +115,7 @@ class GridMagics(Magics):
         if args.examples is not None:
             opts["examples"] = load_examples(args.examples)
         self.asker = Asker(args.url, **opts)
+        self.conversation = self.asker.conversation()
         print(f"grid-sql connected: {_shown(args.url)}")
 
     @line_cell_magic
@@ -119,12 +129,15 @@ class GridMagics(Magics):
         return self._answer(cell.strip(), args)
 
     def _answer(self, question: str, args: argparse.Namespace) -> Any:
-        if self.asker is None:
+        if self.asker is None or self.conversation is None:
             raise UsageError("no database: run %grid_connect URL [--model M] first")
         if not question:
             raise UsageError("%ask needs a question (on the line, or as the %%ask cell)")
+        if args.new:
+            self.conversation.reset()
+        # each question is the next turn: a follow-up sees the earlier questions and SQL
         try:
-            result: AskResult = self.asker.ask(question)
+            result: AskResult = self.conversation.ask(question)
         except PolicyRefusal as exc:  # the reason, not a traceback: nothing was executed
             print(exc.plain())
             return None

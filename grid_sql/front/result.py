@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas
 
+    from .preview import WritePreview
+
 
 @dataclass(frozen=True)
 class Repair:
@@ -123,7 +125,8 @@ class AskResult:
     """A question answered: the executed statement and its (capped) result, with the evidence.
 
     ``rows`` holds at most the caller's ``row_limit`` rows; ``truncated`` says more existed.
-    ``rowcount`` is the number of rows returned, or affected for an opted-in write.
+    ``rowcount`` is the number of rows returned, or affected for an opted-in write (for a
+    previewed write, ``dry_run=True``, the rows it would affect; ``preview`` has the details).
     ``stop_reason`` is a :class:`grid_sql.decode.StopReason` value; ``timings`` in seconds:
     ``generation``, ``mask``, ``execution``, ``total`` (plus ``check`` and ``prompt``).
     """
@@ -138,6 +141,12 @@ class AskResult:
     audit_id: str | None
     repairs: list[Repair] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    preview: WritePreview | None = None
+
+    @property
+    def dry_run(self) -> bool:
+        """A previewed write: ``rowcount`` rows would change, nothing did (``preview``)."""
+        return self.preview is not None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; ``error`` is always None here (failures are raised, not returned)."""
@@ -152,6 +161,7 @@ class AskResult:
             "audit_id": self.audit_id,
             "repairs": [r.to_dict() for r in self.repairs],
             "timings": {k: round(v, 6) for k, v in self.timings.items()},
+            "preview": None if self.preview is None else self.preview.to_dict(),
             "error": None,
         }
 

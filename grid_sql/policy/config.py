@@ -47,6 +47,7 @@ from grid_sql.errors import PolicyError
 from grid_sql.policy.model import (
     BANNED_CLAUSES,
     COLUMN_PRIVILEGES,
+    EXPLICIT_VERBS,
     STATEMENT_VERBS,
     TABLE_PRIVILEGES,
     Policy,
@@ -271,9 +272,14 @@ def _check_columns(tp: TablePolicy, cols: tuple[str, ...], where: str) -> list[s
 
 
 def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> Policy:
-    """Apply ``app`` to ``policy``: the result allows a subset of what ``policy`` allows."""
+    """Apply ``app`` to ``policy``: the result allows a subset of what ``policy`` allows.
+
+    DDL and the like (:data:`~grid_sql.policy.model.EXPLICIT_VERBS`: TRUNCATE, CREATE, DROP,
+    ALTER, GRANT, REVOKE) survive only where a section of ``app`` that applies names them in
+    ``verbs``: granted is not enough, and no application policy at all keeps none of them.
+    """
     if app is None:
-        return policy
+        return _explicit_only(policy, frozenset())
     tables = {(t.schema, t.name): t for t in policy.tables}
     verbs = set(policy.statement_verbs)
     banned_f = set(policy.banned_functions)
@@ -351,6 +357,13 @@ def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> P
         for c in sorted(rules.banned_clauses):
             notes.append(Provenance(c, "USE", "app", "deny", f"banned_clauses ({origin})"))
 
+    named: set[str] = set()
+    for _, rules in app.sections_for(policy.role):
+        named |= rules.verbs or frozenset()
+    dropped = verbs & EXPLICIT_VERBS - named
+    if dropped:
+        verbs -= dropped
+        notes.append(Provenance("*", ", ".join(sorted(dropped)), "app", "deny", _EXPLICIT_WHY))
     new_tables = tuple(tables.values())
     # A DML verb with no table left to act on is gone from the grammar as well.
     for v in ("select", "insert", "update", "delete", "truncate"):
@@ -366,4 +379,20 @@ def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> P
         banned_clauses=frozenset(banned_c),
         functions_allow=frozenset(added_f),
         provenance=tuple(notes),
+    )
+
+
+_EXPLICIT_WHY = "DDL runs only when the application policy names its verb (verbs: [...])"
+
+
+def _explicit_only(policy: Policy, named: frozenset[str]) -> Policy:
+    """``policy`` without the explicit-only verbs that ``named`` does not name."""
+    dropped = policy.statement_verbs & EXPLICIT_VERBS - named
+    if not dropped:
+        return policy
+    note = Provenance("*", ", ".join(sorted(dropped)), "app", "deny", _EXPLICIT_WHY)
+    return replace(
+        policy,
+        statement_verbs=policy.statement_verbs - dropped,
+        provenance=(*policy.provenance, note),
     )

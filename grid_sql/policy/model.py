@@ -56,6 +56,15 @@ is never allowed: the checker reports it as ``statement_not_allowed``."""
 
 DML_VERBS: frozenset[str] = frozenset({"select", "insert", "update", "delete", "merge", "truncate"})
 
+EXPLICIT_VERBS: frozenset[str] = frozenset(
+    {"truncate", "create", "drop", "alter", "grant", "revoke"}
+)
+"""Statement verbs the effective policy keeps only when the application policy names them in
+``verbs`` (:func:`grid_sql.policy.config.narrow`), whatever the grants say. Why: "writes" reads
+as INSERT/UPDATE/DELETE/MERGE to a user who passes ``allow_writes``; a generated ``DROP
+TABLE`` or ``TRUNCATE`` must not run because the role happens to own the table (PostgreSQL)
+or because SQLite has no privileges at all."""
+
 DEFAULT_BANNED_FUNCTIONS: frozenset[str] = frozenset(
     {
         # PostgreSQL: server file system, large objects, sleeping, other sessions, side doors

@@ -490,10 +490,13 @@ class RemoteAsker(Asker):
         *,
         seal_mode: str = "processor",  # masks on the server: EOS-only-at-ACCEPT termination
         flags: tuple[str, ...] = (),
+        previous: str | None = None,
     ) -> str | None:
         """The local Asker's seal (autofix edits included), marked as a remote replay."""
         flags = ("remote-replay", f"remote:{self.mode}", *flags)
-        return super()._seal(gen, question, mode, seal_mode=seal_mode, flags=flags)
+        return super()._seal(
+            gen, question, mode, seal_mode=seal_mode, flags=flags, previous=previous
+        )
 
     # -- results carry the mode ---------------------------------------------------------------
     def generate_sql(self, question: str, **options: Any) -> RemoteGeneratedSQL:

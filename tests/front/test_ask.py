@@ -21,6 +21,7 @@ from grid_sql.errors import (
     StatementError,
 )
 from grid_sql.front.ask import Asker
+from grid_sql.front.live import MARK as LIVE_MARK
 from grid_sql.policy import open_sqlite
 
 DENY = {
@@ -36,7 +37,8 @@ def _statements(engine) -> list[str]:
 
     @sa.event.listens_for(engine, "before_cursor_execute")
     def _record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
+        if not statement.startswith(LIVE_MARK):  # the catalog fingerprint (front/live)
+            seen.append(statement)
 
     return seen
 

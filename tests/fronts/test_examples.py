@@ -15,7 +15,13 @@ from nbclient import NotebookClient
 from .conftest import MODEL, REPO
 
 EXAMPLES = REPO / "examples"
-SCRIPTS = ["ask_sqlite.py", "sqlalchemy_session.py", "dbapi_cursor.py", "pandas_read_sql.py"]
+SCRIPTS = [
+    "ask_sqlite.py",
+    "sqlalchemy_session.py",
+    "dbapi_cursor.py",
+    "pandas_read_sql.py",
+    "conversation.py",
+]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
