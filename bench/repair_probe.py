@@ -39,6 +39,7 @@ from spider_eval import (  # noqa: E402  (bench/ is not a package)
     git_commit,
     gold_is_ordered,
     load_questions,
+    read_jsonl,
     results_match,
     run_sqlite,
 )
@@ -270,10 +271,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.report:
-        rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines() if x]
-        print(report(rows))
+        print(report(read_jsonl(args.out)))
         return 0
-    records = [json.loads(x) for x in args.source.read_text(encoding="utf-8").splitlines() if x]
+    records = read_jsonl(args.source)
     qids = args.ids or refused_unknown_column(records, arm=args.arm)
     recorded = {int(r["qid"]): r.get("generated_sql") for r in records if r.get("arm") == args.arm}
     done = set()
