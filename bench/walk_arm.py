@@ -623,7 +623,8 @@ def report(out: Path, cmds: list[str]) -> str:
     head = [
         "# Walk arm: random walks through the exact masks (issue #3 §4)",
         "",
-        f"- report written {now}; per-walk records in `bench/results/walk_arm/<arm>.jsonl` "
+        f"- report written {now}; per-walk records in "
+        f"`{os.path.relpath(OUT_DIR, ROOT)}/<arm>.jsonl` "
         "(a run's raw records, git-ignored) or `<arm>.summary.jsonl.gz` (the committed summary "
         "the report reads where no raw file is present; `--summarize` writes it); the raw "
         "records of the committed summaries: `git show "
