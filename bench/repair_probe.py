@@ -16,6 +16,10 @@ Usage::
         --out bench/results/repair-probe-qwen2.5-coder-0.5b.jsonl
     .venv/bin/python bench/repair_probe.py --out ... --report
 
+The ``--from`` records are no longer in the tree (only the probe's own records are, as
+``.jsonl.gz``); restore them with ``git show
+97aec29:bench/results/spider-qwen2.5-coder-0.5b-at-98d7f56.jsonl > bench/results/...``.
+
 Records (one per question): qid, db_id, question, round0_sql, round0_violations (with the
 ``fix`` of each), final_sql, repaired (the repair round produced a statement the checker
 accepted), executes, ex, seconds, tokens.
