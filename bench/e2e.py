@@ -33,7 +33,6 @@ the steady state of a long-running process, and the cold pass is reported separa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -53,6 +52,8 @@ from spider_eval import (  # noqa: E402  (bench/ is not a package)
     extract_sql,
     git_commit,
     load_chinook_questions,
+    read_jsonl,
+    record_files,
 )
 
 BACKENDS = ("llama.cpp", "transformers")
@@ -324,9 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="render the tables from --out")
     args = ap.parse_args(argv)
     if args.report:
-        if args.out is None or not args.out.is_file():
-            raise SystemExit("--report needs an existing --out file")
-        done = [json.loads(x) for x in args.out.read_text().splitlines() if x.strip()]
+        if args.out is None or not record_files(args.out):
+            raise SystemExit("--report needs an existing --out file (or its committed .gz)")
+        done = read_jsonl(args.out)
         sys.stdout.write(report(done))
         return 0
     qs = load_chinook_questions()

@@ -16,6 +16,10 @@ Usage::
         --out bench/results/repair-probe-qwen2.5-coder-0.5b.jsonl
     .venv/bin/python bench/repair_probe.py --out ... --report
 
+The ``--from`` records are no longer in the tree (only the probe's own records are, as
+``.jsonl.gz``); restore them with ``git show
+97aec29:bench/results/spider-qwen2.5-coder-0.5b-at-98d7f56.jsonl > bench/results/...``.
+
 Records (one per question): qid, db_id, question, round0_sql, round0_violations (with the
 ``fix`` of each), final_sql, repaired (the repair round produced a statement the checker
 accepted), executes, ex, seconds, tokens.
@@ -39,6 +43,7 @@ from spider_eval import (  # noqa: E402  (bench/ is not a package)
     git_commit,
     gold_is_ordered,
     load_questions,
+    read_jsonl,
     results_match,
     run_sqlite,
 )
@@ -270,10 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.report:
-        rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines() if x]
-        print(report(rows))
+        print(report(read_jsonl(args.out)))
         return 0
-    records = [json.loads(x) for x in args.source.read_text(encoding="utf-8").splitlines() if x]
+    records = read_jsonl(args.source)
     qids = args.ids or refused_unknown_column(records, arm=args.arm)
     recorded = {int(r["qid"]): r.get("generated_sql") for r in records if r.get("arm") == args.arm}
     done = set()

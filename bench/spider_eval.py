@@ -53,6 +53,7 @@ at, so a run resumes where it stopped and arms can be run separately (``--arms``
 from __future__ import annotations
 
 import argparse
+import gzip
 import inspect
 import itertools
 import json
@@ -523,17 +524,48 @@ def _failed_round(exc: BaseException) -> tuple[int | None, list[Any], str | None
 
 
 # --------------------------------------------------------------------------- JSONL
+def record_files(path: Path) -> list[Path]:
+    """The files that hold ``path``'s records, in reading order. Committed records are kept
+    gzip-compressed (``X.jsonl.gz``, bench/README.md) while runs append to plain ``X.jsonl``
+    (git-ignored), so a path names both: the compressed records first, then any appended
+    after them (the last record per question and arm wins everywhere). A ``.gz`` path is read
+    as given."""
+    if path.suffix == ".gz":
+        return [path] if path.is_file() else []
+    gz = path.with_name(path.name + ".gz")
+    return [p for p in (gz, path) if p.is_file()]
+
+
+def read_text_records(path: Path) -> str:
+    """The text of one record file, decompressed if it is ``.gz``."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return f.read()
+    return path.read_text(encoding="utf-8")
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a results file; a torn last line (a killed run) is ignored."""
-    if not path.is_file():
-        return []
+    """Records of a results file (and of its committed ``.gz`` form, ``record_files``); a torn
+    last line (a killed run) is ignored."""
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
+    for p in record_files(path):
+        for line in read_text_records(p).splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
     return out
+
+
+def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    """Replace ``path`` with ``records`` (gzip for a ``.gz`` path: no timestamp in the header,
+    so equal records give equal bytes)."""
+    data = "".join(json.dumps(r) + "\n" for r in records).encode("utf-8")
+    if path.suffix == ".gz":
+        with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as f:
+            f.write(data)
+    else:
+        path.write_bytes(data)
 
 
 def append_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
@@ -1101,9 +1133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_arms = args.arms if "--arms" in (argv if argv is not None else sys.argv) else None
     if args.rescore:
         for path in args.rescore:
-            recs = read_jsonl(path)
+            files = record_files(path)
+            if len(files) != 1:
+                raise SystemExit(f"{path}: rescore needs exactly one record file, found {files}")
+            recs = read_jsonl(files[0])
             k = rescore(recs, args.spider_dir)
-            path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+            write_jsonl(files[0], recs)
             sys.stdout.write(f"{path}: {k} of {len(recs)} records rescored\n")
         return 0
     if args.report:

@@ -26,7 +26,8 @@ Vocabulary: GPT-2. Walk ``k`` of an arm uses ``random.Random(f"{arm}:{k}")``, so
 reproducible alone. Results are JSONL lines, one per walk, in
 ``bench/results/walk_arm/<arm>.jsonl``; a run skips the walks already there (resumable), and
 appends under an exclusive ``flock`` (several processes may run different ``--shard``s of one
-arm at once). ``--report`` writes ``bench/RESULTS-walk-arm.md`` from all the files.
+arm at once). ``--report`` writes ``bench/RESULTS-walk-arm.md`` from all the files (an arm's
+committed ``<arm>.summary.jsonl.gz`` where its raw file is absent; ``--summarize`` writes those).
 
     python bench/walk_arm.py --arms sqlite sqlite+lex --walks 10000 --shard 0/2
     python bench/walk_arm.py --report
@@ -51,6 +52,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 OUT_DIR = ROOT / "bench" / "results" / "walk_arm"
+# The .lark files the lark checks read: this checkout's, or (``--summarize --dialects DIR``) the
+# grammars the recorded walks were made under, when the language has changed since.
+DIALECT_DIR = ROOT / "dialects"
 DIALECTS = ("sqlite", "postgresql", "mysql")
 ARMS = tuple(a for d in DIALECTS for a in (d, f"{d}+lex", f"{d}+scope"))
 # The `+scope` arms (issue #29) walk the role grammar the Asker generates under: Chinook's
@@ -182,7 +186,7 @@ def vocab() -> Any:
 def lark_parser(dialect: str) -> Any:
     import lark
 
-    return lark.Lark.open(str(ROOT / "dialects" / f"{dialect}.lark"), parser="lalr")
+    return lark.Lark.open(str(DIALECT_DIR / f"{dialect}.lark"), parser="lalr")
 
 
 @cache
@@ -421,6 +425,11 @@ def _text(r: dict[str, Any]) -> bytes:
 def recheck(arm: str, k: int) -> tuple[bytes, bool, bool, bool]:
     """(text, lark parses, lark munch parses, spec accepts) of recorded walk ``k``."""
     dialect = arm.partition("+")[0]
+    if not out_path(arm).exists():
+        raise SystemExit(
+            f"{out_path(arm)} is absent: re-checking needs the raw records (a run's, or "
+            f"`git show {RAW_RECORDS_COMMIT}:bench/results/walk_arm/{arm}.jsonl`)"
+        )
     for line in out_path(arm).read_text().splitlines():
         r = json.loads(line)
         if r["walk"] == k:
@@ -498,7 +507,9 @@ def run(arms: list[str], walks: int, budget: int, shard: tuple[int, int], deadli
 
 def replay(n: int, budget: int, seed: int = 0) -> tuple[int, list[tuple[str, int]]]:
     """Re-walk ``n`` recorded walks per arm (drawn with ``Random(seed)``) in this process and
-    compare text, token count and stop reason with the record: (walks replayed, differing)."""
+    compare text, token count and stop reason with the record: (walks replayed, differing).
+    Only arms with raw records (a run's, or restored from git: see ``RAW_RECORDS_COMMIT``)
+    take part; the committed summaries hold no texts to compare."""
     rng = random.Random(seed)
     done, differ = 0, []
     for arm in ARMS:
@@ -515,6 +526,68 @@ def replay(n: int, budget: int, seed: int = 0) -> tuple[int, list[tuple[str, int
     return done, differ
 
 
+# ----------------------------------------------------------------------------- summaries
+# The raw per-walk records (~5.5 MB an arm, mostly the walk's text) are not kept in git: the
+# report needs only a few fields per walk, kept as ``<arm>.summary.jsonl.gz`` (the text only of
+# the walks the report quotes). ``--summarize`` writes them from the raw files; the report reads
+# an arm's raw file where there is one (a fresh run) and its summary otherwise.
+SUMMARY_FIELDS = (
+    "walk",
+    "tokens",
+    "seconds",
+    "stop",
+    "dead_end",
+    "overrun",
+    "lark",
+    "spec",
+    "utf8",
+)
+# The commit whose tree holds the raw records the committed summaries were made from.
+RAW_RECORDS_COMMIT = "97aec29"
+
+
+def summary_path(arm: str) -> Path:
+    return OUT_DIR / f"{arm}.summary.jsonl.gz"
+
+
+def summarize(recs: list[dict[str, Any]], dialect: str) -> list[dict[str, Any]]:
+    """The report's fields of each walk, with the lark munch verdict computed once here (it
+    needs the text); the text is kept only where the report may quote it."""
+    out = []
+    for r in recs:
+        s = {k: r[k] for k in SUMMARY_FIELDS if k in r}
+        s["munch"] = lark_munch_parses(dialect, _text(r))
+        if (not r["lark"] and r["spec"]) or r["dead_end"] or r["overrun"]:
+            s["text"] = r["text"]
+        out.append(s)
+    return out
+
+
+def write_summary(arm: str) -> int:
+    import gzip
+
+    recs = [json.loads(x) for x in out_path(arm).read_text().splitlines() if x.strip()]
+    rows = summarize(recs, arm.partition("+")[0])
+    # mtime=0: the same records give byte-identical files (no spurious diffs in git)
+    with gzip.GzipFile(summary_path(arm), "wb", compresslevel=9, mtime=0) as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows).encode())
+    return len(rows)
+
+
+def read_arm(arm: str) -> list[dict[str, Any]]:
+    """An arm's records for the report: the raw file if present, else the committed summary."""
+    import gzip
+
+    p = out_path(arm)
+    if p.exists():
+        return [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+    s = summary_path(arm)
+    if s.exists():
+        with gzip.open(s, "rt", encoding="utf-8") as f:
+            return [json.loads(x) for x in f if x.strip()]
+    return []
+
+
 # ----------------------------------------------------------------------------- report
 def report(out: Path, cmds: list[str]) -> str:
     import numpy as np
@@ -522,17 +595,16 @@ def report(out: Path, cmds: list[str]) -> str:
     rows = []
     examples: list[str] = []
     for arm in ARMS:
-        p = out_path(arm)
-        recs = (
-            [json.loads(x) for x in p.read_text().splitlines() if x.strip()] if p.exists() else []
-        )
+        recs = read_arm(arm)
         if not recs:
             continue
         secs = np.array([r["seconds"] for r in recs])
         toks = np.array([r["tokens"] for r in recs])
         lark_ok = sum(r["lark"] for r in recs)
         dialect = arm.partition("+")[0]
-        munch_ok = sum(lark_munch_parses(dialect, _text(r)) for r in recs)
+        munch_ok = sum(
+            r["munch"] if "munch" in r else lark_munch_parses(dialect, _text(r)) for r in recs
+        )
         lexdiff = [r for r in recs if not r["lark"] and r["spec"]]
         not_utf8 = sum(not r.get("utf8", True) for r in recs)
         rows.append(
@@ -551,7 +623,12 @@ def report(out: Path, cmds: list[str]) -> str:
     head = [
         "# Walk arm: random walks through the exact masks (issue #3 §4)",
         "",
-        f"- report written {now}; per-walk records in `bench/results/walk_arm/<arm>.jsonl`",
+        f"- report written {now}; per-walk records in "
+        f"`{os.path.relpath(OUT_DIR, ROOT)}/<arm>.jsonl` "
+        "(a run's raw records, git-ignored) or `<arm>.summary.jsonl.gz` (the committed summary "
+        "the report reads where no raw file is present; `--summarize` writes it); the raw "
+        "records of the committed summaries: `git show "
+        f"{RAW_RECORDS_COMMIT}:bench/results/walk_arm/<arm>.jsonl`",
         "- commands: " + "; ".join(f"`{c}`" for c in cmds),
         "- vocabulary GPT-2 (50,257 tokens); kernels on; uniform choice among allowed ids "
         "(EOS included); termination reserve on",
@@ -574,6 +651,7 @@ def report(out: Path, cmds: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global OUT_DIR, DIALECT_DIR  # --records / --dialects: read by out_path, lark_parser
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     ap.add_argument("--walks", type=int, default=10_000, help="walks per arm (ids 0..N-1)")
@@ -581,8 +659,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shard", default="0/1", help="i/n: this process runs walks k with k%%n == i")
     ap.add_argument("--minutes", type=float, default=1e9, help="stop starting walks after this")
     ap.add_argument("--report", action="store_true", help="write the report from the JSONL files")
+    ap.add_argument(
+        "--summarize",
+        action="store_true",
+        help="write <arm>.summary.jsonl.gz (the report's fields) from each raw <arm>.jsonl",
+    )
     ap.add_argument("--cmd", action="append", default=[], help="command line(s) for the report")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-walk-arm.md"))
+    ap.add_argument(
+        "--dialects",
+        default=str(DIALECT_DIR),
+        help="the dialects/ directory whose .lark files the lark checks read (for --summarize "
+        "of records made under an earlier grammar: `git archive <commit> dialects`)",
+    )
+    ap.add_argument(
+        "--records",
+        default=str(OUT_DIR),
+        help="directory of the per-walk records and summaries (e.g. a scratch directory for "
+        "a short run that must not mix with the committed summaries)",
+    )
     ap.add_argument("--notes", default="", help="markdown file appended to the report")
     ap.add_argument(
         "--recheck", nargs=2, metavar=("ARM", "WALK"), help="lark and spec verdicts of a walk"
@@ -591,6 +686,8 @@ def main(argv: list[str] | None = None) -> int:
         "--replay", type=int, metavar="N", help="re-walk N recorded walks per arm and compare"
     )
     args = ap.parse_args(argv)
+    OUT_DIR = Path(args.records)
+    DIALECT_DIR = Path(args.dialects)
     if args.recheck:
         text, ok, munch, spec = recheck(args.recheck[0], int(args.recheck[1]))
         print(f"{text!r}\nlark parses: {ok}; lark munch parses: {munch}; spec accepts: {spec}")
@@ -599,6 +696,11 @@ def main(argv: list[str] | None = None) -> int:
         n, differ = replay(args.replay, args.budget)
         print(f"{n} walks replayed, {len(differ)} differ from their records: {differ}")
         return 1 if differ else 0
+    if args.summarize:
+        for arm in args.arms:
+            if out_path(arm).exists():
+                print(f"{summary_path(arm)}: {write_summary(arm)} walks")
+        return 0
     if args.report:
         text = report(Path(args.out), args.cmd)
         if args.notes:
