@@ -53,7 +53,7 @@ from ..grammar import Grammar
 from ..mask.guide import Guide
 from ..policy.autofix import AutofixResult, autofix
 from ..policy.checker import Checker, Violation, proposed_fix
-from ..policy.config import AppPolicy, narrow
+from ..policy.config import AppPolicy, explicit_verbs_only, narrow
 from ..policy.grammar import role_grammar
 from ..policy.grants import read_grants, sqlite_baseline
 from ..policy.model import Policy
@@ -318,6 +318,8 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
                 raise SchemaError(
                     "the connected role sees no tables in this database (nothing to ask about)"
                 )
+            if app is None:  # no DDL unless a policy names it (EXPLICIT_VERBS)
+                return snap, explicit_verbs_only(grants)
             return snap, narrow(grants, app, snap)
         finally:
             if owned:

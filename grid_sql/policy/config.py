@@ -276,10 +276,12 @@ def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> P
 
     DDL and the like (:data:`~grid_sql.policy.model.EXPLICIT_VERBS`: TRUNCATE, CREATE, DROP,
     ALTER, GRANT, REVOKE) survive only where a section of ``app`` that applies names them in
-    ``verbs``: granted is not enough, and no application policy at all keeps none of them.
+    ``verbs``: granted is not enough. Without ``app`` the policy is the server's own (what
+    :func:`~grid_sql.policy.session.read_policy` reports); a pipeline that generates
+    statements applies :func:`explicit_verbs_only` to it (the Asker does).
     """
     if app is None:
-        return _explicit_only(policy, frozenset())
+        return policy
     tables = {(t.schema, t.name): t for t in policy.tables}
     verbs = set(policy.statement_verbs)
     banned_f = set(policy.banned_functions)
@@ -383,6 +385,14 @@ def narrow(policy: Policy, app: AppPolicy | None, snapshot: SchemaSnapshot) -> P
 
 
 _EXPLICIT_WHY = "DDL runs only when the application policy names its verb (verbs: [...])"
+
+
+def explicit_verbs_only(policy: Policy) -> Policy:
+    """``policy`` without the verbs no application policy named
+    (:data:`~grid_sql.policy.model.EXPLICIT_VERBS`): what a generating pipeline runs under
+    when it was given no application policy (``allow_writes`` means INSERT/UPDATE/DELETE/MERGE,
+    never DDL the role happens to be granted or SQLite does not restrict)."""
+    return _explicit_only(policy, frozenset())
 
 
 def _explicit_only(policy: Policy, named: frozenset[str]) -> Policy:
