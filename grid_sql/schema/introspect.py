@@ -140,6 +140,14 @@ def connected_schemas(bind: Bind) -> list[str] | None:
             return None
         row = conn.execute(sa.text("SELECT DATABASE()")).first()
         return [row[0]] if row is not None and row[0] else None
+    except sa.exc.DBAPIError as exc:
+        # Same typing as introspect(): a server that went silent is a lost connection (the
+        # caller's deadline and "never repair a lost connection" rules key on the type).
+        if is_connection_lost(exc):
+            raise ConnectionLostError(
+                f"the connection was lost while reading the selected database: {exc.orig}"
+            ) from exc
+        raise SchemaError(f"cannot read the selected database: {exc.orig}") from exc
     finally:
         if owned:
             conn.close()
