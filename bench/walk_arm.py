@@ -469,6 +469,22 @@ def done_walks(arm: str) -> set[int]:
     return done
 
 
+def code_commit() -> str:
+    """The commit whose code makes this run's walks (``-dirty`` when grid_sql/, dialects/ or
+    this script differ from it): records of one arm may come from several runs at different
+    commits (a run resumes an arm's file), and the report counts walks per commit."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(
+            ["git", *a], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    head = git("rev-parse", "--short=7", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "grid_sql", "dialects", "bench/walk_arm.py")
+    return head + ("-dirty" if dirty else "")
+
+
 def append(arm: str, rec: dict[str, Any]) -> None:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     with open(out_path(arm), "a", encoding="utf-8") as f:
@@ -482,6 +498,7 @@ def run(arms: list[str], walks: int, budget: int, shard: tuple[int, int], deadli
     """Walks interleaved across the arms (walk k of every arm, then k+1), so a run cut short
     by ``deadline`` has covered every arm about equally."""
     i, n = shard
+    commit = code_commit()
     done = {arm: done_walks(arm) for arm in arms}
     compiled: dict[str, Arm] = {}
     total = 0
@@ -497,6 +514,7 @@ def run(arms: list[str], walks: int, budget: int, shard: tuple[int, int], deadli
                 compiled[arm] = Arm(arm)
                 print(f"[{arm}] set-up {time.perf_counter() - t0:.1f}s", flush=True)
             rec = compiled[arm].walk(k, budget)
+            rec["commit"] = commit
             append(arm, rec)
             total += 1
             bad = rec["dead_end"] or rec["overrun"] or not (rec["lark"] or rec["spec"])
@@ -541,6 +559,7 @@ SUMMARY_FIELDS = (
     "lark",
     "spec",
     "utf8",
+    "commit",
 )
 # The commit whose tree holds the raw records the committed summaries were made from.
 RAW_RECORDS_COMMIT = "97aec29"
@@ -607,6 +626,10 @@ def report(out: Path, cmds: list[str]) -> str:
         )
         lexdiff = [r for r in recs if not r["lark"] and r["spec"]]
         not_utf8 = sum(not r.get("utf8", True) for r in recs)
+        by_commit: dict[str, int] = {}
+        for r in recs:
+            c = r.get("commit", "not recorded")
+            by_commit[c] = by_commit.get(c, 0) + 1
         rows.append(
             f"| {arm} | {len(recs)} | {sum(r['dead_end'] for r in recs)} "
             f"| {sum(r['overrun'] for r in recs)} | {lark_ok} ({100 * lark_ok / len(recs):.1f}%) "
@@ -615,7 +638,8 @@ def report(out: Path, cmds: list[str]) -> str:
             f"| {sum(r['stop'] == 'eos' for r in recs)} "
             f"/ {sum(r['stop'] == 'reserve' for r in recs)} "
             f"| {not_utf8} | {np.mean(toks):.1f} | {np.median(secs):.2f} "
-            f"| {secs.sum() / 60:.1f} |"
+            f"| {secs.sum() / 60:.1f} "
+            f"| {', '.join(f'{c}: {m}' for c, m in by_commit.items())} |"
         )
         for r in (lexdiff + [x for x in recs if x["dead_end"] or x["overrun"]])[:3]:
             examples.append(f"- {arm} walk {r['walk']} ({r['stop']}): `{r['text'][:200]!r}`")
@@ -635,8 +659,8 @@ def report(out: Path, cmds: list[str]) -> str:
         "",
         "| arm | walks | dead ends | budget overruns | lark parses | lark refuses, spec "
         "accepts | lark munch parses | both refuse | stop eos / reserve "
-        "| not UTF-8 | mean tokens | median s/walk | wall min |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| not UTF-8 | mean tokens | median s/walk | wall min | walks per code commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
     ]
