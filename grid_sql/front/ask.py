@@ -78,6 +78,8 @@ from .prompt import (
     repair_tables,
 )
 from .result import AskResult, GeneratedSQL, Repair
+from .retry import same_statement
+from .typehints import type_hint
 from .values import TableValues
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -658,9 +660,13 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
             again = self.generate_sql(
                 question,
                 allow_writes=allow_writes,
-                refused=(gen.sql, [str(exc)]),
+                refused=(gen.sql, [str(exc), *filter(None, [type_hint(self.dialect, exc)])]),
                 **dict(options),
             )
+            if same_statement(again.sql, gen.sql, self.dialect):  # nothing new to try
+                raise ExecutionError(
+                    f"{exc} (the repair round wrote the same statement again; not run twice)"
+                ) from exc
             again.repairs = [*gen.repairs, *again.repairs]
             again.audit_ids = [*gen.audit_ids, *again.audit_ids]
             for k, v in gen.timings.items():
