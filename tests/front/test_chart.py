@@ -179,3 +179,23 @@ def test_plot_is_headless() -> None:
     )
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "MPLBACKEND")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=Path.cwd())
+
+
+# ------------------------------------------------------------------ with the real model
+def test_charts_of_generated_answers(qwen: object, tmp_path: Path) -> None:
+    """Qwen2.5-Coder-0.5B answers on Chinook (greedy): per genre is a bar chart, per year
+    a line; both render headless to PNG."""
+    import shutil
+
+    from grid_sql.data import chinook_path
+
+    shutil.copyfile(chinook_path(), tmp_path / "chinook.sqlite")
+    asker = Asker(tmp_path / "chinook.sqlite", model=qwen, audit=False, max_tokens=64)  # type: ignore[arg-type]
+    conv = asker.conversation()
+    per_genre = conv.ask("How many tracks are there in each genre?")
+    assert per_genre.chart().kind == "bar", per_genre.sql
+    assert _png(per_genre.plot_png(dpi=80)) == ("PNG", (512, 320))
+    per_year = conv.ask("What is the total invoice amount per year?")
+    assert per_year.chart().kind == "line", per_year.sql
+    (tmp_path / "per_year.png").write_bytes(per_year.plot_png())
+    assert _png((tmp_path / "per_year.png").read_bytes()) == ("PNG", (640, 400))
