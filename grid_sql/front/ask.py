@@ -290,9 +290,14 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
             return db
         if isinstance(db, sa.URL):
             return make_engine(db, timeout_s=self.timeout_s)
+        from .aio import is_async_bind, sync_target
+
+        if is_async_bind(db):  # an AsyncEngine/Connection/Session: its synchronous twin
+            return self._open(sync_target(db), app)
         if not isinstance(db, str | Path):
             raise ConnectionConfigError(
-                f"db must be a URL, a SQLite file path, an Engine or a Connection, "
+                f"db must be a URL, a SQLite file path, an Engine, a Connection or an "
+                f"AsyncEngine, "
                 f"not {type(db).__name__}"
             )
         path = _sqlite_file(db)
