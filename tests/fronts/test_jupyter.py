@@ -187,3 +187,27 @@ def test_ask_line_options_and_apostrophes() -> None:
         "What's the top album?",
     )
     assert _leading_options("  How many  albums? ") == ([], "How many albums?")
+
+
+def test_show_chart_publishes_a_png_or_prints_the_reason(
+    shell: InteractiveShell, published: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``%%ask --plot --df``: the DataFrame has no chart of its own, so the chart is
+    displayed as an image through IPython's display machinery first."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from grid_sql.front.jupyter_live import show_chart
+
+    rows: list[tuple[Any, ...]] = [("AC/DC", 2), ("Accept", 2), ("Aerosmith", 1)]
+    bars = AskResult("albums per artist", "SELECT ...", ["artist", "albums"], rows, False, 3,
+                     "eos", None)  # fmt: skip
+    show_chart(bars)
+    (out,) = published
+    png = out["data"]["image/png"]
+    img = Image.open(io.BytesIO(png if isinstance(png, bytes) else base64.b64decode(png)))
+    assert (img.format, img.size) == ("PNG", (640, 400))
+    show_chart(_result())  # title × year: a year is a time axis but nothing is measured
+    assert len(published) == 1 and "no chart: no numeric column" in capsys.readouterr().out
