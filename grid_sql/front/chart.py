@@ -188,6 +188,7 @@ def _draw_lines(
     if len(groups) > 1 or len(spec.y) > 1:
         ax.legend(fontsize=8, title=columns[spec.series[0]] if spec.series else None)
     ax.grid(True, alpha=0.3)
+    _integer_ticks(ax, rows, spec.y)
     if timed and all((t.month, t.day, t.time()) == (1, 1, _dt.time()) for t, _ in timed):
         from matplotlib.dates import DateFormatter, YearLocator  # yearly data: ticks on years
 
@@ -213,7 +214,7 @@ def _draw_bars(ax: Any, columns: Sequence[str], rows: Sequence[Sequence[Any]], s
         ax.bar([p + offset for p in positions], [_float(r[j]) for r in rows], width,
                label=columns[j])  # fmt: skip
     ax.set_xticks(list(positions), labels)
-    if len(rows) > 6 or max((len(s) for s in labels), default=0) > 10:
+    if sum(len(s) for s in labels) > 48 or max((len(s) for s in labels), default=0) > 10:
         for tick in ax.get_xticklabels():
             tick.set_rotation(60)
             tick.set_horizontalalignment("right")
@@ -222,6 +223,15 @@ def _draw_bars(ax: Any, columns: Sequence[str], rows: Sequence[Sequence[Any]], s
     if n > 1:
         ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
+    _integer_ticks(ax, rows, spec.y)
+
+
+def _integer_ticks(ax: Any, rows: Sequence[Sequence[Any]], y: Sequence[int]) -> None:
+    """Counts get whole-number ticks (no 2.5 albums on the axis)."""
+    if all(isinstance(r[j], int) for r in rows for j in y if r[j] is not None):
+        from matplotlib.ticker import MaxNLocator
+
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _shorten(text: str, limit: int) -> str:
