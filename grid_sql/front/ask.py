@@ -93,7 +93,12 @@ _GUIDES: dict[tuple[str, str], Guide] = {}
 _GUIDES_LOCK = threading.Lock()
 _ROLE_GRAMMARS: dict[tuple[str, str, str, bool, bool], Grammar] = {}
 
-DB = str | Path | sa.URL | Engine | Connection
+if TYPE_CHECKING:  # pragma: no cover - an async bind opens its synchronous twin (.aio)
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+
+    DB = str | Path | sa.URL | Engine | Connection | AsyncEngine | AsyncConnection | AsyncSession
+else:
+    DB = str | Path | sa.URL | Engine | Connection
 
 
 def check_question(question: object) -> str:

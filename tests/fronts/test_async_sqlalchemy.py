@@ -98,7 +98,7 @@ def test_async_sqlite_session_engine_and_connection(
 
 def test_asker_takes_an_async_engine(chinook_copy: Path, opts: dict[str, Any]) -> None:
     engine = create_async_engine(f"sqlite+aiosqlite:///{chinook_copy}")
-    asker = Asker(engine, **opts)  # type: ignore[arg-type]
+    asker = Asker(engine, **opts)
     assert sync_target(engine) == chinook_copy  # the file itself: SQLite's file rules apply
     res, worst, _ = asyncio.run(_probed(lambda: asker.ask_async(Q_MEDIA)))
     assert [r[0] for r in res.rows] == [
@@ -114,7 +114,7 @@ def test_asker_takes_an_async_engine(chinook_copy: Path, opts: dict[str, Any]) -
 def test_async_binds_that_cannot_be_used_are_config_errors(opts: dict[str, Any]) -> None:
     memory = create_async_engine("sqlite+aiosqlite://")
     with pytest.raises(ConnectionConfigError, match="in-memory"):
-        Asker(memory, **opts)  # type: ignore[arg-type]
+        Asker(memory, **opts)
     with pytest.raises(ConnectionConfigError, match="await ask_async"):
         ask(AsyncSession(memory), Q_GENRES)  # type: ignore[arg-type]
     with pytest.raises(ConnectionConfigError, match="no bind"):
