@@ -93,13 +93,14 @@ def error_payload(exc: BaseException, question: str | None = None) -> dict[str, 
 
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int = 40) -> str:
-    """A plain text table (cells cut at ``width`` characters)."""
+    """A plain text table (cells cut at ``width`` characters; numbers rounded per column for
+    reading, ``grid_sql.front.display``: the rows themselves are not changed)."""
+    from .front.display import display_rows
 
-    def cell(v: Any) -> str:
-        s = "NULL" if v is None else str(v)
+    def cell(s: str) -> str:
         return s if len(s) <= width else s[: width - 1] + "…"
 
-    body = [[cell(v) for v in r] for r in rows]
+    body = [[cell(v) for v in r] for r in display_rows(columns, rows)]
     heads = [str(c) for c in columns]
     widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(heads)]
     line = "  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))

@@ -172,3 +172,8 @@ class ContextOverflowError(BudgetError):
     """A prompt cannot fit the model's context window (``n_ctx``) with room for the answer:
     the rules, examples and question alone exceed it even with no table described. Raised
     before any model call; raise ``n_ctx`` or lower ``max_tokens``."""
+
+
+class NoChartError(GridSQLError):
+    """A result has no sensible chart (no rows, no numeric column, no category or time axis,
+    too many series); the message says which, so ``%%ask --plot`` can show it instead."""

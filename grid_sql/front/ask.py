@@ -95,7 +95,12 @@ _GUIDES: dict[tuple[str, str], Guide] = {}
 _GUIDES_LOCK = threading.Lock()
 _ROLE_GRAMMARS: dict[tuple[str, str, str, bool, bool], Grammar] = {}
 
-DB = str | Path | sa.URL | Engine | Connection
+if TYPE_CHECKING:  # pragma: no cover - an async bind opens its synchronous twin (.aio)
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+
+    DB = str | Path | sa.URL | Engine | Connection | AsyncEngine | AsyncConnection | AsyncSession
+else:
+    DB = str | Path | sa.URL | Engine | Connection
 
 
 def check_question(question: object) -> str:
@@ -292,9 +297,14 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
             return db
         if isinstance(db, sa.URL):
             return make_engine(db, timeout_s=self.timeout_s)
+        from .aio import is_async_bind, sync_target
+
+        if is_async_bind(db):  # an AsyncEngine/Connection/Session: its synchronous twin
+            return self._open(sync_target(db), app)
         if not isinstance(db, str | Path):
             raise ConnectionConfigError(
-                f"db must be a URL, a SQLite file path, an Engine or a Connection, "
+                f"db must be a URL, a SQLite file path, an Engine, a Connection or an "
+                f"AsyncEngine, "
                 f"not {type(db).__name__}"
             )
         path = _sqlite_file(db)

@@ -10,6 +10,14 @@
     %%ask --out top
     Which five customers spent the most?
 
+    %%ask --plot
+    Total revenue per country
+
+``--plot`` shows the chart that suits the answer (a bar for category × number, a line for
+time × number; :meth:`AskResult.plot`) above the table, or the reason there is none. In a
+notebook kernel the SQL appears while it is generated (a display updated as tokens arrive,
+``grid_sql.front.jupyter_live``); the result replaces it.
+
 Successive questions are the turns of one conversation (:mod:`grid_sql.front.conversation`):
 a follow-up ("only those in Brazil") is generated with the earlier questions and SQL;
 ``%ask --new ...`` starts a new one.
@@ -81,6 +89,9 @@ def _ask_parser(prog: str) -> _Parser:
     p.add_argument(
         "--new", action="store_true", help="start a new conversation (forget earlier questions)"
     )
+    p.add_argument(
+        "--plot", action="store_true", help="show the chart that suits the result (or why none)"
+    )
     return p
 
 
@@ -92,6 +103,10 @@ class GridMagics(Magics):
         super().__init__(shell)
         self.asker: Asker | None = None
         self.conversation: Conversation | None = None  # %ask questions are its turns
+        # show the SQL as it is generated (a display updated per token): on by default in a
+        # notebook kernel, whose front end redraws an updated display in place; a terminal
+        # IPython would print every update, so there it is off
+        self.live: bool = getattr(shell, "kernel", None) is not None
 
     @line_magic
     def grid_connect(self, line: str) -> None:
@@ -137,10 +152,21 @@ class GridMagics(Magics):
             self.conversation.reset()
         # each question is the next turn: a follow-up sees the earlier questions and SQL
         try:
-            result: AskResult = self.conversation.ask(question)
+            if self.live:
+                from .jupyter_live import answer_live
+
+                result: AskResult = answer_live(self.conversation, question)
+            else:
+                result = self.conversation.ask(question)
         except PolicyRefusal as exc:  # the reason, not a traceback: nothing was executed
             print(exc.plain())
             return None
+        if args.plot:
+            result.show_chart = True  # the HTML view embeds the chart, or says why there is none
+            if args.df:
+                from .jupyter_live import show_chart
+
+                show_chart(result)
         value: Any = result.to_dataframe() if args.df else result
         if args.out and self.shell is not None:
             self.shell.user_ns[args.out] = value

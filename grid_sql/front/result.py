@@ -9,6 +9,7 @@ a DataFrame via :meth:`AskResult.to_dataframe` (pandas imported lazily).
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import decimal
 import html
@@ -19,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas
+    from matplotlib.figure import Figure
 
+    from .chart import Chart
     from .preview import WritePreview
 
 
@@ -129,6 +132,7 @@ class AskResult:
     previewed write, ``dry_run=True``, the rows it would affect; ``preview`` has the details).
     ``stop_reason`` is a :class:`grid_sql.decode.StopReason` value; ``timings`` in seconds:
     ``generation``, ``mask``, ``execution``, ``total`` (plus ``check`` and ``prompt``).
+    ``show_chart``: the HTML view embeds the chart (``%%ask --plot`` sets it; see :meth:`plot`).
     """
 
     question: str
@@ -142,6 +146,7 @@ class AskResult:
     repairs: list[Repair] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     preview: WritePreview | None = None
+    show_chart: bool = field(default=False, compare=False)
 
     @property
     def dry_run(self) -> bool:
@@ -180,6 +185,31 @@ class AskResult:
         df.attrs["truncated"] = self.truncated
         return df
 
+    def chart(self) -> Chart:
+        """The chart that suits these rows (``grid_sql.front.chart``: a bar for category ×
+        number, a line for time × number); :class:`~grid_sql.errors.NoChartError` says why
+        there is none."""
+        from .chart import choose
+
+        return choose(self.columns, self.rows)
+
+    def plot(self, *, size: tuple[float, float] = (6.4, 4.0), dpi: int = 100) -> Figure:
+        """The chart as a matplotlib Figure (headless Agg canvas; ``fig.savefig(...)`` or
+        :meth:`plot_png`), titled with the question; :class:`~grid_sql.errors.NoChartError`
+        when no chart suits the result. Needs the ``[charts]`` extra (matplotlib)."""
+        from .chart import render
+
+        return render(
+            self.columns, self.rows, title=self.question, truncated=self.truncated, size=size,
+            dpi=dpi,
+        )  # fmt: skip
+
+    def plot_png(self, *, size: tuple[float, float] = (6.4, 4.0), dpi: int = 100) -> bytes:
+        """:meth:`plot` as PNG bytes (``size`` inches × ``dpi`` pixels)."""
+        from .chart import to_png
+
+        return to_png(self.plot(size=size, dpi=dpi))
+
     def audit_summary(self) -> str:
         """One line: audit id, stop reason, repairs, row count and timings."""
         t = self.timings
@@ -200,19 +230,36 @@ class AskResult:
         return " · ".join(parts)
 
     def _repr_html_(self) -> str:
+        from .display import display_rows
+
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
+        # numbers rounded per column for reading (module grid_sql.front.display); rows stay exact
+        shown = display_rows(self.columns, self.rows[:HTML_ROW_LIMIT], null="None")
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-            for row in self.rows[:HTML_ROW_LIMIT]
+            "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in shown
         )
         more = len(self.rows) - HTML_ROW_LIMIT
         tail = f"<p><i>… {more} more row(s) not shown</i></p>" if more > 0 else ""
         return (
             '<div class="grid-sql-result">'
             f"<pre><code>{highlight_sql(self.sql)}</code></pre>"
+            f"{self._chart_html() if self.show_chart else ''}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{tail}"
             f"<p><small>{html.escape(self.audit_summary())}</small></p></div>"
         )
+
+    def _chart_html(self) -> str:
+        """The chart as an embedded PNG, or the reason there is none (the view never fails)."""
+        from ..errors import NoChartError
+
+        try:
+            png = self.plot_png()
+        except NoChartError as exc:
+            return f'<p class="grid-sql-no-chart"><i>{html.escape(str(exc))}</i></p>'
+        except ImportError as exc:
+            return f"<p><i>{html.escape(str(exc))}</i></p>"
+        data = base64.b64encode(png).decode("ascii")
+        return f'<img class="grid-sql-chart" alt="chart" src="data:image/png;base64,{data}"/>'
 
     def __repr__(self) -> str:
         return (

@@ -39,7 +39,15 @@ from .result import AskResult
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .ask import Asker
 
-__all__ = ["GridSession", "ask", "asker_for", "engine_for_url", "forget", "split_options"]
+__all__ = [
+    "GridSession",
+    "ask",
+    "ask_async",
+    "asker_for",
+    "engine_for_url",
+    "forget",
+    "split_options",
+]
 
 # Asker(...) arguments that select a different Asker (model, policy, audit store, user); the
 # rest (row_limit, timeout_s, allow_writes, max_tokens, repair, examples) are per question.
@@ -189,10 +197,28 @@ def ask(target: Session | sa.Engine | sa.Connection, question: str, **options: A
         return ask_on(asker, conn, question, **per_question)
     if isinstance(target, sa.Engine):
         return asker_for(target, **asker_opts).ask(question, **per_question)
+    from .aio import is_async_bind
+
+    if is_async_bind(target):
+        raise ConnectionConfigError(
+            f"{type(target).__qualname__} is asyncio: use `await ask_async(target, question)`"
+        )
     raise ConnectionConfigError(
         f"cannot ask on a {type(target).__module__}.{type(target).__qualname__}: pass an "
         "SQLAlchemy Session, Engine or Connection"
     )
+
+
+async def ask_async(target: Any, question: str, **options: Any) -> AskResult:
+    """:func:`ask` for asyncio code: ``target`` may also be an ``AsyncSession``,
+    ``AsyncEngine`` or ``AsyncConnection`` (``grid_sql.front.aio``: the Asker of the engine's
+    synchronous twin, the statement on a connection of its own). Generation and execution run
+    off the event loop; concurrent calls share one model backend."""
+    from .aio import ask_async_on, is_async_bind, run_off_loop
+
+    if is_async_bind(target):
+        return await ask_async_on(target, question, **options)
+    return await run_off_loop(lambda: ask(target, question, **options))
 
 
 class GridSession(Session):

@@ -73,5 +73,11 @@ def test_notebook_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any('class="grid-sql-result"' in h for h in html)  # AskResult rendered
     assert any("<table" in h for h in html)
+    # %%ask --plot: the chart embedded as a PNG, or the reason there is none
+    assert any("grid-sql-chart" in h or "grid-sql-no-chart" in h for h in html)
+    # the live SQL display was updated in place and emptied when the answer came
+    assert any(
+        o.output_type == "display_data" and o["data"].get("text/html") == "" for o in outputs
+    )
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "grid-sql connected" in text

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -114,6 +116,62 @@ def test_connect_and_ask_magics(
     assert frame.attrs["sql"] and frame.attrs["audit_id"] and len(frame) <= 3
 
 
+@pytest.fixture
+def published(shell: InteractiveShell) -> Iterator[list[dict[str, Any]]]:
+    """What IPython's display machinery publishes (display, display handles' updates)."""
+    from IPython.core.displaypub import CapturingDisplayPublisher
+
+    pub = CapturingDisplayPublisher()
+    saved, shell.display_pub = shell.display_pub, pub
+    try:
+        yield pub.outputs
+    finally:
+        shell.display_pub = saved
+
+
+def test_live_output_follows_the_tokens_then_the_result_replaces_it(
+    shell: InteractiveShell,
+    published: list[dict[str, Any]],
+    opts: dict[str, Any],
+    chinook_copy: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``%%ask`` in a notebook: one display, updated as tokens arrive (IPython's real display
+    handles, captured), then emptied; ``--plot`` puts the chart or its reason in the HTML."""
+    import html
+    import re
+
+    from grid_sql.front import jupyter_live
+    from grid_sql.front.ask import Asker
+
+    monkeypatch.setattr(jupyter_live, "MIN_INTERVAL_S", 0.0)  # every token, not throttled
+    magics = shell.magics_manager.registry["GridMagics"]
+    assert magics.live is False  # a terminal shell: no live output unless asked
+    monkeypatch.setattr(magics, "live", True)
+    monkeypatch.setattr(magics, "asker", Asker(chinook_copy, **opts))
+    monkeypatch.setattr(magics, "conversation", magics.asker.conversation())
+    run = shell.run_cell(f"%%ask --plot\n{Q_GENRES}\n")
+    run.raise_error()
+    result = run.result
+    assert isinstance(result, AskResult) and result.sql
+    ids = {o["transient"]["display_id"] for o in published}
+    assert len(ids) == 1  # one live area
+    assert [o["update"] for o in published] == [False] + [True] * (len(published) - 1)
+    views = [o["data"]["text/html"] for o in published]
+    codes = [
+        html.unescape(m.group(1)) for v in views if (m := re.search(r"<code>(.*)</code>", v, re.S))
+    ]
+    generating = [c for v, c in zip(views, codes, strict=False) if "generating" in v]
+    assert len(generating) >= 3 and generating[0] == ""  # the empty start, then per token
+    assert all(b.startswith(a) for a, b in zip(generating, generating[1:], strict=False))
+    assert generating[-1].strip().startswith(result.sql.rstrip(";"))
+    assert "checked, running" in views[-2] and codes[-1] == result.sql
+    assert views[-1] == ""  # emptied: the returned result shows the SQL and table
+    page = shell.display_formatter.format(result)[0]["text/html"]
+    assert "no chart: no numeric column" in page  # names only: the reason, not a chart
+    assert magics.conversation.history[-1].sql == result.sql  # a conversation turn
+
+
 def test_bad_examples_file_is_a_usage_error(shell: InteractiveShell, tmp_path: Path) -> None:
     bad = tmp_path / "shots.json"
     bad.write_text(json.dumps({"question": "q"}))
@@ -129,3 +187,27 @@ def test_ask_line_options_and_apostrophes() -> None:
         "What's the top album?",
     )
     assert _leading_options("  How many  albums? ") == ([], "How many albums?")
+
+
+def test_show_chart_publishes_a_png_or_prints_the_reason(
+    shell: InteractiveShell, published: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``%%ask --plot --df``: the DataFrame has no chart of its own, so the chart is
+    displayed as an image through IPython's display machinery first."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from grid_sql.front.jupyter_live import show_chart
+
+    rows: list[tuple[Any, ...]] = [("AC/DC", 2), ("Accept", 2), ("Aerosmith", 1)]
+    bars = AskResult("albums per artist", "SELECT ...", ["artist", "albums"], rows, False, 3,
+                     "eos", None)  # fmt: skip
+    show_chart(bars)
+    (out,) = published
+    png = out["data"]["image/png"]
+    img = Image.open(io.BytesIO(png if isinstance(png, bytes) else base64.b64decode(png)))
+    assert (img.format, img.size) == ("PNG", (640, 400))
+    show_chart(_result())  # title × year: a year is a time axis but nothing is measured
+    assert len(published) == 1 and "no chart: no numeric column" in capsys.readouterr().out
