@@ -136,12 +136,14 @@ class Dialect:
         super().__init_subclass__(**kw)
         if not cls.name:
             return
-        inst = cls()
-        for key in (cls.name, *cls.aliases):
-            prev = Dialect._registry.get(key.lower())
-            if prev is not None and type(prev) is not cls:
+        keys = [k.lower() for k in (cls.name, *cls.aliases)]
+        for key in keys:  # all checked first: a refused class registers nothing
+            prev = Dialect._registry.get(key)
+            if prev is not None and type(prev).__qualname__ != cls.__qualname__:
                 raise TypeError(f"dialect name {key!r} already names {type(prev).__name__}")
-            Dialect._registry[key.lower()] = inst
+        inst = cls()
+        for key in keys:
+            Dialect._registry[key] = inst
 
     # ------------------------------------------------------------------ registry
     @classmethod
