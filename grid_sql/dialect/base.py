@@ -107,6 +107,11 @@ class Dialect:
     """The curated allow-list of function names (lower case); see policy/functions.py for
     what may be on it and why."""
 
+    foreign_function_hints: ClassVar[dict[str, str]] = {}
+    """Prompt rules: what to write in this dialect instead of another dialect's function
+    (T-SQL ``dateadd``, ``isnull``, Oracle ``sysdate``, ...), keyed by its lower-case name;
+    the repair round's hint when the mask blocked the model's favourite."""
+
     # ------------------------------------------------------------------ aggregates
     distinct_takes_one_expression: ClassVar[bool] = True
     """``count(DISTINCT a, b)`` is an error (MySQL/MariaDB accept it)."""
@@ -289,15 +294,25 @@ class Dialect:
         raise NotImplementedError(f"{self.label or self.name}: no audit store")
 
 
-_BUILTINS = ("sqlite", "postgresql", "mysql")
+_BUILTINS = ("sqlite", "postgresql", "mysql")  # listed first by Dialect.names()
+_LOADED = False
 
 
 def _load_builtins() -> None:
-    """Register the shipped dialects (their modules import this one, so not at the top)."""
+    """Register every dialect module of this package (each imports this one, so not at the
+    top): a new dialect is a new module here, with no list to extend."""
+    global _LOADED
+    if _LOADED:
+        return
     import importlib
+    import pkgutil
 
-    for mod in _BUILTINS:
-        importlib.import_module(f"{__package__}.{mod}")
+    here = __package__ or "grid_sql.dialect"
+    found = [m.name for m in pkgutil.iter_modules(importlib.import_module(here).__path__)]
+    for mod in sorted(found, key=lambda m: (m not in _BUILTINS, m)):
+        if mod != "base" and not mod.startswith("_"):
+            importlib.import_module(f"{here}.{mod}")
+    _LOADED = True
 
 
 def words(block: str) -> frozenset[str]:

@@ -74,6 +74,11 @@ class MySQL(Dialect):
     double_quoted_strings = True
     user_variables = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
+    foreign_function_hints: ClassVar[dict[str, str]] = {
+        "dateadd": "DATE_ADD(x, INTERVAL n DAY)",
+        "datepart": "EXTRACT(YEAR FROM x)",
+        "getutcdate": "UTC_TIMESTAMP()",
+    }
     distinct_takes_one_expression = False
 
     grant_source = "show_grants"

@@ -115,6 +115,13 @@ class PostgreSQL(Dialect):
     output_alias_clauses = ("group",)
     backslash_escapes_vary = True
     functions: ClassVar[frozenset[str]] = words(_CATALOG) | words(PARSER_FUNCTIONS)
+    foreign_function_hints: ClassVar[dict[str, str]] = {
+        "dateadd": "x + INTERVAL 'n days'",
+        "datepart": "EXTRACT(YEAR FROM x)",
+        "isnull": "COALESCE(x, y)",
+        "sysdate": "now()",
+        "getutcdate": "now()",
+    }
 
     grant_source = "privilege_functions"
     audit_store = True

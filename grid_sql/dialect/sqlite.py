@@ -74,6 +74,13 @@ class SQLite(Dialect):
     table_comments = False
     aggregate_needs_grouping = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
+    foreign_function_hints: ClassVar[dict[str, str]] = {
+        "dateadd": "date(x, '+n days')",
+        "datepart": "strftime('%Y', x)",
+        "isnull": "ifnull(x, y)",
+        "sysdate": "datetime('now')",
+        "getutcdate": "datetime('now')",
+    }
     grant_source = "none"
     audit_store = True
 
