@@ -15,7 +15,7 @@ from .model import Policy
 
 # Dialects whose keywords no table alias may spell: the three supported ones and T-SQL, whose
 # idioms (`TOP 5`) small models write in every dialect (issue #30: `JOIN invoiceline AS TOP`).
-KEYWORD_DIALECTS = ("sqlite", "postgres", "mysql", "tsql")
+KEYWORD_DIALECTS = (*(Dialect.get(name).sqlglot for name in Dialect.names()), "tsql")
 
 
 @functools.cache
