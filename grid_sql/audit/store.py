@@ -15,7 +15,6 @@ cannot reach if you need to detect a wholesale re-sealing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
@@ -28,6 +27,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Engine
 
 from ..decode.records import StepKind, StepRecord
+from ..dialect import Dialect
 from ..errors import AuditError
 from ..grammar.ir import Grammar
 from ..mask.vocab import Vocabulary
@@ -121,11 +121,13 @@ class AuditStore:
     ) -> None:
         self.engine = _engine_for(target, readonly=readonly)
         self.dialect = self.engine.dialect.name
-        if self.dialect not in ("sqlite", "postgresql", "mysql", "mariadb"):
+        found = Dialect.find(self.dialect)
+        if found is None or not found.audit_store:
             raise AuditError(
                 f"append-only enforcement is implemented for SQLite, PostgreSQL and "
                 f"MySQL/MariaDB, not {self.dialect}"
             )
+        self._d: Dialect = found
         self.prefix = prefix
         self.readonly = readonly
         md = sa.MetaData()
@@ -193,21 +195,7 @@ class AuditStore:
         lock; MySQL/MariaDB: a named lock (DDL commits implicitly there). Appends read the
         chain's last entry and write the next, which must not interleave."""
         with self.engine.connect() as conn:
-            if self.dialect == "sqlite":
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-            elif self.dialect == "postgresql":
-                key = int.from_bytes(
-                    hashlib.blake2b(self.prefix.encode(), digest_size=8).digest(),
-                    "big",
-                    signed=True,
-                )
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
-            else:
-                got = conn.execute(
-                    sa.text("SELECT GET_LOCK(:n, 60)"), {"n": f"{self.prefix}_w"[:64]}
-                ).scalar()
-                if got != 1:
-                    raise AuditError(f"cannot take the audit store's write lock ({got!r})")
+            self._d.audit_lock(conn, self.prefix)
             try:
                 yield conn
                 conn.commit()
@@ -215,9 +203,7 @@ class AuditStore:
                 conn.rollback()
                 raise
             finally:
-                if self.dialect in ("mysql", "mariadb"):
-                    conn.execute(sa.text("SELECT RELEASE_LOCK(:n)"), {"n": f"{self.prefix}_w"[:64]})
-                    conn.commit()
+                self._d.audit_unlock(conn, self.prefix)
 
     def _write(self, fn: Callable[[sa.Connection], _T], what: str) -> _T:
         """Run ``fn`` in a serialized transaction, retrying lock conflicts a few times."""
@@ -278,71 +264,16 @@ class AuditStore:
     def _guards(self) -> list[tuple[str, str]]:
         """(trigger name, table) of every guard this dialect installs."""
         out = [(n, t) for n, t, _ in self._trigger_names()]
-        if self.dialect == "postgresql":
-            out += [(f"{t.name}_no_truncate", t.name) for t in self._tables()]
-        return out
+        return out + self._d.audit_extra_guards([t.name for t in self._tables()])
 
     def _install_triggers(self, conn: sa.Connection) -> None:
-        if self.dialect == "sqlite":
-            for name, table, op in self._trigger_names():
-                conn.exec_driver_sql(
-                    f'CREATE TRIGGER IF NOT EXISTS "{name}" BEFORE {op} ON "{table}" '
-                    f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END"
-                )
-        elif self.dialect == "postgresql":
-            fn = f"{self.prefix}_append_only"
-            conn.execute(  # sa.text escapes the '%' placeholders for the driver
-                sa.text(
-                    f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql "
-                    f"AS $$ BEGIN RAISE EXCEPTION '{APPEND_ONLY_MESSAGE} (% on %)', TG_OP, "
-                    "TG_TABLE_NAME; END $$"
-                )
-            )
-            have = self._existing_triggers(conn)
-            for name, table, op in self._trigger_names():
-                if name not in have:
-                    conn.exec_driver_sql(
-                        f'CREATE TRIGGER "{name}" BEFORE {op} ON "{table}" '
-                        f"FOR EACH ROW EXECUTE FUNCTION {fn}()"
-                    )
-            for t in self._tables():
-                name = f"{t.name}_no_truncate"
-                if name not in have:
-                    conn.exec_driver_sql(
-                        f'CREATE TRIGGER "{name}" BEFORE TRUNCATE ON "{t.name}" '
-                        f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()"
-                    )
-        else:  # mysql / mariadb
-            have = self._existing_triggers(conn)
-            for name, table, op in self._trigger_names():
-                if name not in have:
-                    conn.exec_driver_sql(
-                        f"CREATE TRIGGER `{name}` BEFORE {op} ON `{table}` FOR EACH ROW "
-                        f"SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{APPEND_ONLY_MESSAGE}'"
-                    )
+        tables = [t.name for t in self._tables()]
+        self._d.install_audit_guards(
+            conn, self.prefix, self._trigger_names(), tables, APPEND_ONLY_MESSAGE
+        )
 
     def _existing_triggers(self, conn: sa.Connection) -> set[str]:
-        tables = [t.name for t in self._tables()]
-        if self.dialect == "sqlite":
-            rows = conn.execute(sa.text("SELECT name FROM sqlite_master WHERE type = 'trigger'"))
-        elif self.dialect == "postgresql":
-            rows = conn.execute(
-                sa.text(
-                    "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                    "WHERE NOT t.tgisinternal AND c.relname = ANY(:tables) "
-                    "AND pg_table_is_visible(c.oid)"
-                ),
-                {"tables": tables},
-            )
-        else:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT trigger_name FROM information_schema.triggers "
-                    "WHERE trigger_schema = DATABASE() AND event_object_table IN :tables"
-                ).bindparams(sa.bindparam("tables", expanding=True)),
-                {"tables": tables},
-            )
-        return {str(r[0]) for r in rows}
+        return self._d.existing_triggers(conn, [t.name for t in self._tables()])
 
     def missing_guards(self) -> list[str]:
         """Triggers that should enforce append-only but are gone (empty = enforced).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..dialect import Dialect
 from ..errors import OptionError
 
 DEFAULT_BYTE_LIMIT = 16 * 1024 * 1024
@@ -63,7 +64,8 @@ def stop_reading(conn: Any, dialect: str) -> bool:
     ends the stream at once. Skipped where the engine has a single connection (StaticPool:
     the DB-API front over a caller's connection); the drain then happens as before.
     Returns whether the query was killed."""
-    if dialect != "mysql":
+    found = Dialect.find(dialect)
+    if found is None or not found.kill_capped_reads:
         return False
     import sqlalchemy as sa
     from sqlalchemy.pool import AssertionPool, SingletonThreadPool, StaticPool

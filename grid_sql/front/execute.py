@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from ..dialect import Dialect
 from ..errors import (
     ConnectionLostError,
     ConnectionStateError,
@@ -50,9 +51,6 @@ from ..schema.faults import SLACK_S, answer_deadline, check_timeout, is_connecti
 from ..schema.introspect import connect, dialect_name
 from .caps import DEFAULT_BYTE_LIMIT, check_byte_limit, close_result, fetch_capped
 from .preview import WritePreview, check_previewable, take_sample
-
-_PG_TIMEOUT_SQLSTATE = "57014"
-_MY_TIMEOUT_ERRNOS = frozenset({1969, 3024})  # MariaDB max_statement_time, MySQL max_execution_time
 
 
 @dataclass
@@ -107,8 +105,11 @@ def _parameters(stmt: exp.Expr, dialect: str) -> list[str]:
     error at the driver or, worse, silently bound to something the caller did not intend.
     MySQL's ``@x`` is a user variable, not a parameter, and is left alone.
     """
+    d = Dialect.find(dialect)
     kinds: tuple[type[exp.Expr], ...] = (
-        (exp.Placeholder,) if dialect == "mysql" else (exp.Placeholder, exp.Parameter)
+        (exp.Placeholder,)
+        if d is not None and d.user_variables
+        else (exp.Placeholder, exp.Parameter)
     )
     return sorted({node.sql() for node in stmt.find_all(*kinds)})
 
@@ -135,61 +136,8 @@ def _strip(sql: str) -> str:
 
 
 def _is_timeout(dialect: str, exc: sa.exc.DBAPIError) -> bool:
-    orig = exc.orig
-    if dialect == "postgresql":
-        return getattr(orig, "sqlstate", None) == _PG_TIMEOUT_SQLSTATE
-    if dialect == "mysql":
-        args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
-        return bool(args) and args[0] in _MY_TIMEOUT_ERRNOS
-    if dialect == "sqlite":  # the progress handler, or a lock held past the busy timeout
-        text = str(orig).lower()
-        return "interrupted" in text or "database is locked" in text
-    return False
-
-
-@contextmanager
-def _sqlite_guard(conn: Connection, read_only: bool, deadline: float) -> Iterator[None]:
-    """query_only for reads, and a progress handler that interrupts past the deadline."""
-    raw: Any = conn.connection.dbapi_connection
-    prev_qo = raw.execute("PRAGMA query_only").fetchone()[0]
-    prev_busy = raw.execute("PRAGMA busy_timeout").fetchone()[0]
-    # waiting for another writer's lock counts against the same deadline (#23 §6)
-    raw.execute(f"PRAGMA busy_timeout = {max(1, int((deadline - time.monotonic()) * 1000))}")
-    if read_only:
-        raw.execute("PRAGMA query_only = ON")
-
-    def handler() -> int:
-        return 1 if time.monotonic() > deadline else 0
-
-    if not read_only and not raw.in_transaction:
-        # pysqlite opens a transaction implicitly before INSERT/UPDATE/DELETE only: DDL would
-        # run in autocommit and survive the rollback (of a failed write, or a dry run)
-        raw.execute("BEGIN")
-    raw.set_progress_handler(handler, 1000)
-    try:
-        yield
-    finally:
-        raw.set_progress_handler(None, 0)
-        raw.execute(f"PRAGMA busy_timeout = {int(prev_busy)}")
-        if read_only and not prev_qo:
-            raw.execute("PRAGMA query_only = OFF")
-
-
-@contextmanager
-def _mysql_timeout(conn: Connection, timeout_s: float) -> Iterator[None]:
-    """Session timeout for the next statement, restored afterwards (MariaDB or MySQL)."""
-    mariadb = bool(getattr(conn.dialect, "is_mariadb", False))
-    var = "max_statement_time" if mariadb else "max_execution_time"
-    value: float | int = round(timeout_s, 3) if mariadb else max(1, int(timeout_s * 1000))
-    prev = conn.exec_driver_sql(f"SELECT @@SESSION.{var}").scalar()
-    conn.exec_driver_sql(f"SET SESSION {var} = {value}")
-    try:
-        yield
-    finally:
-        try:
-            conn.exec_driver_sql(f"SET SESSION {var} = {prev}")
-        except sa.exc.DBAPIError:  # pragma: no cover - connection already broken
-            conn.invalidate()
+    found = Dialect.find(dialect)
+    return found is not None and found.is_timeout(exc.orig)
 
 
 def execute(
@@ -325,10 +273,11 @@ def _run(
     byte_limit: int,
     preview: _Preview | None = None,
 ) -> Execution:
-    if conn.in_transaction() and dialect == "mysql":
+    d = Dialect.find(dialect)
+    if conn.in_transaction() and d is not None and d.explicit_begin:
         # START TRANSACTION would silently commit the caller's open transaction.
         raise ConnectionStateError(
-            "the MySQL/MariaDB connection has an open transaction; grid-sql runs each "
+            f"the {d.label} connection has an open transaction; grid-sql runs each "
             "statement in its own (READ ONLY) transaction, so commit or roll back first"
         )
     outer = conn.in_transaction()
@@ -394,20 +343,10 @@ def _rollback(trans: sa.engine.Transaction) -> None:
 
 @contextmanager
 def _guard(conn: Connection, dialect: str, writes: bool, timeout_s: float) -> Iterator[None]:
-    """Transaction mode and timeout, set inside the transaction just begun."""
-    if dialect == "postgresql":
-        if not writes:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-        conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(1, int(timeout_s * 1000))}")
-        yield
-    elif dialect == "mysql":
-        # SQLAlchemy's begin() emits nothing for MySQL drivers: the START TRANSACTION here is
-        # the transaction it tracks, ended by its commit()/rollback().
-        conn.exec_driver_sql("START TRANSACTION READ ONLY" if not writes else "START TRANSACTION")
-        with _mysql_timeout(conn, timeout_s):
-            yield
-    elif dialect == "sqlite":
-        with _sqlite_guard(conn, not writes, time.monotonic() + timeout_s):
-            yield
-    else:
+    """Transaction mode and timeout, set inside the transaction just begun (the dialect's
+    :meth:`~grid_sql.dialect.Dialect.guard`)."""
+    found = Dialect.find(dialect)
+    if found is None:
         raise ExecutionError(f"no safe execution mode for dialect {dialect!r}")
+    with found.guard(conn, writes=writes, timeout_s=timeout_s):
+        yield

@@ -30,16 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..decode.loop import BlockedIntent
+from ..dialect import Dialect
 from ..grammar import Grammar
 from ..mask.vocab import Vocabulary
-from ..policy.conformance import DIALECT_LABEL, function_instead
-from ..policy.functions import (
-    MYSQL_FUNCTIONS,
-    NEVER_ALLOWED,
-    POSTGRESQL_FUNCTIONS,
-    SQLITE_ALLOWED,
-    dialect_function_names,
-)
+from ..policy.conformance import function_instead
+from ..policy.functions import NEVER_ALLOWED, dialect_function_names
 from ..schema.model import SchemaSnapshot
 
 __all__ = ["ForeignIdiom", "catalog_names", "foreign_idioms", "idiom_flags", "idiom_hints"]
@@ -54,23 +49,6 @@ _IDENT_HEAD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEYWORDS: dict[str, str] = {
     "TOP": "use LIMIT n at the end of the statement",
     "ILIKE": "use LOWER(x) LIKE LOWER('pattern')",
-}
-
-# Replacements for T-SQL/Oracle functions the checker's table (policy/conformance.py) lacks.
-_INSTEAD: dict[str, dict[str, str]] = {
-    "dateadd": {
-        "sqlite": "date(x, '+n days')",
-        "postgresql": "x + INTERVAL 'n days'",
-        "mysql": "DATE_ADD(x, INTERVAL n DAY)",
-    },
-    "datepart": {
-        "sqlite": "strftime('%Y', x)",
-        "postgresql": "EXTRACT(YEAR FROM x)",
-        "mysql": "EXTRACT(YEAR FROM x)",
-    },
-    "isnull": {"postgresql": "COALESCE(x, y)", "sqlite": "ifnull(x, y)"},
-    "sysdate": {"sqlite": "datetime('now')", "postgresql": "now()"},
-    "getutcdate": {"sqlite": "datetime('now')", "postgresql": "now()", "mysql": "UTC_TIMESTAMP()"},
 }
 
 _QUOTES = {
@@ -95,11 +73,12 @@ class ForeignIdiom:
 def _known_functions() -> frozenset[str]:
     """Every name some supported or commonly borrowed dialect calls a function (lower case):
     what a model may *want* to call. Whether it is foreign is the target's question."""
-    from sqlglot.dialects.dialect import Dialect
+    import sqlglot
 
-    out = set(SQLITE_ALLOWED | POSTGRESQL_FUNCTIONS | MYSQL_FUNCTIONS)
-    for d in ("tsql", "oracle", "mysql", "postgres", "sqlite"):
-        out.update(n.lower() for n in Dialect.get_or_raise(d).parser_class.FUNCTIONS)
+    ours = [Dialect.get(name) for name in Dialect.names()]
+    out = {f for d in ours for f in d.functions}
+    for name in ("tsql", "oracle", *(d.sqlglot for d in ours)):
+        out.update(n.lower() for n in sqlglot.Dialect.get_or_raise(name).parser_class.FUNCTIONS)
     return frozenset(n for n in out if _IDENT_HEAD.fullmatch(n)) - NEVER_ALLOWED
 
 
@@ -121,7 +100,8 @@ def _lexes_ident(grammar: Grammar, text: str) -> bool:
 
 
 def _hint(dialect: str, what: str, instead: str | None) -> str:
-    label = DIALECT_LABEL.get(dialect, dialect)
+    found = Dialect.find(dialect)
+    label = dialect if found is None else found.label
     if instead:
         return f"{label} has no {what}; {instead}."
     return f"{label} has no {what}; write it with what {label} has."
@@ -170,7 +150,7 @@ def foreign_idioms(
         if call:
             low = call.lower()
             if low in known and low not in functions and low not in NEVER_ALLOWED:
-                instead = _INSTEAD.get(low, {}).get(dialect) or function_instead(low, dialect)
+                instead = _instead(low, dialect) or function_instead(low, dialect)
                 add(
                     b,
                     f"{call.upper()}(",
@@ -219,6 +199,12 @@ def _keyword(up: str, terminals: set[str]) -> str:
 def _is_name(word: str, names: frozenset[str]) -> bool:
     key = word.lower()
     return any(n.startswith(key) for n in names)
+
+
+def _instead(function: str, dialect: str) -> str | None:
+    """The dialect's own spelling of another dialect's function (its prompt rules)."""
+    found = Dialect.find(dialect)
+    return None if found is None else found.foreign_function_hints.get(function)
 
 
 def _quote_instead(grammar: Grammar, dialect: str) -> str:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ..dialect import Dialect
 from ..schema.faults import SLACK_S, answer_deadline
 from ..schema.introspect import connect, dialect_name
 from .idioms import catalog_names
@@ -43,63 +44,20 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 _LOG = logging.getLogger("grid_sql")
 MARK = "/* grid-sql: catalog fingerprint */ "  # tells these reads apart in statement logs
 
-_PG = (
-    MARK
-    + """
-SELECT x FROM (
-  SELECT 'r' || c.oid::text || ':' || n.nspname || '.' || c.relname || ':' || c.relkind::text
-         || ':' || c.relowner::text || ':' || coalesce(c.relacl::text, '') AS x
-  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-  WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
-    AND n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema'
-  UNION ALL
-  SELECT 'a' || a.attrelid::text || '.' || a.attnum::text || ':' || a.attname || ':'
-         || a.atttypid::text || ':' || coalesce(a.attacl::text, '')
-  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
-  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-  WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
-    AND n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema'
-  UNION ALL
-  SELECT 'n' || n.oid::text || ':' || n.nspname || ':' || coalesce(n.nspacl::text, '')
-  FROM pg_catalog.pg_namespace n
-  UNION ALL
-  SELECT 'm' || roleid::text || '>' || member::text || ':' || inherit_option::text
-  FROM pg_catalog.pg_auth_members
-  UNION ALL
-  SELECT 'u' || current_user
-) f ORDER BY x
-"""
-)
-_PG_OLD = _PG.replace(" || ':' || inherit_option::text", "")  # before PostgreSQL 16
-_MY_COLUMNS = (
-    MARK
-    + "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS"
-    " WHERE TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
-    " ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
-)
-
 
 def catalog_fingerprint(conn: Connection) -> str:
     """A digest of what the connected role's policy is derived from (module docstring)."""
-    dialect = dialect_name(conn)
+    found = Dialect.find(dialect_name(conn))
     h = hashlib.blake2b(digest_size=16, person=b"grid-sql-live")
-    rows: list[tuple[object, ...]]
 
     def q(sql: str) -> list[tuple[object, ...]]:
         opts = {"no_parameters": True}  # '%' in the text is a LIKE pattern, not a placeholder
         return [tuple(r) for r in conn.exec_driver_sql(sql, execution_options=opts)]
 
-    if dialect == "postgresql":
-        version = (
-            int(conn.dialect.server_version_info[0]) if conn.dialect.server_version_info else 0
-        )
-        rows = q(_PG if version >= 16 else _PG_OLD)
-    elif dialect == "mysql":
-        rows = q(MARK + "SHOW GRANTS") + q(_MY_COLUMNS)
-    elif dialect == "sqlite":
-        rows = q(MARK + "PRAGMA schema_version")
-    else:  # pragma: no cover - no other dialect has a grants reader either
+    queries = [] if found is None else found.fingerprint_queries(conn)
+    if not queries:  # pragma: no cover - no other dialect has a grants reader either
         return ""
+    rows = [r for sql in queries for r in q(MARK + sql)]
     for r in rows:
         h.update(repr(r).encode("utf-8", "backslashreplace"))
         h.update(b"\n")

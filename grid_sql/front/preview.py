@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlglot import exp
 
+from ..dialect import Dialect
 from ..errors import OptionError
 from ..policy.checker import sqlglot_read
 from ..policy.model import EXPLICIT_VERBS, Policy
@@ -56,9 +57,10 @@ class WritePreview:
 
 def check_previewable(verb: str, dialect: str) -> None:
     """Refuse a preview that a rollback could not undo."""
-    if dialect == "mysql" and verb in EXPLICIT_VERBS:
+    d = Dialect.find(dialect)
+    if d is not None and d.ddl_commits_implicitly and verb in EXPLICIT_VERBS:
         raise OptionError(
-            f"a {verb.upper()} cannot be previewed on MySQL/MariaDB: it commits implicitly, "
+            f"a {verb.upper()} cannot be previewed on {d.label}: it commits implicitly, "
             "so a dry run would change the database (nothing was run)"
         )
 

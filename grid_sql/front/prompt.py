@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..dialect import Dialect
 from ..policy.model import Policy, TablePolicy
 from ..schema.model import ColumnInfo, ForeignKeyInfo, SchemaSnapshot, TableInfo
 from .values import ColumnValues
@@ -48,7 +49,7 @@ from .values import ColumnValues
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .budget import PromptBudget
 
-DIALECT_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL/MariaDB"}
+DIALECT_NAMES = {name: Dialect.get(name).label for name in Dialect.names()}
 DEFAULT_MAX_TABLES = 16
 DEFAULT_MAX_CHARS = 6000
 
@@ -344,7 +345,8 @@ def alias_hints(sql: str, snapshot: SchemaSnapshot) -> list[str]:
 
     from ..policy.sqlparse import parse_one as guarded_parse_one
 
-    read = {"postgresql": "postgres"}.get(snapshot.dialect, snapshot.dialect)
+    found = Dialect.find(snapshot.dialect)
+    read = snapshot.dialect if found is None else found.sqlglot
     try:
         tree = guarded_parse_one(sql, read)
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):

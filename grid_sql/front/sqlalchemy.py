@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from ..dialect import Dialect
 from ..errors import ConnectionConfigError
 from ..schema.faults import redact
 from ..schema.introspect import make_engine
@@ -190,7 +191,8 @@ def ask(target: Session | sa.Engine | sa.Connection, question: str, **options: A
     if isinstance(target, Session | sa.Connection):
         conn = _session_connection(target) if isinstance(target, Session) else target
         asker = asker_for(conn.engine, **asker_opts)
-        if conn.dialect.name in ("mysql", "mariadb"):
+        found = Dialect.find(conn.dialect.name)
+        if found is not None and found.explicit_begin:
             # START TRANSACTION READ ONLY would implicitly commit the caller's transaction, so
             # on MySQL/MariaDB the question runs on a connection of its own from the pool.
             return asker.ask(question, **per_question)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from ..dialect import Dialect
 from ..errors import GrammarError
 from .ir import Grammar
 
-DIALECTS = ("sqlite", "postgresql", "mysql")
-ALIASES = {"postgres": "postgresql", "pg": "postgresql", "mariadb": "mysql", "sqlite3": "sqlite"}
+DIALECTS = Dialect.names()  # one grammar file per registered dialect
 
 _LOADED: dict[str, Grammar] = {}
 _LOCK = threading.Lock()
@@ -30,11 +30,9 @@ def dialects_dir() -> Path:
 
 
 def canonical_dialect(name: str) -> str:
-    key = name.lower()
-    key = ALIASES.get(key, key)
-    if key not in DIALECTS:
-        raise GrammarError(f"unknown SQL dialect {name!r}; known: {', '.join(DIALECTS)}")
-    return key
+    """The registered dialect's name for ``name`` or an alias (``postgres`` → ``postgresql``);
+    raises :class:`grid_sql.dialect.UnknownDialectError` (a :class:`GrammarError`)."""
+    return Dialect.get(name).name
 
 
 def load_dialect(name: str) -> Grammar:

@@ -41,8 +41,6 @@ moved condition the HAVING already states is dropped instead of repeated.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import sqlite3
 from collections.abc import Sequence
 
 import sqlglot
@@ -50,25 +48,9 @@ from sqlglot import exp
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from grid_sql.policy.conformance import DIALECT_LABEL, Finding
+from grid_sql.dialect import Dialect
+from grid_sql.policy.conformance import Finding
 
-# Window-only functions of SQLite's function list: not aggregates (and an error without OVER
-# for another reason).
-_WINDOW_ONLY = frozenset(
-    {
-        "cume_dist",
-        "dense_rank",
-        "first_value",
-        "lag",
-        "last_value",
-        "lead",
-        "nth_value",
-        "ntile",
-        "percent_rank",
-        "rank",
-        "row_number",
-    }
-)
 # Clauses of a SELECT where no dialect takes an aggregate of that SELECT.
 _NEVER = {
     "where": "WHERE",
@@ -79,25 +61,12 @@ _NEVER = {
 }
 
 
-@functools.lru_cache(maxsize=1)
-def sqlite_aggregates() -> frozenset[tuple[str, int]]:
-    """(name, argument count) of the linked SQLite's aggregate functions; count -1 = any."""
-    con = sqlite3.connect(":memory:")
-    try:
-        rows = con.execute(
-            "SELECT name, narg FROM pragma_function_list WHERE type IN ('a', 'w')"
-        ).fetchall()
-    finally:
-        con.close()
-    return frozenset((str(n).lower(), int(k)) for n, k in rows if n.lower() not in _WINDOW_ONLY)
-
-
 def _is_aggregate(node: exp.Expr, dialect: str) -> bool:
     if isinstance(node, exp.AggFunc):
         return True
-    if dialect == "sqlite" and isinstance(node, exp.Anonymous):
+    agg = Dialect.get(dialect).linked_aggregates() if isinstance(node, exp.Anonymous) else None
+    if agg is not None:  # an aggregate sqlglot does not know, e.g. a SQLite extension's
         name, n = str(node.name).lower(), len(node.expressions)
-        agg = sqlite_aggregates()
         return (name, n) in agg or (name, -1) in agg
     return False
 
@@ -192,7 +161,6 @@ def _columns(select: exp.Select, sql: str) -> list[str]:
     return out
 
 
-_READ = {"postgresql": "postgres"}
 # Tokens that end a WHERE condition, a GROUP BY list or a HAVING condition at their depth.
 _CLAUSE_END = frozenset(
     getattr(TokenType, n)
@@ -259,7 +227,7 @@ def having_edits(
     if where is None or not select.args.get("group") or not positions:
         return ()
     try:
-        tokens = sqlglot.Dialect.get_or_raise(_READ.get(dialect, dialect)).tokenize(sql)
+        tokens = sqlglot.Dialect.get_or_raise(Dialect.get(dialect).sqlglot).tokenize(sql)
     except (TokenError, ValueError):
         return ()
     starts = {t.start: k for k, t in enumerate(tokens)}
@@ -329,10 +297,11 @@ def having_edits(
 def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
     """Aggregate calls in clauses where ``dialect`` refuses them (see the module doc)."""
     out: list[Finding] = []
-    label = DIALECT_LABEL.get(dialect, dialect)
+    d = Dialect.get(dialect)
+    label = d.label
     # per SELECT, the positions of its WHERE aggregates (for the HAVING move)
     in_where: dict[int, tuple[exp.Select, list[int]]] = {}
-    if dialect in ("sqlite", "postgresql"):
+    if d.distinct_takes_one_expression:
         for agg in stmt.find_all(exp.AggFunc):
             arg = agg.this
             if isinstance(arg, exp.Distinct) and len(arg.expressions) > 1:
@@ -379,13 +348,13 @@ def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
                 fix = "group by columns; put the aggregate in the select list or in HAVING"
             else:
                 fix = f"use a subquery `(SELECT {text} FROM ...)` there"
-        elif where in ("order", "having") and dialect == "sqlite":
+        elif where in ("order", "having") and d.aggregate_needs_grouping:
             if _is_aggregate_query(select, dialect):
                 continue
             clause = "ORDER BY" if where == "order" else "HAVING"
             msg = (
                 f"`{text}` in {clause}: this query has no GROUP BY and no aggregate in its "
-                f"select list, so SQLite cannot use an aggregate in its {clause}"
+                f"select list, so {label} cannot use an aggregate in its {clause}"
             )
             cols = _columns(select, sql)
             if cols:

@@ -38,6 +38,8 @@ from sqlglot import exp
 from sqlglot.parser import Parser
 from sqlglot.tokenizer_core import Token, TokenType
 
+from grid_sql.dialect import Dialect
+
 if TYPE_CHECKING:  # the checker's run state (grid_sql/policy/checker.py::_Run)
     from grid_sql.policy.checker import Violation
 
@@ -67,7 +69,7 @@ def _call_name(tok: Token, dialect: str) -> str | None:
     ``tok`` cannot be a function name at all (punctuation, literals)."""
     if tok.token_type in _QUOTED:
         # PostgreSQL quoted names are exact ("COUNT" is not count); elsewhere case-insensitive
-        return tok.text if dialect == "postgresql" else tok.text.lower()
+        return Dialect.get(dialect).fold(tok.text, quoted=True)
     if tok.token_type in _NAME_TOKENS or _WORD.fullmatch(tok.text):
         return tok.text.lower()
     return None
@@ -139,7 +141,7 @@ def function_findings(
         for node in stmt.find_all(exp.Anonymous):
             name = str(node.name)
             quoted = isinstance(node.this, exp.Identifier) and node.this.quoted
-            key = name if dialect == "postgresql" and quoted else name.lower()
+            key = Dialect.get(dialect).fold(name, quoted=quoted)
             if key in allowed or (not quoted and _missing(key, dialect)):
                 continue
             if name.lower() not in seen | SYNTAX_BEFORE_PAREN:
@@ -155,9 +157,6 @@ def function_findings(
 # Session functions written as keywords, without parentheses (sqlglot node names): who is
 # connected, to what, with which settings. Only the clock keywords stay.
 _CLOCK = frozenset({"CurrentDate", "CurrentTime", "CurrentTimestamp", "CurrentDatetime"})
-_PG_SESSION_WORDS = frozenset(
-    {"user", "current_user", "current_role", "session_user", "current_catalog", "current_schema"}
-)
 
 
 def session_findings(stmt: exp.Expr, dialect: str) -> Iterator[Violation]:
@@ -165,6 +164,7 @@ def session_findings(stmt: exp.Expr, dialect: str) -> Iterator[Violation]:
     locking reads (``FOR UPDATE``, ``LOCK IN SHARE MODE``): session state and locks."""
     from grid_sql.policy.checker import Violation
 
+    session_words = Dialect.get(dialect).session_words
     for node in stmt.walk():
         name = type(node).__name__
         if isinstance(node, exp.Func) and name.startswith(("Current", "Session")):
@@ -172,12 +172,11 @@ def session_findings(stmt: exp.Expr, dialect: str) -> Iterator[Violation]:
                 continue
             word = name
         elif (
-            dialect == "postgresql"
-            and isinstance(node, exp.Column)
+            isinstance(node, exp.Column)
             and not node.table
             and isinstance(node.this, exp.Identifier)
             and not node.this.quoted
-            and node.name.lower() in _PG_SESSION_WORDS
+            and node.name.lower() in session_words
         ):
             word = node.name  # reserved words in PostgreSQL: never a column reference
         elif isinstance(node, exp.Lock):
@@ -221,11 +220,13 @@ def _missing(name: str, dialect: str) -> bool:
     """A function the dialect does not have at all: the conformance pass reports it as
     ``unknown_function`` with the dialect's replacement (a better repair hint than "not
     allowed"), and the server could not run it anyway."""
-    from grid_sql.policy.conformance import _FOREIGN, sqlite_functions
+    from grid_sql.policy.conformance import _FOREIGN
 
-    if dialect == "sqlite":
-        return name not in sqlite_functions()
-    return name in _FOREIGN.get(dialect, {})
+    d = Dialect.get(dialect)
+    linked = d.linked_functions()
+    if linked is not None:  # an embedded library says what exists
+        return name not in linked
+    return name in _FOREIGN.get(d.name, {})
 
 
 # ---------------------------------------------------------------------------- comments
@@ -239,6 +240,7 @@ _BAD_IN_COMMENT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 def _gap_problem(gap: str, dialect: str) -> tuple[int, str] | None:
     """(offset in ``gap``, reason) of the first thing in text the tokenizer skipped that is
     not whitespace or a plain comment every engine reads the same way; None if all is."""
+    d = Dialect.get(dialect)
     i = 0
     while i < len(gap):
         m = _SPACE.match(gap, i)
@@ -263,11 +265,11 @@ def _gap_problem(gap: str, dialect: str) -> tuple[int, str] | None:
             body = m.group(1)
             if "\r" in body.rstrip("\r") or _BAD_IN_COMMENT.search(body):
                 return i, "a line comment holding a carriage return or a control character"
-            if dialect == "mysql" and body[:1] not in ("", " ", "\t", "\n", "\r"):
+            if d.dash_comment_needs_space and body[:1] not in ("", " ", "\t", "\n", "\r"):
                 return i, "a '--' comment MySQL does not read as a comment"
             i = m.end()
             continue
-        m = _HASH.match(gap, i) if dialect == "mysql" else None
+        m = _HASH.match(gap, i) if d.hash_comments else None
         if m:
             if "\r" in m.group(1).rstrip("\r") or _BAD_IN_COMMENT.search(m.group(1)):
                 return i, "a line comment holding a carriage return or a control character"
@@ -281,6 +283,7 @@ def comment_findings(sql: str, tokens: list[Token], dialect: str) -> Iterator[Vi
     """Refuse every comment form a server might read differently (see the module doc)."""
     from grid_sql.policy.checker import Violation
 
+    d = Dialect.get(dialect)
     end = 0
     for tok in [*tokens, None]:
         start = len(sql) if tok is None else tok.start
@@ -297,13 +300,13 @@ def comment_findings(sql: str, tokens: list[Token], dialect: str) -> Iterator[Vi
                 why="comment the server may read as code",
             )
             return
-        if tok is not None and tok.token_type in _STRINGS and dialect != "sqlite":
+        if tok is not None and tok.token_type in _STRINGS and d.backslash_escapes_vary:
             raw = sql[tok.start : tok.end + 1]
             odd: str | None = None
             if "\\" in raw and raw[:1] not in ("E", "e"):
                 odd = "a backslash in a string literal (read as an escape or not depending on "
                 odd += "standard_conforming_strings / NO_BACKSLASH_ESCAPES)"
-            elif dialect == "mysql" and _DOUBLE_QUOTED.match(raw):
+            elif d.double_quoted_strings and _DOUBLE_QUOTED.match(raw):
                 odd = "a double-quoted string (an identifier under sql_mode ANSI_QUOTES)"
             if odd is not None:
                 yield Violation(
@@ -369,6 +372,7 @@ def whole_row_refs(
 ) -> Iterator[tuple[exp.Column, exp.Table]]:
     """(reference, real table) for every whole-row reference in ``stmt``. ``columns_of``
     gives a real table's column names (lower case), None for a name that is no real table."""
+    bare_rows = Dialect.get(dialect).bare_table_row_values
     for col in stmt.find_all(exp.Column):
         star = isinstance(col.this, exp.Star)
         if star:
@@ -377,7 +381,7 @@ def whole_row_refs(
             if isinstance(col.parent, exp.Select) and col.arg_key == "expressions":
                 continue  # a select-list `t.*`: expanded by qualify and checked per column
             alias = col.table.lower()
-        elif dialect == "postgresql" and not col.table:
+        elif bare_rows and not col.table:
             alias = col.name.lower()  # a bare name that is no column but a FROM item
         else:
             continue

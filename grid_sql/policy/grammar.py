@@ -26,6 +26,7 @@ from collections.abc import Iterable
 
 import regex
 
+from ..dialect import Dialect
 from ..grammar.ir import Grammar, RoleProjection
 from ..grammar.lexicon import SchemaLexicon
 from ..schema.model import SchemaSnapshot
@@ -68,7 +69,6 @@ TABLE_CATEGORIES: dict[str, str] = {
     "DELETE_TABLE_NAME": "delete",
     "TRUNCATE_TABLE_NAME": "truncate",
 }
-QUOTES = {"sqlite": ('"', "`", "["), "postgresql": ('"',), "mysql": ("`",)}
 
 
 def _quoted(name: str, q: str) -> str:
@@ -92,13 +92,14 @@ def _spellings(
     the bare name byte for byte, so it is listed as the catalog spells it (else lower-cased,
     for a category that folds bare case)."""
     pat = _pattern(pattern)
+    d = Dialect.get(dialect)
     out: set[bytes] = set()
     for name in names:
         bare = name.encode()
         # PostgreSQL folds bare names to lower case: a bare spelling only names a lower-case name
-        if pat.fullmatch(bare) and (dialect != "postgresql" or name == name.lower()):
+        if pat.fullmatch(bare) and d.bare_spelling_names(name):
             out.add(bare if exact else bare.lower())
-        for q in QUOTES.get(dialect, ('"',)):
+        for q in d.identifier_quotes:
             if q == "[" and "]" in name:
                 continue
             w = _quoted(name, q).encode()

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from grid_sql.dialect import Dialect
 from grid_sql.errors import PolicyError, SchemaError
 from grid_sql.policy.functions import POSTGRESQL_FUNCTIONS
 from grid_sql.policy.model import (
@@ -42,18 +43,20 @@ from grid_sql.schema.model import SchemaSnapshot
 
 
 def read_grants(conn: Connection, snapshot: SchemaSnapshot) -> Policy:
-    """The policy the server grants the connected role over the tables of ``snapshot``."""
-    dialect = dialect_name(conn)
+    """The policy the server grants the connected role over the tables of ``snapshot``,
+    read by the reader the connection's dialect names (:attr:`Dialect.grant_source`)."""
+    d = Dialect.find(conn.dialect.name)
+    if d is None:
+        raise PolicyError(f"no grants reader for dialect {dialect_name(conn)!r}")
+    if d.grant_source == "none":
+        return sqlite_baseline(snapshot)
+    reader = _READERS.get(d.grant_source)
+    if reader is None:
+        raise PolicyError(f"no grants reader {d.grant_source!r} (dialect {d.name!r})")
     try:
-        if dialect == "postgresql":
-            return _pg_policy(conn, snapshot)
-        if dialect == "mysql":
-            return _mysql_policy(conn, snapshot)
+        return reader(conn, snapshot)
     except sa.exc.DBAPIError as exc:
         raise SchemaError(f"cannot read the privileges of the connected role: {exc.orig}") from exc
-    if dialect == "sqlite":
-        return sqlite_baseline(snapshot)
-    raise PolicyError(f"no grants reader for dialect {dialect!r}")
 
 
 def _statement_verbs(tables: Iterable[TablePolicy], extra: Iterable[str]) -> frozenset[str]:
@@ -466,6 +469,13 @@ def _mysql_policy(conn: Connection, snapshot: SchemaSnapshot) -> Policy:
         statement_verbs=_statement_verbs(tables, statement_extra),
         provenance=tuple(provenance),
     )
+
+
+# Grant readers by :attr:`Dialect.grant_source` ("none": :func:`sqlite_baseline`).
+_READERS: dict[str, Callable[[Connection, SchemaSnapshot], Policy]] = {
+    "privilege_functions": _pg_policy,
+    "show_grants": _mysql_policy,
+}
 
 
 # ---------------------------------------------------------------------- SQLite

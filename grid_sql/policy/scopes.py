@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import functools
 
+from ..dialect import Dialect
 from ..grammar.scope import ScopeTable
 from ..schema.model import SchemaSnapshot
 from .model import Policy
 
 # Dialects whose keywords no table alias may spell: the three supported ones and T-SQL, whose
 # idioms (`TOP 5`) small models write in every dialect (issue #30: `JOIN invoiceline AS TOP`).
-KEYWORD_DIALECTS = ("sqlite", "postgres", "mysql", "tsql")
-# Where each dialect reads a bare name as an output alias of the select list: SQLite in
-# WHERE, GROUP BY, HAVING and ORDER BY expressions; MySQL in GROUP BY, HAVING and ORDER BY
-# (not WHERE); PostgreSQL in GROUP BY (a bare ORDER BY alias is the grammar's
-# `output_alias` already; an alias inside an ORDER BY expression or in HAVING is an error)
-ALIAS_CLAUSES_OF: dict[str, tuple[str, ...]] = {
-    "sqlite": ("where", "group", "having", "order"),
-    "mysql": ("group", "having", "order"),
-    "postgresql": ("group",),
-}
+KEYWORD_DIALECTS = (*(Dialect.get(name).sqlglot for name in Dialect.names()), "tsql")
 
 
 @functools.cache
@@ -71,7 +63,8 @@ def role_scopes(
     the statement binds there (``docs/scope.md``, "CTE names"); what lets a role grammar
     built with ``role_grammar(..., ctes=True)`` keep CTE references.
     ``output_aliases`` (default on): a bare name may be an output alias of the select list
-    in the clauses where the snapshot's dialect resolves one (:data:`ALIAS_CLAUSES_OF`;
+    in the clauses where the snapshot's dialect resolves one
+    (:attr:`grid_sql.dialect.Dialect.output_alias_clauses`;
     ``docs/scope.md``, "Output aliases").
     """
     tables: dict[str, list[str]] = {}
@@ -79,8 +72,9 @@ def role_scopes(
     for schema, t in snapshot.iter_tables():
         schemas.append(schema)
         tables.setdefault(t.name, []).extend(t.column_names)
+    dialect = Dialect.get(snapshot.dialect)
     if fresh_aliases is None:
-        fresh_aliases = snapshot.dialect == "sqlite"
+        fresh_aliases = dialect.fresh_aliases
     refuse: set[str] = set()
     if hijack_free:
         refuse.update(tables)
@@ -93,7 +87,7 @@ def role_scopes(
         fresh_aliases=fresh_aliases,
         alias_refuse=refuse,
         cte_names=cte_names,
-        alias_clauses=ALIAS_CLAUSES_OF.get(snapshot.dialect, ()) if output_aliases else (),
+        alias_clauses=dialect.output_alias_clauses if output_aliases else (),
         output_refuse=denied_only_names(snapshot, policy) if hijack_free and policy else (),
     )
 

@@ -15,15 +15,14 @@ a catalog read error means the role may not read the catalog at all: :class:`Sch
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Inspector
 from sqlalchemy.engine.reflection import ObjectKind, ObjectScope
 
+from grid_sql.dialect import Dialect
 from grid_sql.errors import ConnectionConfigError, ConnectionLostError, SchemaError
 from grid_sql.schema.faults import (
     DEFAULT_TIMEOUT_S,
@@ -43,20 +42,14 @@ from grid_sql.schema.model import (
     TableKind,
 )
 
-# Namespaces that belong to the engine, not to the application.
-SYSTEM_SCHEMAS: dict[str, frozenset[str]] = {
-    "postgresql": frozenset({"information_schema", "pg_catalog", "pg_toast"}),
-    "mysql": frozenset({"information_schema", "mysql", "performance_schema", "sys"}),
-    "sqlite": frozenset(),
-}
-
 Bind = Engine | Connection | str | sa.URL
 
 
 def dialect_name(bind: Engine | Connection) -> str:
-    """Our dialect key: ``postgresql``, ``mysql`` (MariaDB included) or ``sqlite``."""
-    name = bind.dialect.name
-    return "mysql" if name == "mariadb" else name
+    """Our dialect key: ``postgresql``, ``mysql`` (MariaDB included) or ``sqlite``; an
+    engine no :class:`Dialect` answers to keeps SQLAlchemy's name."""
+    found = Dialect.find(bind.dialect.name)
+    return bind.dialect.name if found is None else found.name
 
 
 def make_engine(url: str | sa.URL, *, timeout_s: float | None = None, **kwargs: Any) -> Engine:
@@ -136,10 +129,7 @@ def connected_schemas(bind: Bind) -> list[str] | None:
     when no database is selected."""
     conn, owned = connect(bind)
     try:
-        if dialect_name(conn) != "mysql":
-            return None
-        row = conn.execute(sa.text("SELECT DATABASE()")).first()
-        return [row[0]] if row is not None and row[0] else None
+        return Dialect.of(conn).selected_schemas(conn)
     except sa.exc.DBAPIError as exc:
         # Same typing as introspect(): a server that went silent is a lost connection (the
         # caller's deadline and "never repair a lost connection" rules key on the type).
@@ -156,73 +146,39 @@ def connected_schemas(bind: Bind) -> list[str] | None:
 def _introspect(
     conn: Connection, schemas: Sequence[str] | None, include_system: bool
 ) -> SchemaSnapshot:
-    dialect = dialect_name(conn)
+    d = Dialect.of(conn)
     insp = sa.inspect(conn)
     default = insp.default_schema_name
     if schemas is None:
-        system = SYSTEM_SCHEMAS.get(dialect, frozenset()) if not include_system else frozenset()
         found = list(insp.get_schema_names())
-        if dialect == "mysql":
-            # MariaDB's SHOW DATABASES omits databases reachable only through grants TO
-            # PUBLIC; information_schema.TABLES lists every table the user may use.
-            extra = conn.execute(
-                sa.text("SELECT DISTINCT TABLE_SCHEMA FROM information_schema.TABLES")
-            )
-            found += [r[0] for r in extra if r[0] not in found]
-        names = [s for s in found if s not in system]
-        if dialect == "postgresql":
-            names = [
-                s for s in names if not s.startswith("pg_temp") and not s.startswith("pg_toast")
-            ]
+        found += [s for s in dict.fromkeys(d.extra_schema_names(conn)) if s not in found]
+        names = [
+            s
+            for s in found
+            if (include_system or s not in d.system_schemas)
+            and not s.startswith(d.hidden_schema_prefixes)
+        ]
     else:
         names = list(schemas)
-    visible = _pg_visible_relations(conn) if dialect == "postgresql" else None
+    visible = d.visible_relations(conn)
     out = []
     for schema in names:
         tables = _reflect_schema(insp, schema, visible)
         if tables or schema == default or schemas is not None:
             out.append(SchemaInfo(schema, tuple(tables)))
     return SchemaSnapshot(
-        dialect=dialect,
+        dialect=d.name,
         default_schema=default,
         schemas=tuple(out),
-        exact_names=dialect == "mysql" and _mysql_exact_names(conn),
+        exact_names=d.exact_names(conn),
     )
-
-
-def _mysql_exact_names(conn: Connection) -> bool:
-    """MySQL/MariaDB compare database and table names byte for byte when
-    ``lower_case_table_names`` is 0 (the default on Linux; 1 stores them lower-cased and 2
-    compares them lower-cased, both case-insensitive)."""
-    row = conn.execute(sa.text("SELECT @@lower_case_table_names")).first()
-    return row is not None and int(row[0]) == 0
-
-
-def _pg_visible_relations(conn: Connection) -> set[tuple[str, str]]:
-    """Relations the role may touch: schema USAGE plus any table or column privilege.
-
-    ``has_*_privilege`` evaluate membership inheritance and PUBLIC exactly (see
-    docs/policy.md), so the lexicon never offers a name the role could not use anyway.
-    """
-    rows = conn.execute(
-        sa.text(
-            "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c "
-            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') "
-            "AND has_schema_privilege(n.oid, 'USAGE') "
-            "AND (has_table_privilege(c.oid, "
-            "'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER') "
-            "OR has_any_column_privilege(c.oid, 'SELECT,INSERT,UPDATE,REFERENCES'))"
-        )
-    )
-    return {(r[0], r[1]) for r in rows}
 
 
 def _kind_names(insp: Inspector, schema: str) -> dict[str, TableKind]:
     try:
         return _inspector_kinds(insp, schema)
     except sa.exc.DBAPIError:
-        if insp.dialect.name not in ("mysql", "mariadb"):
+        if not Dialect.of(insp).partial_catalog_reads:
             raise
     # MariaDB refuses SHOW TABLES in a database reachable only through grants TO PUBLIC,
     # yet information_schema.TABLES lists those tables.
@@ -263,7 +219,7 @@ def _reflect_schema(
     try:
         cols, pks, fks = _bulk(insp, schema, names)
     except (sa.exc.DBAPIError, sa.exc.NoSuchTableError):
-        if insp.dialect.name not in ("mysql", "mariadb"):
+        if not Dialect.of(insp).partial_catalog_reads:
             # PostgreSQL/SQLite catalog reads do not fail per table; a failure here is a
             # catalog the role may not read at all (and PostgreSQL has aborted the
             # transaction), so report it instead of returning a silently empty snapshot.
@@ -338,75 +294,11 @@ def _bulk(
         "kind": ObjectKind.ANY,
         "scope": ObjectScope.ANY,
     }
-    with _sqlite_table_sql(insp, schema, filt):
+    with Dialect.of(insp).reflection_context(insp, schema, filt):
         cols = dict(insp.get_multi_columns(**common))
         pks = dict(insp.get_multi_pk_constraint(**common))
         fks = dict(insp.get_multi_foreign_keys(**common))
     return cols, pks, fks
-
-
-# SQLite: the CREATE statements of the tables being reflected, read in one query.
-_TABLE_SQL: contextvars.ContextVar[dict[tuple[str | None, str], str] | None] = (
-    contextvars.ContextVar("grid_sql_sqlite_table_sql", default=None)
-)
-_PATCHED = False
-
-
-@contextlib.contextmanager
-def _sqlite_table_sql(insp: Inspector, schema: str, names: Sequence[str]) -> Iterator[None]:
-    """On SQLite, serve SQLAlchemy's per-table ``CREATE`` statement lookups from one query.
-
-    Why: SQLAlchemy's SQLite dialect reads a table's ``CREATE`` statement with one query
-    per table, for the primary key and again for the foreign keys, and each query scans
-    ``sqlite_master`` (it has no index on names): reflection was quadratic in the table
-    count (2,011 tables 1.6 s, 10,011 tables 39 s; profile in bench/RESULTS-big-catalog.md).
-    Here the statements are read once; the dialect's lookup is wrapped (once per process)
-    to answer from them while this context is active and to call the original otherwise,
-    so the result is what the dialect itself would compute."""
-    if insp.dialect.name != "sqlite" or len(names) < 2:
-        yield
-        return
-    _patch_sqlite_dialect()
-    bind = insp.bind
-    assert isinstance(bind, Connection)
-    prep = insp.dialect.identifier_preparer
-    prefix = "" if schema in (None, "main") else f"{prep.quote_identifier(schema)}."
-    rows = bind.exec_driver_sql(
-        f"SELECT name, sql FROM {prefix}sqlite_master WHERE type IN ('table', 'view')"
-    )
-    wanted = set(names)
-    found: dict[tuple[str | None, str], str] = {
-        (schema, r[0]): r[1] for r in rows if r[0] in wanted and r[1] is not None
-    }
-    if schema == "main":  # SQLAlchemy may ask for the default schema as None
-        found.update({(None, k[1]): v for k, v in list(found.items())})
-    token = _TABLE_SQL.set(found)
-    try:
-        yield
-    finally:
-        _TABLE_SQL.reset(token)
-
-
-def _patch_sqlite_dialect() -> None:
-    global _PATCHED
-    if _PATCHED:
-        return
-    from sqlalchemy.dialects.sqlite.base import SQLiteDialect
-
-    original = SQLiteDialect._get_table_sql
-
-    def _get_table_sql(
-        self: Any, connection: Any, table_name: str, schema: str | None = None, **kw: Any
-    ) -> Any:
-        pre = _TABLE_SQL.get()
-        if pre is not None:
-            hit = pre.get((schema, table_name))
-            if hit is not None:
-                return hit
-        return original(self, connection, table_name, schema=schema, **kw)
-
-    SQLiteDialect._get_table_sql = _get_table_sql  # type: ignore[method-assign]
-    _PATCHED = True
 
 
 def _table_comments(insp: Inspector, schema: str, names: Sequence[str]) -> dict[Any, Any]:
@@ -415,14 +307,15 @@ def _table_comments(insp: Inspector, schema: str, names: Sequence[str]) -> dict[
 
     Why they are read: a warehouse's descriptions are often the only place that says what a
     cryptically named table holds, and the prompt's schema linking uses them."""
-    if insp.dialect.name == "sqlite":
+    d = Dialect.of(insp)
+    if not d.table_comments:
         return {}
     try:
         got = insp.get_multi_table_comment(
             schema=schema, filter_names=list(names), kind=ObjectKind.ANY, scope=ObjectScope.ANY
         )
     except (NotImplementedError, sa.exc.DBAPIError):
-        if insp.dialect.name == "postgresql":
+        if d.failed_read_aborts_transaction:
             raise  # a failed PostgreSQL read aborts the transaction: not silently ignorable
         return {}
     return {k: (v or {}).get("text") for k, v in dict(got).items()}

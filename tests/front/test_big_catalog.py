@@ -271,12 +271,11 @@ def test_sqlite_bulk_reflection_matches_the_dialects_own(
         " CONSTRAINT fk_b_a FOREIGN KEY (a_id) REFERENCES a (id));"
     )
     con.close()
-    introspect_mod = importlib.import_module("grid_sql.schema.introspect")
+    from grid_sql.dialect import SQLite
+
     engines = [sa.create_engine(f"sqlite:///{p}") for p in (big_chinook, small)]
     fast = [introspect(e) for e in engines]
-    monkeypatch.setattr(
-        introspect_mod, "_sqlite_table_sql", lambda *a, **k: contextlib.nullcontext()
-    )
+    monkeypatch.setattr(SQLite, "reflection_context", lambda *a, **k: contextlib.nullcontext())
     slow = [introspect(e) for e in engines]
     assert fast == slow and [s.fingerprint for s in fast] == [s.fingerprint for s in slow]
     b_table = fast[1].table("b")

@@ -1,0 +1,333 @@
+"""The :class:`Dialect` base class and the registry of dialects.
+
+Why objects instead of ``if dialect == "postgresql"`` branches: a dialect's differences
+(how it folds names, which schemas are the engine's, how a read is made read-only and bounded
+in time, how the audit store locks and guards its tables, ...) were spread over a dozen
+modules, so a new dialect had no home and a reader could not see one dialect whole. Here each
+dialect is one small class declaring those differences as settings and methods, in sqlglot's
+habit (``sqlglot/dialects/*.py``); callers look a dialect up once (:meth:`Dialect.get`) and ask
+it. The defaults below are the SQL standard's answer (or "the feature is absent"), so a
+subclass states only where it departs.
+
+Layering: this package sits with ``grammar`` and ``schema`` (``docs/dialects.md``). It imports
+``sqlalchemy``, ``sqlglot`` and :mod:`grid_sql.errors` only; the grant readers that need policy
+types stay in :mod:`grid_sql.policy.grants`, keyed by :attr:`Dialect.grant_source`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+from sqlalchemy.engine import Connection, Engine, Inspector
+
+from ..errors import GrammarError
+
+
+class UnknownDialectError(GrammarError, ValueError):
+    """A dialect name (or alias) no registered :class:`Dialect` answers to.
+
+    A :class:`GrammarError` because that is what the grammar registry raised for an unknown
+    dialect before dialects were objects (callers catching it keep working)."""
+
+
+class Dialect:
+    """One SQL dialect's differences, declared as settings (class attributes) and methods.
+
+    Subclasses register themselves under :attr:`name` and :attr:`aliases`; one instance per
+    dialect is shared (:meth:`get`). Every method that takes a connection runs statements of
+    this dialect only; none opens or closes connections (the caller owns their lifetime)."""
+
+    # ------------------------------------------------------------------ naming
+    name: ClassVar[str] = ""
+    """Our key for the dialect: the grammar file is ``grid_sql/dialects/<name>.lark``."""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    """Other names the dialect answers to (SQLAlchemy backend names included)."""
+    label: ClassVar[str] = ""
+    """How messages and prompts name the dialect."""
+    sqlglot: ClassVar[str] = ""
+    """sqlglot's name for the dialect (``read=`` / ``Dialect.get_or_raise``)."""
+
+    # ------------------------------------------------------------------ identifiers
+    identifier_quotes: ClassVar[tuple[str, ...]] = ('"',)
+    """Opening quote characters of a quoted identifier (``[`` closes with ``]``)."""
+    bare_names_fold_lower: ClassVar[bool] = False
+    """The server folds an unquoted name to lower case before comparing it exactly, so a
+    bare spelling can only name a lower-case catalog name (PostgreSQL)."""
+    quoted_names_exact: ClassVar[bool] = False
+    """A quoted name is compared byte for byte (PostgreSQL ``"COUNT"`` is not ``count``);
+    elsewhere names compare case-insensitively, quoted or not."""
+    session_words: ClassVar[frozenset[str]] = frozenset()
+    """Bare words the dialect reads as session functions, never as a column
+    (PostgreSQL ``user``, ``current_role``, ...), lower case."""
+    bare_table_row_values: ClassVar[bool] = False
+    """A bare FROM-item name used as a value means the whole row (PostgreSQL ``SELECT t
+    FROM t``)."""
+
+    # ------------------------------------------------------------------ catalog
+    system_schemas: ClassVar[frozenset[str]] = frozenset()
+    """Namespaces that belong to the engine, not to the application."""
+    hidden_schema_prefixes: ClassVar[tuple[str, ...]] = ()
+    """Prefixes of per-session or internal namespaces, never listed even when system
+    schemas are asked for (PostgreSQL ``pg_temp_3``, ``pg_toast_temp_3``)."""
+    partial_catalog_reads: ClassVar[bool] = False
+    """A catalog read may fail for one table or database the role reaches only partly, and
+    ``information_schema`` still lists what it may use (MySQL/MariaDB); elsewhere a failed
+    catalog read means the role may not read the catalog at all."""
+    failed_read_aborts_transaction: ClassVar[bool] = False
+    """A failed statement aborts the whole transaction (PostgreSQL): an error may not be
+    swallowed and the next read attempted on the same transaction."""
+    table_comments: ClassVar[bool] = True
+    """The catalog keeps table comments (SQLite has none)."""
+
+    # ------------------------------------------------------------------ scopes
+    output_alias_clauses: ClassVar[tuple[str, ...]] = ()
+    """Clauses in which a bare name may resolve to an output alias of the select list
+    (``where``, ``group``, ``having``, ``order``)."""
+    fresh_aliases: ClassVar[bool] = False
+    """Default of ``role_scopes(fresh_aliases=)``: names compare case-insensitively quoted
+    or not, so a table alias repeating a name of its FROM is a trap (SQLite)."""
+
+    # ------------------------------------------------------------------ lexical hazards
+    hash_comments: ClassVar[bool] = False
+    """``#`` starts a line comment (MySQL/MariaDB)."""
+    dash_comment_needs_space: ClassVar[bool] = False
+    """``--`` starts a comment only when followed by whitespace (MySQL/MariaDB)."""
+    backslash_escapes_vary: ClassVar[bool] = False
+    """Whether a backslash in a string literal is an escape depends on a server setting
+    (``standard_conforming_strings``, ``NO_BACKSLASH_ESCAPES``)."""
+    double_quoted_strings: ClassVar[bool] = False
+    """``"x"`` is a string, or an identifier under a server setting (MySQL ``ANSI_QUOTES``)."""
+    user_variables: ClassVar[bool] = False
+    """``@x`` is a user variable, not a bind parameter (MySQL/MariaDB)."""
+
+    # ------------------------------------------------------------------ functions
+    functions: ClassVar[frozenset[str]] = frozenset()
+    """The curated allow-list of function names (lower case); see policy/functions.py for
+    what may be on it and why."""
+
+    foreign_function_hints: ClassVar[dict[str, str]] = {}
+    """Prompt rules: what to write in this dialect instead of another dialect's function
+    (T-SQL ``dateadd``, ``isnull``, Oracle ``sysdate``, ...), keyed by its lower-case name;
+    the repair round's hint when the mask blocked the model's favourite."""
+
+    # ------------------------------------------------------------------ aggregates
+    distinct_takes_one_expression: ClassVar[bool] = True
+    """``count(DISTINCT a, b)`` is an error (MySQL/MariaDB accept it)."""
+    aggregate_needs_grouping: ClassVar[bool] = False
+    """An aggregate in ORDER BY or HAVING needs a GROUP BY or an aggregate in the select list
+    (SQLite)."""
+
+    # ------------------------------------------------------------------ execution
+    grant_source: ClassVar[str] = "none"
+    """Which reader in :mod:`grid_sql.policy.grants` asks the server for the role's rights:
+    ``privilege_functions`` (``has_*_privilege``), ``show_grants`` or ``none`` (no privilege
+    system: everything, narrowed by configuration)."""
+    explicit_begin: ClassVar[bool] = False
+    """The guard emits the transaction's BEGIN itself (``START TRANSACTION READ ONLY``), so a
+    caller's open transaction would be committed implicitly: refuse to run inside one."""
+    ddl_commits_implicitly: ClassVar[bool] = False
+    """DDL commits the transaction (MySQL/MariaDB): a dry run of it cannot be rolled back."""
+    kill_capped_reads: ClassVar[bool] = False
+    """Closing an unbuffered result drains it, so a capped read kills its query first
+    (``KILL QUERY``, MySQL/MariaDB)."""
+    audit_store: ClassVar[bool] = False
+    """The audit store can enforce append-only on this dialect (the ``audit_*`` methods)."""
+
+    _registry: ClassVar[dict[str, Dialect]] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if not cls.name:
+            return
+        keys = [k.lower() for k in (cls.name, *cls.aliases)]
+        for key in keys:  # all checked first: a refused class registers nothing
+            prev = Dialect._registry.get(key)
+            if prev is not None and type(prev).__qualname__ != cls.__qualname__:
+                raise TypeError(f"dialect name {key!r} already names {type(prev).__name__}")
+        inst = cls()
+        for key in keys:
+            Dialect._registry[key] = inst
+
+    # ------------------------------------------------------------------ registry
+    @classmethod
+    def get(cls, name: str | Dialect) -> Dialect:
+        """The dialect called ``name`` or one of its aliases (any case); a
+        :class:`Dialect` is returned as is. Raises :class:`UnknownDialectError`."""
+        if isinstance(name, Dialect):
+            return name
+        _load_builtins()
+        found = Dialect._registry.get(str(name).lower())
+        if found is None:
+            raise UnknownDialectError(
+                f"unknown SQL dialect {name!r}; known: {', '.join(cls.names())}"
+            )
+        return found
+
+    @classmethod
+    def find(cls, name: str) -> Dialect | None:
+        """Like :meth:`get`, None for an unknown name."""
+        try:
+            return cls.get(name)
+        except UnknownDialectError:
+            return None
+
+    @classmethod
+    def of(cls, bind: Engine | Connection | Inspector) -> Dialect:
+        """The dialect of a SQLAlchemy engine, connection or inspector (MariaDB is
+        ``mysql``)."""
+        return cls.get(bind.dialect.name)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Every registered dialect's :attr:`name`: the shipped ones first, then the others
+        in registration order."""
+        _load_builtins()
+        return tuple(dict.fromkeys((*_BUILTINS, *(d.name for d in Dialect._registry.values()))))
+
+    def __repr__(self) -> str:
+        return f"<Dialect {self.name}>"
+
+    # ------------------------------------------------------------------ identifiers
+    def fold(self, name: str, *, quoted: bool = False) -> str:
+        """The key under which the server compares the name ``name`` (written quoted or
+        not): exact where :attr:`quoted_names_exact` and quoted, else lower case."""
+        return name if quoted and self.quoted_names_exact else name.lower()
+
+    def bare_spelling_names(self, name: str) -> bool:
+        """Whether the catalog name ``name`` can be written without quotes and still mean
+        itself (a folding server reads a bare ``Album`` as ``album``)."""
+        return not self.bare_names_fold_lower or name == name.lower()
+
+    def is_system_schema(self, schema: str) -> bool:
+        """``schema`` belongs to the engine (listed, or a per-session/internal prefix)."""
+        return schema in self.system_schemas or schema.startswith(self.hidden_schema_prefixes)
+
+    # ------------------------------------------------------------------ catalog
+    def extra_schema_names(self, conn: Connection) -> list[str]:
+        """Namespaces the role may use that SQLAlchemy's ``get_schema_names`` misses."""
+        return []
+
+    def visible_relations(self, conn: Connection) -> set[tuple[str, str]] | None:
+        """(schema, relation) pairs the role may touch where the catalog lists every
+        relation to everyone; None where the catalog already hides the others."""
+        return None
+
+    def exact_names(self, conn: Connection) -> bool:
+        """The server compares table names byte for byte on this connection."""
+        return False
+
+    def selected_schemas(self, conn: Connection) -> list[str] | None:
+        """The namespaces "the connected database" means when the login sees several;
+        None for every visible schema."""
+        return None
+
+    def reflection_context(
+        self, insp: Inspector, schema: str, names: Sequence[str]
+    ) -> contextlib.AbstractContextManager[None]:
+        """A context in which SQLAlchemy reflects ``names`` of ``schema`` (a dialect may
+        prefetch what SQLAlchemy would read per table)."""
+        return contextlib.nullcontext()
+
+    def linked_functions(self) -> frozenset[str] | None:
+        """Every function the engine that runs the statement has, when it can be asked
+        without a server (an embedded library); None where only curated lists know."""
+        return None
+
+    def linked_aggregates(self) -> frozenset[tuple[str, int]] | None:
+        """(name, argument count; -1 any) of aggregates sqlglot does not know as such,
+        read from an embedded library; None where sqlglot's node types are the authority."""
+        return None
+
+    def function_names(self) -> frozenset[str]:
+        """The function names a statement may call: :attr:`functions`, narrowed to what
+        :meth:`linked_functions` says exists where it can say."""
+        linked = self.linked_functions()
+        return self.functions if linked is None else self.functions & linked
+
+    # ------------------------------------------------------------------ execution
+    @contextlib.contextmanager
+    def guard(self, conn: Connection, *, writes: bool, timeout_s: float) -> Iterator[None]:
+        """Make the transaction just begun on ``conn`` read-only (unless ``writes``) and
+        bound each statement in it by ``timeout_s``; restore session state on leaving."""
+        from ..errors import ExecutionError
+
+        raise ExecutionError(f"no safe execution mode for dialect {self.name!r}")
+        yield  # pragma: no cover - makes this a generator
+
+    def is_timeout(self, orig: BaseException | None) -> bool:
+        """The driver error ``orig`` is the guard's timeout (or lock wait) firing."""
+        return False
+
+    def fingerprint_queries(self, conn: Connection) -> list[str]:
+        """Catalog reads whose rows change when the role's rights or the schema change
+        (the live-grants fingerprint, :mod:`grid_sql.front.live`); empty: nothing to watch."""
+        return []
+
+    # ------------------------------------------------------------------ audit store
+    def audit_lock(self, conn: Connection, key: str) -> None:
+        """Take the audit store's write lock named ``key`` in the transaction on ``conn``."""
+        raise NotImplementedError(f"{self.label or self.name}: no audit store")
+
+    def audit_unlock(self, conn: Connection, key: str) -> None:
+        """Release a lock :meth:`audit_lock` took that outlives the transaction."""
+
+    def audit_extra_guards(self, tables: Sequence[str]) -> list[tuple[str, str]]:
+        """(trigger, table) guards beyond the per-row UPDATE/DELETE ones."""
+        return []
+
+    def install_audit_guards(
+        self,
+        conn: Connection,
+        prefix: str,
+        rows: Sequence[tuple[str, str, str]],
+        tables: Sequence[str],
+        message: str,
+    ) -> None:
+        """Install the append-only triggers ``rows`` ((name, table, UPDATE|DELETE)) and
+        :meth:`audit_extra_guards` that are missing, each raising ``message``."""
+        raise NotImplementedError(f"{self.label or self.name}: no audit store")
+
+    def existing_triggers(self, conn: Connection, tables: Sequence[str]) -> set[str]:
+        """Names of the triggers on ``tables`` that exist now."""
+        raise NotImplementedError(f"{self.label or self.name}: no audit store")
+
+
+_BUILTINS = ("sqlite", "postgresql", "mysql")  # listed first by Dialect.names()
+_LOADED = False
+
+
+def _load_builtins() -> None:
+    """Register every dialect module of this package (each imports this one, so not at the
+    top): a new dialect is a new module here, with no list to extend."""
+    global _LOADED
+    if _LOADED:
+        return
+    import importlib
+    import pkgutil
+
+    here = __package__ or "grid_sql.dialect"
+    found = [m.name for m in pkgutil.iter_modules(importlib.import_module(here).__path__)]
+    for mod in sorted(found, key=lambda m: (m not in _BUILTINS, m)):
+        if mod != "base" and not mod.startswith("_"):
+            importlib.import_module(f"{here}.{mod}")
+    _LOADED = True
+
+
+def words(block: str) -> frozenset[str]:
+    """The whitespace-separated words of ``block``."""
+    return frozenset(block.split())
+
+
+# Pieces of the curated function allow-lists every dialect shares (policy/functions.py says
+# what may be on a list and why).
+MATH = """
+    abs acos asin atan atan2 ceil ceiling cos cot degrees exp floor ln log log10 mod pi pow
+    power radians round sign sin sqrt tan
+"""
+WINDOW = """
+    cume_dist dense_rank first_value lag last_value lead nth_value ntile percent_rank rank
+    row_number
+"""
+COMMON_AGG = "avg count max min sum"
