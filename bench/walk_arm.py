@@ -191,9 +191,10 @@ def lark_parser(dialect: str) -> Any:
 
 @cache
 def spec_oracle(arm: str) -> Any:
+    from grid_sql.spec.bridge import to_spec
     from grid_sql.spec.oracle import SpecOracle
 
-    return SpecOracle(arm_grammar(arm).to_spec())
+    return SpecOracle(to_spec(arm_grammar(arm)))
 
 
 class Arm:

@@ -501,7 +501,7 @@ def _hub_access(repo_id: str) -> dict[str, Any]:
         raise ModelError(
             f"{repo_id!r} is not in the local Hugging Face cache and the hub ({host}) is "
             f"unreachable ({e}); pass a local model directory or GGUF file, or a registry "
-            "name (python -m grid_sql.decode.models list)"
+            "name (grid-sql models list)"
         ) from e
     return {}
 

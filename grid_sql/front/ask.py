@@ -64,7 +64,7 @@ from ..schema.introspect import connect, connected_schemas, introspect, make_eng
 from ..schema.model import SchemaSnapshot
 from .budget import PromptBudget, asker_budget, check_room, fit_repair
 from .execute import bind_parameters, execute
-from .generation import _Gen, _Mode
+from .generation import AskGeneration, GenerationMode
 from .idioms import ForeignIdiom, catalog_names, foreign_idioms, idiom_flags, idiom_hints
 from .intent import DeniedIntent, denied_intents, intent_flags, question_intents, refusal
 from .interactive import InteractiveMixin
@@ -277,7 +277,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
         self._names = catalog_names(self.snapshot)  # a word that prefixes one is no idiom
         self._start_live(app, live_grants)
         self.user = user if user is not None else self.policy.role
-        self._modes: dict[bool, _Mode] = {}
+        self._modes: dict[bool, GenerationMode] = {}
         self._mode(allow_writes)  # compile now: a role with no usable language fails here
         self._audit_arg = audit
         self._audit: AuditStore | None = None
@@ -350,7 +350,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
                 self._audit = arg if isinstance(arg, AuditStore) else AuditStore(arg)
             return self._audit
 
-    def _mode(self, writes: bool) -> _Mode:
+    def _mode(self, writes: bool) -> GenerationMode:
         """Policy, grammar and checker for generation with or without writes.
 
         Why two: without the caller's opt-in a write could never run, so generating one would
@@ -373,7 +373,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
                     f"the role {pol.role!r} may not run any statement{what} that the grammar "
                     f"can express on this database: {exc}"
                 ) from exc
-            mode = _Mode(pol, grammar, Checker(self.snapshot, pol))
+            mode = GenerationMode(pol, grammar, Checker(self.snapshot, pol))
             self._modes[writes] = mode
             return mode
 
@@ -598,7 +598,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
         sql: str,
         found: list[Violation],
         params: Sequence[str],
-        mode: _Mode,
+        mode: GenerationMode,
         extra: Sequence[str] = (),
     ) -> tuple[list[Message], list[str]]:
         """The repair round's messages and the violation texts they quote.
@@ -783,7 +783,9 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
         )
 
     # ------------------------------------------------------------------ internals
-    def _denied_intents(self, gen: _Gen, mode: _Mode, question: str) -> list[DeniedIntent]:
+    def _denied_intents(
+        self, gen: AskGeneration, mode: GenerationMode, question: str
+    ) -> list[DeniedIntent]:
         """The denied objects the question names, and the blocked favourites of ``gen`` that
         spell names the role may not use."""
         asked = question_intents(question, self.snapshot, mode.policy)
@@ -792,7 +794,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
         v = gen.guide.vocab
         return asked + denied_intents(gen.token_ids, gen.blocked, v, self.snapshot, mode.policy)
 
-    def _foreign_idioms(self, gen: _Gen, mode: _Mode) -> list[ForeignIdiom]:
+    def _foreign_idioms(self, gen: AskGeneration, mode: GenerationMode) -> list[ForeignIdiom]:
         """The blocked favourites of ``gen`` that spell another dialect's construct."""
         if not gen.blocked or gen.guide is None:
             return []
@@ -804,11 +806,11 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
         self,
         msgs: list[Message],
         max_tokens: int,
-        mode: _Mode,
+        mode: GenerationMode,
         on_step: OnStep | None,
         repairs: list[Repair],
         rnd: int,
-    ) -> tuple[_Gen, _Mode]:
+    ) -> tuple[AskGeneration, GenerationMode]:
         """:meth:`_generate`, and once more on the *unscoped* role grammar if the scoped one
         reaches a dead end (issue #29, defence in depth: Propositions 8/9 say it cannot, and
         a broken precondition must cost the user nothing but show). The unscoped grammar is
@@ -830,14 +832,20 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
                 exc.partial,
             )
             repairs.append(Repair(exc.partial or "", [f"dead end: {exc}"], rnd, kind="dead_end"))
-            plain = _Mode(mode.policy, role_grammar_for(self.snapshot, mode.policy), mode.checker)
+            plain = GenerationMode(
+                mode.policy, role_grammar_for(self.snapshot, mode.policy), mode.checker
+            )
             gen = self._generate(msgs, max_tokens, plain, on_step)
             gen.flags = ("dead-end-fallback",)
             return gen, plain
 
     def _generate(
-        self, msgs: list[Message], max_tokens: int, mode: _Mode, on_step: OnStep | None = None
-    ) -> _Gen:
+        self,
+        msgs: list[Message],
+        max_tokens: int,
+        mode: GenerationMode,
+        on_step: OnStep | None = None,
+    ) -> AskGeneration:
         from ..decode.loop import generate
 
         # one generation at a time: a backend holds one KV cache (shared by every Asker on it)
@@ -858,7 +866,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
                 # the model library failed mid-generation; nothing was produced or run
                 raise ModelError(f"generation failed in {backend!r}: {exc}") from exc
             seconds = time.perf_counter() - t0
-        g = _Gen(
+        g = AskGeneration(
             sql=out.sql,
             stop_reason=StopReason(out.stop_reason).value,
             records=list(out.records),
@@ -893,9 +901,9 @@ class Asker(InteractiveMixin, LiveGrantsMixin):
 
     def _seal(
         self,
-        gen: _Gen,
+        gen: AskGeneration,
         question: str,
-        mode: _Mode,
+        mode: GenerationMode,
         *,
         seal_mode: str = "loop",
         flags: tuple[str, ...] = (),

@@ -37,7 +37,7 @@ QUIT = {"\\q", "exit", "quit"}
 
 def print_preview(res: AskResult, out: TextIO) -> None:
     """What a previewed write would change: the count and the sampled rows before it."""
-    from ..cli import format_table
+    from .console import format_table
 
     p = res.preview
     if p is None:
@@ -134,8 +134,8 @@ def echo_stream(events: Iterator[StreamEvent], out: TextIO) -> AskResult:
 def chat_main(a: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     """The ``chat`` command (see the module docstring). Exit status 0, or 1 when the
     database or model could not be opened."""
-    from ..cli import EXIT_ERROR, error_payload, print_result
     from .ask import Asker
+    from .console import EXIT_ERROR, error_payload, print_result
 
     stdin = sys.stdin if stdin is None else stdin
     out = sys.stdout if out is None else out

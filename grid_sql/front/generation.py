@@ -1,8 +1,10 @@
 """What the Asker generates under and what one generation hands back to it.
 
-Split out of :mod:`grid_sql.front.ask` (plain data, no behaviour): ``_Mode`` is the policy,
-grammar and checker of generation with or without writes; ``_Gen`` one generation as the
-Asker needs it, decoupled from the decode loop's own type.
+Split out of :mod:`grid_sql.front.ask` (plain data, no behaviour): ``GenerationMode`` is the
+policy, grammar and checker of generation with or without writes; ``AskGeneration`` one
+generation as the Asker needs it, decoupled from the decode loop's own type. Both are public
+because a generator that runs elsewhere (``grid_sql.serve.client.RemoteAsker``) produces and
+consumes them; they were ``_Mode``/``_Gen``, which the remote path had to import as privates.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from ..policy.autofix import AutofixResult
 from ..policy.checker import Checker
 from ..policy.model import Policy
 
+__all__ = ["AskGeneration", "GenerationMode"]
+
 
 @dataclass(frozen=True)
-class _Mode:
+class GenerationMode:
     """What generation runs under: the policy it was compiled from, its grammar, its checker."""
 
     policy: Policy
@@ -26,7 +30,7 @@ class _Mode:
     checker: Checker
 
 
-class _Gen:
+class AskGeneration:
     """One generation as the Asker needs it (decoupled from the decode loop's own type)."""
 
     __slots__ = (

@@ -20,7 +20,7 @@ import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -46,22 +46,7 @@ from grid_sql.policy.sqlparse import parse as guarded_parse
 from grid_sql.policy.sqlparse import too_deep
 from grid_sql.schema.model import SchemaSnapshot, TableInfo
 
-ViolationKind = Literal[
-    "parse_error",
-    "multiple_statements",
-    "statement_not_allowed",
-    "table_not_allowed",
-    "column_not_readable",
-    "column_not_writable",
-    "banned_function",
-    "banned_clause",
-    "unknown_table",
-    "unknown_column",
-    "ambiguous_column",
-    "unknown_function",
-    "duplicate_alias",
-    "aggregate_misuse",
-]
+from .violation import Violation, ViolationKind
 
 _SQLGLOT_DIALECT = {
     "postgresql": "postgres",
@@ -149,45 +134,6 @@ _READ_PRAGMAS = frozenset(
         "compile_options",
     }
 )
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One policy or schema problem in a statement.
-
-    ``kind`` says which rule; ``table`` is ``schema.table`` when one is involved; ``position``
-    is a 0-based character offset into the checked SQL (None when the reference was implicit,
-    e.g. a column reached through ``*``); ``snippet`` is the offending text; ``why`` is the
-    rule behind it; ``message`` is one self-contained sentence for a repair prompt; ``fix``,
-    when the checker knows one, is a short concrete instruction ("replace `T2.name` with
-    `T1.name`") — small models follow those better than a description of the problem.
-    """
-
-    kind: ViolationKind
-    message: str
-    table: str | None = None
-    column: str | None = None
-    verb: str | None = None
-    position: int | None = None
-    snippet: str | None = None
-    why: str = ""
-    fix: str | None = None
-    # (start, end, replacement) text edits on the checked SQL that carry out ``fix``
-    edits: tuple[tuple[int, int, str], ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "message": self.message,
-            "table": self.table,
-            "column": self.column,
-            "verb": self.verb,
-            "position": self.position,
-            "snippet": self.snippet,
-            "why": self.why,
-            "fix": self.fix,
-            "edits": [list(e) for e in self.edits],
-        }
 
 
 @dataclass(frozen=True)

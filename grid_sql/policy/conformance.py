@@ -27,9 +27,7 @@ so a repair message never discloses a hidden column.
 from __future__ import annotations
 
 import difflib
-import functools
 import re
-import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -39,6 +37,7 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
+from grid_sql.policy.functions import sqlite_functions  # noqa: F401 - re-exported (tests, idioms)
 from grid_sql.policy.model import Policy
 from grid_sql.schema.model import SchemaSnapshot, TableInfo
 
@@ -105,18 +104,6 @@ class CertainEdit:
 
 
 # --------------------------------------------------------------------------- dialect functions
-@functools.lru_cache(maxsize=1)
-def sqlite_functions() -> frozenset[str]:
-    """Every function the linked SQLite library provides (``PRAGMA function_list``).
-
-    Why ask the library: math and JSON functions are compile-time options, and ``concat``
-    only arrived in 3.44; the library that will run the statement is the authority.
-    """
-    con = sqlite3.connect(":memory:")
-    try:
-        return frozenset(r[0].lower() for r in con.execute("SELECT name FROM pragma_function_list"))
-    finally:
-        con.close()
 
 
 # Functions that models borrow from another dialect and that the named dialect does not have
