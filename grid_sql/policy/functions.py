@@ -37,25 +37,8 @@ them (``functions.allow``, grid_sql/policy/config.py), never implicitly.
 
 from __future__ import annotations
 
-import functools
-import sqlite3
-
 from ..errors import LexiconError
-
-
-@functools.lru_cache(maxsize=1)
-def sqlite_functions() -> frozenset[str]:
-    """Every function the linked SQLite library provides (``PRAGMA function_list``).
-
-    Why ask the library: math and JSON functions are compile-time options, and ``concat``
-    only arrived in 3.44; the library that will run the statement is the authority.
-    """
-    con = sqlite3.connect(":memory:")
-    try:
-        return frozenset(r[0].lower() for r in con.execute("SELECT name FROM pragma_function_list"))
-    finally:
-        con.close()
-
+from .dialect_calls import sqlite_functions
 
 _MATH = """
     abs acos asin atan atan2 ceil ceiling cos cot degrees exp floor ln log log10 mod pi pow
