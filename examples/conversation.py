@@ -12,9 +12,9 @@ import sys
 
 from _setup import EXAMPLES, MODEL, POLICY, refused
 
+from grid_sql.ask.asker import Asker
 from grid_sql.data import chinook_path
 from grid_sql.errors import GridSQLError
-from grid_sql.front.ask import Asker
 
 TURNS = [
     "How many albums does each artist have?",

@@ -70,7 +70,7 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
 
 
 def _ask(a: argparse.Namespace) -> int:
-    from .front.ask import Asker, check_question
+    from .ask.asker import Asker, check_question
 
     try:
         check_question(a.question)  # before connecting or loading anything
@@ -154,7 +154,7 @@ def _demo(a: argparse.Namespace) -> int:
 
 
 def _policy(a: argparse.Namespace) -> int:
-    from .front.ask import Asker
+    from .ask.asker import Asker
 
     try:
         asker = Asker(a.db, policy=a.policy, audit=False)

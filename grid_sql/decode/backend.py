@@ -92,7 +92,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` as plain text (no BOS, no special tokens): what a fragment of
-        the prompt costs, for the prompt budget (``grid_sql.front.budget``)."""
+        the prompt costs, for the prompt budget (``grid_sql.ask.budget``)."""
 
     def _check_room(self, n_new: int) -> None:
         if len(self._ids) + n_new > self.n_ctx:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ..ask.prompt import Example
 from ..data import chinook_path
 from ..errors import ExecutionError, GridSQLError, PolicyViolation, StatementError
 from ..grammar import Grammar
@@ -28,7 +29,6 @@ from ..mask.vocab import Vocabulary, greedy_token_ids
 from ..policy import AppPolicy, narrow, open_sqlite, sqlite_baseline
 from ..policy.grammar import role_grammar
 from ..schema import introspect
-from .prompt import Example
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -149,7 +149,7 @@ def run(
     A refused statement is a correct outcome (the small default model does make mistakes the
     checker catches); it is reported as refused with its SQL and violations.
     """
-    from .ask import Asker
+    from ..ask.asker import Asker
     from .console import print_result, progress, token_progress
 
     out = out if out is not None else sys.stdout

@@ -13,7 +13,7 @@ Why the Asker is cached per engine: the role's grammar, its compiled guide and t
 on the database (catalog and grants read once) and the Asker options, not on the session, so
 every session of one engine reuses one Asker. The *statement* runs on the session's own
 connection, inside its transaction (a SAVEPOINT on PostgreSQL/SQLite; see
-``grid_sql.front.execute``), so a question sees the session's flushed but uncommitted changes
+``grid_sql.ask.execute``), so a question sees the session's flushed but uncommitted changes
 and an opted-in write commits or rolls back with the session. MySQL/MariaDB are the exception:
 there ``START TRANSACTION READ ONLY`` would implicitly commit the session's open transaction,
 so the question runs on its own pooled connection and does not see uncommitted changes.
@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from ..ask.result import AskResult
 from ..errors import ConnectionConfigError
 from ..schema.faults import redact
 from ..schema.introspect import make_engine
-from .result import AskResult
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .ask import Asker
+    from ..ask.asker import Asker
 
 __all__ = ["GridSession", "ask", "asker_for", "engine_for_url", "forget", "split_options"]
 
@@ -79,7 +79,7 @@ def _key(asker_opts: dict[str, Any]) -> tuple[Any, ...]:
 def asker_for(engine: sa.Engine, **asker_opts: Any) -> Asker:
     """The Asker for ``engine`` and these options, built once and reused for the process
     (until :func:`forget`)."""
-    from .ask import Asker
+    from ..ask.asker import Asker
 
     key = _key(asker_opts)
     with _LOCK:
@@ -134,8 +134,8 @@ def ask_on(asker: Asker, conn: sa.Connection, question: str, **options: Any) -> 
     The generation (grammar, checker, repair, audit) is the Asker's; only the connection the
     checked statement runs on is the caller's.
     """
+    from ..ask.execute import execute
     from ..audit.statement import execution_outcome
-    from .execute import execute
 
     t0 = time.perf_counter()
     gen_options = {k: v for k, v in options.items() if k not in _EXECUTION_OPTIONS}

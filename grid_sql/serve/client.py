@@ -35,6 +35,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..ask.asker import Asker
+from ..ask.generation import AskGeneration, GenerationMode
+from ..ask.result import AskResult, GeneratedSQL
 from ..decode.records import StepRecord
 from ..errors import (
     GridSQLError,
@@ -45,16 +48,14 @@ from ..errors import (
     StatementError,
     TokenRejected,
 )
-from ..front.ask import Asker, AskGeneration, GenerationMode
-from ..front.result import AskResult, GeneratedSQL
 from ..grammar import Grammar
 from ..mask.guide import Guide
 from ..mask.vocab import Vocabulary
 from ..parser.incremental import accepts
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..ask.prompt import Message
     from ..decode.backend import Backend
-    from ..front.prompt import Message
     from ..policy.model import Policy
     from ..schema.model import SchemaSnapshot
 
@@ -287,7 +288,7 @@ class RemoteAskResult(AskResult):
 
 
 class RemoteAsker(Asker):
-    """An :class:`~grid_sql.front.ask.Asker` whose model runs behind an OpenAI-compatible
+    """An :class:`~grid_sql.ask.asker.Asker` whose model runs behind an OpenAI-compatible
     server: the same policy, prompt, post-parse checker, repair round and safe execution,
     with generation delegated to the server in the declared ``mode``.
 
