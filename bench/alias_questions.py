@@ -129,9 +129,9 @@ def _commit() -> str:
 
 
 def run(model: str, dialects: list[str], limit: int) -> None:
+    from grid_sql.ask.asker import Asker
     from grid_sql.decode.backend import load_backend
     from grid_sql.errors import GridSQLError, MaskError
-    from grid_sql.front.ask import Asker
 
     data = json.loads(QUESTIONS.read_text())
     path = out_path(model)

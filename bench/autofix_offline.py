@@ -53,7 +53,7 @@ COMBINED = {
 
 def _asker(db: Path, arm: str) -> Any:
     """The Asker the arm's first round ran under (its grammar is what autofix must stay in)."""
-    from grid_sql.front.ask import Asker
+    from grid_sql.ask.asker import Asker
 
     scoped = FIRST_ROUND[arm][2]
     return Asker(db, audit=False, scopes=scoped, bind_select_list=arm == "bind")

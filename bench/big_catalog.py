@@ -22,7 +22,7 @@ tables a question needs, and a ranker that only counts shared words is fooled by
     python bench/big_catalog.py answer --tables 2000
 
 The distractor generator (:func:`add_distractors`) is also the fixture of
-tests/front/test_big_catalog.py.
+tests/ask/test_big_catalog.py.
 """
 
 from __future__ import annotations
@@ -193,10 +193,10 @@ def reflect(sizes: Iterable[int], vocab_model: str) -> None:
     file without loading weights)."""
     import sqlalchemy as sa
 
+    from grid_sql.ask.asker import _SELECT_ONLY, role_grammar_for
+    from grid_sql.ask.budget import by_bytes
+    from grid_sql.ask.prompt import build_messages
     from grid_sql.decode.models import cached_path
-    from grid_sql.front.ask import _SELECT_ONLY, role_grammar_for
-    from grid_sql.front.budget import by_bytes
-    from grid_sql.front.prompt import build_messages
     from grid_sql.mask.guide import Guide
     from grid_sql.mask.vocab import Vocabulary
     from grid_sql.policy.config import narrow
@@ -261,9 +261,9 @@ def reflect(sizes: Iterable[int], vocab_model: str) -> None:
 
 def recall(n: int, ks: Sequence[int]) -> None:
     """Recall@k of the gold tables, per database, for the linker and the old ranker."""
-    from grid_sql.front.ask import Asker
-    from grid_sql.front.budget import linker_for
-    from grid_sql.front.prompt import rank_tables, visible_tables
+    from grid_sql.ask.asker import Asker
+    from grid_sql.ask.budget import linker_for
+    from grid_sql.ask.prompt import rank_tables, visible_tables
 
     data = json.loads(QUESTIONS.read_text())
     print(f"# recall@k: commit {_commit()}, host {host()}, {n:,} distractors")
@@ -296,9 +296,9 @@ def recall(n: int, ks: Sequence[int]) -> None:
 def recall_spider(n: int, ks: Sequence[int]) -> None:
     """The same on Spider dev (every question of its 20 databases, held out: the linker
     was not tuned on them), each database with ``n`` distractors that share its words."""
-    from grid_sql.front.ask import Asker
-    from grid_sql.front.budget import linker_for
-    from grid_sql.front.prompt import rank_tables, visible_tables
+    from grid_sql.ask.asker import Asker
+    from grid_sql.ask.budget import linker_for
+    from grid_sql.ask.prompt import rank_tables, visible_tables
     from grid_sql.schema.linking import link_words
 
     spider = SHARED / "spider"
@@ -361,8 +361,8 @@ def answer(n: int, model: str, question: str, n_ctx: int) -> None:
     Runs against whichever ``grid_sql`` is on the path (printed), so the same command on a
     checkout from before the prompt budget (PYTHONPATH=that checkout) shows the overflow."""
     import grid_sql
+    from grid_sql.ask.asker import Asker
     from grid_sql.errors import GridSQLError
-    from grid_sql.front.ask import Asker
 
     print(f"# answer: commit {_commit()}, host {host()}, model {model}, n_ctx {n_ctx}")
     print(f"grid_sql from {Path(grid_sql.__file__).parent}")

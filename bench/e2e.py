@@ -195,7 +195,7 @@ def measure(
     log: Any = None,
 ) -> list[dict[str, Any]]:
     """Both arms on every question with one backend; returns (and appends) the records."""
-    from grid_sql.front.ask import Asker, guide_for
+    from grid_sql.ask.asker import Asker, guide_for
 
     t0 = time.perf_counter()
     backend = load(backend_name, model)

@@ -58,9 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--spider-dir", type=Path, default=se.SPIDER_DIR)
     args = ap.parse_args(argv)
 
+    from grid_sql.ask.asker import load_backend
+    from grid_sql.ask.execute import execute
     from grid_sql.errors import ExecutionError, GridSQLError
-    from grid_sql.front.ask import load_backend
-    from grid_sql.front.execute import execute
 
     finals = {r["qid"]: r for r in se.read_jsonl(args.finals) if r["arm"] == ARM}
     first: dict[int, dict[str, Any]] = {}

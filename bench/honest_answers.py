@@ -74,9 +74,9 @@ def right_reason(needs: list[str], wanted: list[str]) -> bool:
 
 
 def run(model: str, limit: int) -> None:
+    from grid_sql.ask.asker import Asker
     from grid_sql.decode.backend import load_backend
     from grid_sql.errors import GridSQLError, PolicyRefusal
-    from grid_sql.front.ask import Asker
 
     data = json.loads(QUESTIONS.read_text())
     path = out_path(model)

@@ -47,7 +47,7 @@ class _Runtimes:
         self._rt: dict[Path, Any] = {}
 
     def admits(self, qid: int, sql: str) -> bool:
-        from grid_sql.front.ask import Asker
+        from grid_sql.ask.asker import Asker
         from grid_sql.parser import ParserRuntime
 
         db = self.questions[qid].db_path(se.SPIDER_DIR)

@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from llama_cpp import Llama
 
-    from grid_sql.front.ask import Asker
+    from grid_sql.ask.asker import Asker
 
     llm = Llama(model_path=str(args.gguf), vocab_only=True, verbose=False)
     qs = se.select_questions(se.load_questions(), n=args.n, seed=args.seed, ids=None)

@@ -74,8 +74,8 @@ def probe(
     max_tokens: int = 256,
     spider_dir: Path = SPIDER_DIR,
 ) -> list[dict[str, Any]]:
+    from grid_sql.ask.asker import Asker, load_backend
     from grid_sql.errors import GridSQLError, PolicyViolation
-    from grid_sql.front.ask import Asker, load_backend
 
     questions = {q.qid: q for q in load_questions(spider_dir)}
     backend = load_backend(model)
@@ -154,9 +154,9 @@ def probe_repair_only(
     be the statement that was refused; this isolates what the repair round does with it
     (``Asker.repair_messages`` is exactly what ``generate_sql`` sends).
     """
+    from grid_sql.ask.asker import Asker, load_backend
     from grid_sql.decode.loop import generate
     from grid_sql.errors import GridSQLError
-    from grid_sql.front.ask import Asker, load_backend
 
     questions = {q.qid: q for q in load_questions(spider_dir)}
     backend = load_backend(model)

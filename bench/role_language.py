@@ -4,7 +4,7 @@
 A role that may read every table of its database gets the ``Asker``'s default role grammar:
 ``role_grammar`` (select only, schema lexicons, the dialect's allowed function names) with
 scope-aware column lexicons and select-list obligations (``role_scopes(...,
-bind_select_list=True)``), exactly ``grid_sql.front.ask.role_grammar_for(snapshot, policy,
+bind_select_list=True)``), exactly ``grid_sql.ask.asker.role_grammar_for(snapshot, policy,
 scopes=True, bind_select_list=True)``. A gold statement is *inside* when the grammar's runtime
 reads all of its bytes and may end there (``ParserRuntime.advance`` + ``eos_allowed``: the
 statement can be generated); the post-parse checker's verdict on it is reported beside.
@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grid_sql.front.ask import role_grammar_for  # noqa: E402
+from grid_sql.ask.asker import role_grammar_for  # noqa: E402
 from grid_sql.parser import ParserRuntime  # noqa: E402
 from grid_sql.policy import AppPolicy, Checker, narrow, open_sqlite, sqlite_baseline  # noqa: E402
 from grid_sql.schema import SchemaSnapshot, introspect  # noqa: E402

@@ -72,8 +72,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from grid_sql.ask.asker import Asker
     from grid_sql.decode.backend import Backend
-    from grid_sql.front.ask import Asker
 
 SPIDER_DIR = Path("/work/shared/data/spider")
 CHINOOK_QUESTIONS = Path(__file__).resolve().parent / "chinook_questions.json"
@@ -429,7 +429,7 @@ def run_autofix_repair(
     partly fixed one, generated under the Asker's guide), whose statement gets autofix again
     like any round. Tokens and seconds add the recorded first round's.
     """
-    from grid_sql.front.execute import bind_parameters
+    from grid_sql.ask.execute import bind_parameters
     from grid_sql.policy.autofix import autofix
 
     base: dict[str, Any] = {
@@ -610,7 +610,7 @@ def git_commit(repo: Path | None = None) -> str:
 
 def scope_option_name() -> str | None:
     """The Asker keyword for the scope-aware masks, if this grid_sql's Asker has one."""
-    from grid_sql.front.ask import Asker
+    from grid_sql.ask.asker import Asker
 
     params = inspect.signature(Asker.__init__).parameters
     return next((o for o in SCOPE_OPTIONS if o in params), None)
@@ -634,7 +634,7 @@ def make_asker(
     switch the scope rule ships with (``grid_sql/policy/scopes.py``), so the ``constrained``
     arm is scope-free and the ``scope`` arm scoped whatever the Asker's default is.
     """
-    from grid_sql.front.ask import Asker
+    from grid_sql.ask.asker import Asker
 
     opt = scope_option_name()
     if opt is not None:
@@ -666,7 +666,7 @@ def make_asker(
 def _arm_asker_class() -> Any:
     import dataclasses
 
-    from grid_sql.front.ask import Asker
+    from grid_sql.ask.asker import Asker
 
     class ArmAsker(Asker):
         """An Asker whose generation grammar has the scope table the arm asks for."""
@@ -715,7 +715,7 @@ def evaluate(
     ``model`` is what :func:`load_backend` resolves (registry name or GGUF path); ``label``
     names it in the records (default ``model``).
     """
-    from grid_sql.front.ask import load_backend
+    from grid_sql.ask.asker import load_backend
 
     name = label or model
     have = done_keys(read_jsonl(out), name)

@@ -127,7 +127,7 @@ def chinook_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
 @cache
 def scoped_role_grammar(dialect: str) -> Any:
     """The Asker's scoped role grammar of Chinook under :data:`SCOPE_POLICY`."""
-    from grid_sql.front.ask import role_grammar_for
+    from grid_sql.ask.asker import role_grammar_for
     from grid_sql.policy import AppPolicy, narrow, open_sqlite, sqlite_baseline
     from grid_sql.policy.grants import read_grants
     from grid_sql.schema import introspect
@@ -191,9 +191,10 @@ def lark_parser(dialect: str) -> Any:
 
 @cache
 def spec_oracle(arm: str) -> Any:
+    from grid_sql.spec.bridge import to_spec
     from grid_sql.spec.oracle import SpecOracle
 
-    return SpecOracle(arm_grammar(arm).to_spec())
+    return SpecOracle(to_spec(arm_grammar(arm)))
 
 
 class Arm:

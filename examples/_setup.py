@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from grid_sql.front.prompt import Example
+from grid_sql.ask.prompt import Example
 
 HERE = Path(__file__).resolve().parent
 MODEL = os.environ.get("GRID_SQL_MODEL", "qwen2.5-coder-0.5b")

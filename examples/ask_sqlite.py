@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from _setup import EXAMPLES, MODEL, POLICY, refused
 
+from grid_sql.ask.asker import Asker
 from grid_sql.data import chinook_path
 from grid_sql.errors import GridSQLError
-from grid_sql.front.ask import Asker
 
 QUESTIONS = [
     "How many albums are there?",

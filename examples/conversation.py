@@ -15,10 +15,10 @@ import sys
 
 from _setup import EXAMPLES, MODEL, POLICY, refused
 
+from grid_sql.ask.asker import Asker
+from grid_sql.ask.result import AskResult
 from grid_sql.data import chinook_path
 from grid_sql.errors import GridSQLError, NoChartError
-from grid_sql.front.ask import Asker
-from grid_sql.front.result import AskResult
 
 TURNS = [
     "How many albums does each artist have?",

@@ -20,112 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, TextIO
+from collections.abc import Sequence
 
 from .errors import GridSQLError, MaskError, PolicyRefusal
-
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-
-
-def _tqdm() -> Any:
-    from tqdm import tqdm  # type: ignore[import-untyped]
-
-    return tqdm
-
-
-@contextmanager
-def progress(label: str) -> Iterator[None]:
-    """An indeterminate tqdm bar on stderr while a slow step (model load, generation) runs."""
-    bar = _tqdm()(
-        total=1,
-        desc=label,
-        file=sys.stderr,
-        disable=None,
-        leave=False,
-        bar_format="{desc}: {elapsed}",
-    )
-    try:
-        yield
-        bar.update(1)
-    finally:
-        bar.close()
-
-
-@contextmanager
-def token_progress(max_tokens: int, label: str = "generating") -> Iterator[Callable[[Any], None]]:
-    """A tqdm bar on stderr advanced once per decoded token (pass the callback as on_step)."""
-    bar = _tqdm()(
-        total=max_tokens, desc=label, unit="tok", file=sys.stderr, disable=None, leave=False
-    )
-
-    def step(_record: Any) -> None:
-        bar.update(1)
-
-    try:
-        yield step
-    finally:
-        bar.close()
-
-
-def error_payload(exc: BaseException, question: str | None = None) -> dict[str, Any]:
-    """The ``--json`` object for a failure: same keys as a result, ``error`` set."""
-    violations = [getattr(v, "message", str(v)) for v in getattr(exc, "violations", []) or []]
-    repairs = [r.to_dict() for r in getattr(exc, "repairs", []) or []]
-    audit_ids = list(getattr(exc, "audit_ids", []) or [])
-    return {
-        "question": question,
-        "sql": getattr(exc, "sql", None),
-        "columns": [],
-        "rows": [],
-        "truncated": False,
-        "rowcount": 0,
-        "audit_id": audit_ids[-1] if audit_ids else None,
-        "audit_ids": audit_ids,
-        "repairs": repairs,
-        "violations": violations,
-        "error": str(exc),
-        "error_type": type(exc).__name__,
-        "needs": list(getattr(exc, "needs", []) or []),  # PolicyRefusal: the denied objects
-    }
-
-
-def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int = 40) -> str:
-    """A plain text table (cells cut at ``width`` characters; numbers rounded per column for
-    reading, ``grid_sql.front.display``: the rows themselves are not changed)."""
-    from .front.display import display_rows
-
-    def cell(s: str) -> str:
-        return s if len(s) <= width else s[: width - 1] + "…"
-
-    body = [[cell(v) for v in r] for r in display_rows(columns, rows)]
-    heads = [str(c) for c in columns]
-    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(heads)]
-    line = "  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))
-    sep = "  ".join("-" * w for w in widths)
-    out = [line, sep]
-    out.extend("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in body)
-    return "\n".join(out)
-
-
-def print_result(res: Any, out: TextIO) -> None:
-    """SQL, rows and the one-line audit summary of an :class:`AskResult`."""
-    print(f"SQL: {res.sql}", file=out)
-    for rep in res.repairs:
-        print(
-            f"  (refused attempt {rep.round}: {rep.sql!r}: {'; '.join(rep.violations)})", file=out
-        )
-    if res.columns:
-        print(format_table(res.columns, res.rows), file=out)
-        if res.truncated:
-            print(f"… more rows exist (capped at {len(res.rows)}; see --max-rows)", file=out)
-    elif getattr(res, "preview", None) is not None:
-        print(f"{res.rowcount} row(s) would be affected (dry run: nothing changed)", file=out)
-    else:
-        print(f"{res.rowcount} row(s) affected", file=out)
-    print(res.audit_summary(), file=out)
+from .front.console import (  # noqa: F401 - re-exported: grid_sql.cli's public helpers
+    EXIT_ERROR,
+    EXIT_USAGE,
+    error_payload,
+    format_table,
+    print_result,
+    progress,
+    token_progress,
+)
 
 
 # ---------------------------------------------------------------------- commands
@@ -164,7 +70,7 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
 
 
 def _ask(a: argparse.Namespace) -> int:
-    from .front.ask import Asker, check_question
+    from .ask.asker import Asker, check_question
 
     try:
         check_question(a.question)  # before connecting or loading anything
@@ -248,7 +154,7 @@ def _demo(a: argparse.Namespace) -> int:
 
 
 def _policy(a: argparse.Namespace) -> int:
-    from .front.ask import Asker
+    from .ask.asker import Asker
 
     try:
         asker = Asker(a.db, policy=a.policy, audit=False)
@@ -347,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return audit_main(args[1:])
     if args and args[0] == "models":
-        from .decode.models import main as models_main
+        from .decode.models_cli import main as models_main
 
         return models_main(args[1:])
     if args and args[0] == "serve":

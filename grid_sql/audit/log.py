@@ -290,7 +290,7 @@ class AuditLog:
         unfixed generations are unchanged.
 
         ``previous``: the audit id of the previous turn of a conversation
-        (:mod:`grid_sql.front.conversation`), whose question and SQL were in this
+        (:mod:`grid_sql.ask.conversation`), whose question and SQL were in this
         generation's prompt; an auditor follows the thread back through it. Absent outside
         conversations, so other seals are unchanged. It does not affect replay (the masks
         never depend on the prompt).

@@ -1,6 +1,6 @@
 """Decoding under exact masks: model backends, the GRID-owned decode loop, termination.
 
-Names are resolved lazily (PEP 562): ``python -m grid_sql.decode.models`` then runs the
+Names are resolved lazily (PEP 562): ``python -m grid_sql.decode.models_cli`` then runs the
 module once, not after the package already imported it, and ``import grid_sql.decode``
 stays as light as ``records``.
 """

@@ -92,7 +92,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` as plain text (no BOS, no special tokens): what a fragment of
-        the prompt costs, for the prompt budget (``grid_sql.front.budget``)."""
+        the prompt costs, for the prompt budget (``grid_sql.ask.budget``)."""
 
     def _check_room(self, n_new: int) -> None:
         if len(self._ids) + n_new > self.n_ctx:
@@ -501,7 +501,7 @@ def _hub_access(repo_id: str) -> dict[str, Any]:
         raise ModelError(
             f"{repo_id!r} is not in the local Hugging Face cache and the hub ({host}) is "
             f"unreachable ({e}); pass a local model directory or GGUF file, or a registry "
-            "name (python -m grid_sql.decode.models list)"
+            "name (grid-sql models list)"
         ) from e
     return {}
 

@@ -10,7 +10,7 @@ a crash inside llama.cpp or torch.
 What each means per backend:
 
 * ``n_ctx``: llama.cpp's context (KV positions) and, for both backends, the window the
-  prompt budget is derived from (``grid_sql.front.budget``); transformers has no fixed
+  prompt budget is derived from (``grid_sql.ask.budget``); transformers has no fixed
   context, so it bounds the budget and is checked against the model's
   ``max_position_embeddings``.
 * ``n_threads``: llama.cpp's decode and batch threads; for transformers, torch's intra-op

@@ -1,7 +1,7 @@
 """One lock per model backend, shared by everything that generates with it.
 
 Why: a backend holds one KV cache and one position (``Backend.prefill``/``step``), so two
-generations interleaved on it would corrupt each other. Each :class:`~grid_sql.front.ask.Asker`
+generations interleaved on it would corrupt each other. Each :class:`~grid_sql.ask.asker.Asker`
 already serializes its own generations, but several Askers (one per connection, notebook,
 request, or ``ask_async`` caller) may share one loaded model; this lock is what they share.
 Kept outside the backend classes so it covers every backend, including ones written

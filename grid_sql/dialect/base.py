@@ -262,7 +262,7 @@ class Dialect:
 
     def fingerprint_queries(self, conn: Connection) -> list[str]:
         """Catalog reads whose rows change when the role's rights or the schema change
-        (the live-grants fingerprint, :mod:`grid_sql.front.live`); empty: nothing to watch."""
+        (the live-grants fingerprint, :mod:`grid_sql.ask.live`); empty: nothing to watch."""
         return []
 
     # ------------------------------------------------------------------ audit store

@@ -2,7 +2,7 @@
 
     grid-sql chat --db URL [--model M] [--policy FILE] [--allow-writes] [--yes] ...
 
-Each line is the next turn of one :class:`~grid_sql.front.conversation.Conversation`
+Each line is the next turn of one :class:`~grid_sql.ask.conversation.Conversation`
 (follow-ups see the earlier questions and SQL); ``\\reset`` starts a new thread, ``\\q``,
 ``exit``, ``quit`` or end of input ends it. On a terminal the prompt has line editing and
 history (``readline``) and the SQL is printed as it is generated (:meth:`Asker.stream`);
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..errors import GridSQLError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .ask import Asker
-    from .conversation import Conversation
-    from .result import AskResult
-    from .stream import StreamEvent
+    from ..ask.asker import Asker
+    from ..ask.conversation import Conversation
+    from ..ask.result import AskResult
+    from ..ask.stream import StreamEvent
 
 PROMPT = "grid-sql> "
 QUIT = {"\\q", "exit", "quit"}
@@ -37,7 +37,7 @@ QUIT = {"\\q", "exit", "quit"}
 
 def print_preview(res: AskResult, out: TextIO) -> None:
     """What a previewed write would change: the count and the sampled rows before it."""
-    from ..cli import format_table
+    from .console import format_table
 
     p = res.preview
     if p is None:
@@ -134,8 +134,8 @@ def echo_stream(events: Iterator[StreamEvent], out: TextIO) -> AskResult:
 def chat_main(a: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     """The ``chat`` command (see the module docstring). Exit status 0, or 1 when the
     database or model could not be opened."""
-    from ..cli import EXIT_ERROR, error_payload, print_result
-    from .ask import Asker
+    from ..ask.asker import Asker
+    from .console import EXIT_ERROR, error_payload, print_result
 
     stdin = sys.stdin if stdin is None else stdin
     out = sys.stdout if out is None else out

@@ -2,7 +2,7 @@
 
 ``grid_sql.connect(target)`` wraps a real DB-API connection (sqlite3, psycopg, PyMySQL) or
 opens one from a URL. Its cursors are the driver's cursors with one method more:
-``nl_execute(question)`` asks the bound :class:`~grid_sql.front.ask.Asker` and exposes the
+``nl_execute(question)`` asks the bound :class:`~grid_sql.ask.asker.Asker` and exposes the
 answer through the standard cursor surface (``description``, ``rowcount``, ``fetch*``,
 iteration), plus ``last_sql``, ``audit_id`` and ``result``. Everything else is delegated,
 so existing DB-API code keeps working unchanged.
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
+from ..ask.result import AskResult
 from ..errors import ConnectionConfigError, ConnectionStateError
 from ..schema.faults import redact
 from ..schema.introspect import make_engine
-from .result import AskResult
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .ask import Asker
+    from ..ask.asker import Asker
 
 __all__ = ["Connection", "Cursor", "connect"]
 
@@ -101,7 +101,7 @@ def _engine_for(target: Any) -> tuple[sa.Engine, bool]:
 class Connection:
     """A PEP 249 connection: the driver's, plus :meth:`ask` and cursors with ``nl_execute``.
 
-    ``asker_opts`` are :class:`~grid_sql.front.ask.Asker` keyword arguments (``model``,
+    ``asker_opts`` are :class:`~grid_sql.ask.asker.Asker` keyword arguments (``model``,
     ``policy``, ``audit``, ``row_limit``, ...). The Asker (model load, introspection, grammar
     compilation) is built on the first question, so plain SQL through this connection costs
     nothing extra. Attributes the wrapper does not define are read from the driver connection.
@@ -135,10 +135,10 @@ class Connection:
 
     @property
     def asker(self) -> Asker:
-        """The :class:`~grid_sql.front.ask.Asker` bound to this connection, built on first use."""
+        """The :class:`~grid_sql.ask.asker.Asker` bound to this connection, built on first use."""
         self._check_open()
         if self._asker is None:
-            from .ask import Asker
+            from ..ask.asker import Asker
 
             self._asker = Asker(self._engine, **self._asker_opts)
         return self._asker

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ..ask.prompt import Example
 from ..data import chinook_path
 from ..errors import ExecutionError, GridSQLError, PolicyViolation, StatementError
 from ..grammar import Grammar
@@ -28,7 +29,6 @@ from ..mask.vocab import Vocabulary, greedy_token_ids
 from ..policy import AppPolicy, narrow, open_sqlite, sqlite_baseline
 from ..policy.grammar import role_grammar
 from ..schema import introspect
-from .prompt import Example
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -149,8 +149,8 @@ def run(
     A refused statement is a correct outcome (the small default model does make mistakes the
     checker catches); it is reported as refused with its SQL and violations.
     """
-    from ..cli import print_result, progress, token_progress
-    from .ask import Asker
+    from ..ask.asker import Asker
+    from .console import print_result, progress, token_progress
 
     out = out if out is not None else sys.stdout
     path = Path(db) if db is not None else chinook_path()
@@ -217,10 +217,3 @@ def run(
         if where is None:
             failures += 1
     return 1 if failures else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m grid_sql demo`` (same options as ``grid-sql demo``)."""
-    from ..cli import main as cli_main
-
-    return cli_main(["demo", *(argv or [])])

@@ -18,14 +18,14 @@ time × number; :meth:`AskResult.plot`) above the table, or the reason there is 
 notebook kernel the SQL appears while it is generated (a display updated as tokens arrive,
 ``grid_sql.front.jupyter_live``); the result replaces it.
 
-Successive questions are the turns of one conversation (:mod:`grid_sql.front.conversation`):
+Successive questions are the turns of one conversation (:mod:`grid_sql.ask.conversation`):
 a follow-up ("only those in Brazil") is generated with the earlier questions and SQL;
 ``%ask --new ...`` starts a new one.
 
 A ``%ask`` *line* must not end in ``?``: IPython turns such a line into a help request before
 any magic sees it; ``%%ask`` cells are passed as they are.
 
-The magics return the :class:`~grid_sql.front.result.AskResult`, which the notebook renders as
+The magics return the :class:`~grid_sql.ask.result.AskResult`, which the notebook renders as
 HTML (the SQL highlighted, the table, a one-line audit summary); ``--df`` returns a DataFrame
 instead. Why a connection held by the extension: building an Asker (model load, catalog read,
 grant read, grammar and guide compilation) is the expensive part, so ``%grid_connect`` does it
@@ -44,13 +44,13 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
+from ..ask.prompt import Example
+from ..ask.result import AskResult
 from ..errors import PolicyRefusal
-from .prompt import Example
-from .result import AskResult
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .ask import Asker
-    from .conversation import Conversation
+    from ..ask.asker import Asker
+    from ..ask.conversation import Conversation
 
 __all__ = ["GridMagics", "load_ipython_extension"]
 
@@ -113,7 +113,7 @@ class GridMagics(Magics):
         """``%grid_connect URL [--model M] [--policy FILE] [--audit FILE] [--user NAME]
         [--row-limit N] [--timeout S] [--max-tokens N] [--allow-writes]``"""
         args = _connect_parser().parse_args(shlex.split(line))
-        from .ask import Asker
+        from ..ask.asker import Asker
 
         opts: dict[str, Any] = {"model": args.model, "policy": args.policy}
         for key, value in (

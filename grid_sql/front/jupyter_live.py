@@ -2,7 +2,7 @@
 
 Why a display handle and not printing: a notebook front end redraws an updated display in
 place (``update_display_data``), so one output area can show the statement growing token by
-token (the stream's ``token`` events, :mod:`grid_sql.front.stream`) and a repair round
+token (the stream's ``token`` events, :mod:`grid_sql.ask.stream`) and a repair round
 starting over, without a scroll of partial lines. Updates are throttled to
 :data:`MIN_INTERVAL_S` (a front end need not redraw 30 times a second); the last text is
 always shown. When the answer arrives the live area is emptied: the returned
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import HTML, Image, display
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .conversation import Conversation
-    from .result import AskResult
+    from ..ask.conversation import Conversation
+    from ..ask.result import AskResult
 
 MIN_INTERVAL_S = 0.1
 

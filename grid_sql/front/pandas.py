@@ -2,7 +2,7 @@
 
 Named after ``pandas.read_sql``, and accepting what it accepts as ``con`` (an SQLAlchemy
 engine or connection, a DB-API connection, a URL string) plus grid-sql's own handles (an
-:class:`~grid_sql.front.ask.Asker`, a ``grid_sql.connect`` connection, an SQLAlchemy
+:class:`~grid_sql.ask.asker.Asker`, a ``grid_sql.connect`` connection, an SQLAlchemy
 ``Session``). The frame carries its provenance in ``df.attrs``: ``sql`` (the statement that ran),
 ``audit_id`` (the audit record of how it was generated), ``question`` and ``truncated``.
 
@@ -31,7 +31,7 @@ from .sqlalchemy import engine_for_url, split_options
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas
 
-    from .result import AskResult
+    from ..ask.result import AskResult
 
 __all__ = ["read_sql_nl"]
 
@@ -63,7 +63,7 @@ def _wrapped(raw: Any, asker_opts: dict[str, Any]) -> dbapi.Connection:
 
 def ask_any(con: Any, question: str, **options: Any) -> AskResult:
     """Answer ``question`` on any supported connection target (see the module docstring)."""
-    from .ask import Asker
+    from ..ask.asker import Asker
 
     if isinstance(con, Asker):
         return con.ask(question, **options)

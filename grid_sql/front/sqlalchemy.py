@@ -13,7 +13,7 @@ Why the Asker is cached per engine: the role's grammar, its compiled guide and t
 on the database (catalog and grants read once) and the Asker options, not on the session, so
 every session of one engine reuses one Asker. The *statement* runs on the session's own
 connection, inside its transaction (a SAVEPOINT on PostgreSQL/SQLite; see
-``grid_sql.front.execute``), so a question sees the session's flushed but uncommitted changes
+``grid_sql.ask.execute``), so a question sees the session's flushed but uncommitted changes
 and an opted-in write commits or rolls back with the session. MySQL/MariaDB are the exception:
 there ``START TRANSACTION READ ONLY`` would implicitly commit the session's open transaction,
 so the question runs on its own pooled connection and does not see uncommitted changes.
@@ -31,14 +31,18 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from ..ask.aio import async_engine_of, run_off_loop, sync_target
+from ..ask.result import AskResult
 from ..dialect import Dialect
 from ..errors import ConnectionConfigError
 from ..schema.faults import redact
 from ..schema.introspect import make_engine
-from .result import AskResult
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .ask import Asker
+    from sqlalchemy.engine import Engine
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from ..ask.asker import Asker
 
 __all__ = [
     "GridSession",
@@ -88,7 +92,7 @@ def _key(asker_opts: dict[str, Any]) -> tuple[Any, ...]:
 def asker_for(engine: sa.Engine, **asker_opts: Any) -> Asker:
     """The Asker for ``engine`` and these options, built once and reused for the process
     (until :func:`forget`)."""
-    from .ask import Asker
+    from ..ask.asker import Asker
 
     key = _key(asker_opts)
     with _LOCK:
@@ -143,8 +147,8 @@ def ask_on(asker: Asker, conn: sa.Connection, question: str, **options: Any) -> 
     The generation (grammar, checker, repair, audit) is the Asker's; only the connection the
     checked statement runs on is the caller's.
     """
+    from ..ask.execute import execute
     from ..audit.statement import execution_outcome
-    from .execute import execute
 
     t0 = time.perf_counter()
     gen_options = {k: v for k, v in options.items() if k not in _EXECUTION_OPTIONS}
@@ -199,7 +203,7 @@ def ask(target: Session | sa.Engine | sa.Connection, question: str, **options: A
         return ask_on(asker, conn, question, **per_question)
     if isinstance(target, sa.Engine):
         return asker_for(target, **asker_opts).ask(question, **per_question)
-    from .aio import is_async_bind
+    from ..ask.aio import is_async_bind
 
     if is_async_bind(target):
         raise ConnectionConfigError(
@@ -213,10 +217,10 @@ def ask(target: Session | sa.Engine | sa.Connection, question: str, **options: A
 
 async def ask_async(target: Any, question: str, **options: Any) -> AskResult:
     """:func:`ask` for asyncio code: ``target`` may also be an ``AsyncSession``,
-    ``AsyncEngine`` or ``AsyncConnection`` (``grid_sql.front.aio``: the Asker of the engine's
+    ``AsyncEngine`` or ``AsyncConnection`` (``grid_sql.ask.aio``: the Asker of the engine's
     synchronous twin, the statement on a connection of its own). Generation and execution run
     off the event loop; concurrent calls share one model backend."""
-    from .aio import ask_async_on, is_async_bind, run_off_loop
+    from ..ask.aio import is_async_bind
 
     if is_async_bind(target):
         return await ask_async_on(target, question, **options)
@@ -240,3 +244,32 @@ class GridSession(Session):
     def ask(self, question: str, **options: Any) -> AskResult:
         """Answer ``question`` on this session's connection and transaction."""
         return ask(self, question, **{**self.grid_options, **options})
+
+
+async def ask_async_on(target: object, question: str, **options: Any) -> AskResult:
+    """``await ask_async(async_session_or_engine_or_connection, question)``: the cached Asker
+    of the target's engine (see :func:`grid_sql.front.sqlalchemy.ask`; options as there),
+    built and asked off the event loop."""
+    engine = async_engine_of(target)
+    asker_opts, per_question = split_options(options)
+
+    def answer() -> AskResult:
+        with _TWINS_LOCK:
+            twin = _TWINS.get(engine)
+            if twin is None:
+                twin = _TWINS[engine] = engine_for_url(sync_target(engine))
+        return asker_for(twin, **asker_opts).ask(question, **per_question)
+
+    return await run_off_loop(answer)
+
+
+def forget_async(engine: AsyncEngine) -> None:
+    """Drop the synchronous twin of ``engine`` and its cached Askers."""
+    with _TWINS_LOCK:
+        twin = _TWINS.pop(engine, None)
+    if twin is not None:
+        forget(twin)
+
+
+_TWINS: dict[AsyncEngine, Engine] = {}
+_TWINS_LOCK = threading.Lock()

@@ -608,37 +608,6 @@ class Grammar:
     def category_terminals(self) -> tuple[Terminal, ...]:
         return tuple(t for t in self.terminals if t.category)
 
-    def to_spec(self) -> Any:
-        """The neutral description the executable specification is built from."""
-        from ..spec.oracle import SpecGrammar, SpecTerminal
-        from .scope import unbindable_qualifiers
-
-        lex: dict[str, tuple[frozenset[bytes], bool]] = {}
-        if self.lexicon is not None:
-            lex = {n: (c.words, c.fold_bare_case) for n, c in self.lexicon.categories.items()}
-        return SpecGrammar(
-            terminals=tuple(
-                SpecTerminal(t.name, t.pattern, t.priority, t.is_string) for t in self.terminals
-            ),
-            rules=tuple((r.lhs, r.rhs) for r in self.rules),
-            start=self.start,
-            ignored=frozenset(t.name for t in self.terminals if t.ignored),
-            lexicon=lex,
-            scopes=None
-            if self.scopes is None
-            else (
-                dict(self.scopes.columns),
-                self.scopes.schemas,
-                self.scopes.bind_select_list,
-                self.scopes.fresh_aliases,
-                self.scopes.alias_refuse,
-                unbindable_qualifiers(self, self.scopes),
-                self.scopes.cte_names and "cte_ref" in self.tables.nonterminal_ids,
-                self.scopes.alias_clauses,
-                self.scopes.output_refuse,
-            ),
-        )
-
     def __repr__(self) -> str:
         return (
             f"Grammar({self.name or 'anonymous'}, {len(self.terminals)} terminals, "

@@ -23,144 +23,28 @@ function, a CTE, a table renamed with a column list, a table the schema does not
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LexiconError
 from .aliases import ALIAS_CLAUSES, ALIAS_STOPS
-from .fingerprint import fingerprint
+from .scope_table import (  # noqa: F401 - re-exported: grammar.scope is their public home
+    DEFAULT_SCHEMAS,
+    KEYWORD_ARGS,
+    MAX_REFS,
+    PSEUDO_COLUMNS,
+    WILDCARD,
+    ScopeTable,
+    norm_name,
+)
 
 if TYPE_CHECKING:
     from .ir import Grammar
-
-# Schema names that exist without being listed: `main.t.c` in SQLite, `public.t.c` in
-# PostgreSQL. A qualifier equal to one of them may start a three-part name.
-DEFAULT_SCHEMAS = frozenset({"main", "temp", "public", "pg_catalog", "information_schema"})
-WILDCARD = "*"  # an item bound to an unknown name (matches every qualifier)
-# Bare words some dialects take as keywords inside function arguments
-# (``TIMESTAMPDIFF(YEAR, a, b)`` in MySQL) that the grammar scans as a column reference:
-# they stay admitted at every unqualified column position (if the role's lexicon has them).
-KEYWORD_ARGS = frozenset(
-    {"microsecond", "second", "minute", "hour", "day", "week", "month", "quarter", "year"}
-)
-
-# Bare select-list words every table answers without listing them as columns, and
-# PostgreSQL's reserved ``user`` (the current role even where a table has a ``user``
-# column): never an obligation of the FROM clause.
-PSEUDO_COLUMNS = frozenset(
-    {"rowid", "oid", "_rowid_", "ctid", "xmin", "xmax", "cmin", "cmax", "tableoid", "user"}
-)
-# At most this many distinct select-list references are tracked per level; beyond, the
-# select list has no obligations (keeps stack values small on very long select lists).
-MAX_REFS = 32
 
 # Level states of a query level (one per SELECT on the stack).
 NONE, OPEN, DONE, QB = 0, 1, 2, 3
 # NONE: before FROM (select list); OPEN: inside FROM (items so far complete);
 # DONE: after FROM; QB: a finished query body whose ORDER BY / LIMIT follow.
-
-
-def norm_name(lexeme: bytes | str) -> str:
-    """The comparison form of an identifier: quotes removed, ASCII lower-cased.
-
-    Case-insensitive even for quoted names: the comparison only ever widens what is
-    admitted (two spellings that one dialect tells apart are treated as one name).
-    """
-    s = lexeme.decode("utf-8", "replace") if isinstance(lexeme, bytes) else lexeme
-    if len(s) >= 2 and s[0] in '"`' and s[-1] == s[0]:
-        s = s[1:-1].replace(s[0] * 2, s[0])
-    elif len(s) >= 2 and s[0] == "[" and s[-1] == "]":
-        s = s[1:-1]
-    return s.lower()
-
-
-class ScopeTable:
-    """The schema side of the scope rule: table -> column names (compared by
-    :func:`norm_name`), plus the schema names a qualifier may also be.
-
-    ``ScopeTable({"singer": ["Singer_ID", "Name"], ...})``. Tables of the same name in
-    different schemas should be merged by the caller (the union is sound).
-
-    ``bind_select_list``: also refuse to close a FROM clause while a reference of the select
-    list before it is bound nowhere (``docs/scope.md``, "Select-list obligations"). It is
-    part of the language, so it is part of the fingerprint (only when on: fingerprints of
-    tables without it are unchanged).
-
-    ``fresh_aliases``: a table's alias may not be a name its query's FROM already exposes
-    (``docs/scope.md``, "Fresh aliases"). Sound only where names compare
-    ASCII-case-insensitively quoted or not (SQLite); likewise in the fingerprint only when on.
-
-    ``alias_refuse``: names no table alias may spell in any dialect, compared ASCII-case-folded
-    (``docs/scope.md``, "No hijacked names"): the catalog's table and column names and the
-    keywords of the supported dialects and of T-SQL, so ``JOIN invoice AS BirthDate`` and
-    ``JOIN invoiceline AS TOP`` cannot be written. A deliberate narrowing, not a soundness
-    rule: such an alias is valid SQL, but it makes a blocked name or a foreign idiom look
-    answered. In the fingerprint only when non-empty.
-
-    ``cte_names``: a name read as a CTE reference (``cte_ref``: an identifier in FROM that no
-    table lexicon word is) admits only the CTE names the statement binds where it is written
-    (``docs/scope.md``, "CTE names"): what lets a role grammar keep ``cte_ref`` without it
-    becoming a way to name any relation. It also admits the columns CTEs and derived tables
-    define (their output aliases) where the whole column lexicon is admitted. In the
-    fingerprint only when on.
-
-    ``alias_clauses``: the clauses (of ``where``, ``group``, ``having``, ``order``) in which
-    the dialect resolves a bare name to an output alias of the select list
-    (``docs/scope.md``, "Output aliases"); there an unqualified column position also admits
-    the innermost query's output aliases that name no catalog column. In the fingerprint
-    only when non-empty.
-    ``output_refuse``: names no output alias of a select list may spell (``SELECT x AS
-    BirthDate``), the names the role may not read (``role_scopes(policy=...)``), compared
-    likewise; ``SUM(Total) AS Total`` stays. In the fingerprint only when non-empty.
-    """
-
-    def __init__(
-        self,
-        tables: Mapping[str, Iterable[str]],
-        schemas: Iterable[str] = (),
-        *,
-        bind_select_list: bool = False,
-        fresh_aliases: bool = False,
-        alias_refuse: Iterable[str] = (),
-        cte_names: bool = False,
-        alias_clauses: Iterable[str] = (),
-        output_refuse: Iterable[str] = (),
-    ) -> None:
-        cols: dict[str, set[str]] = {}
-        for t, cs in tables.items():
-            cols.setdefault(norm_name(t), set()).update(norm_name(c) for c in cs)
-        self.columns: dict[str, frozenset[str]] = {t: frozenset(c) for t, c in sorted(cols.items())}
-        self.schemas: frozenset[str] = DEFAULT_SCHEMAS | {norm_name(s) for s in schemas}
-        self.bind_select_list = bind_select_list
-        self.fresh_aliases = fresh_aliases
-        self.alias_refuse: frozenset[str] = frozenset(norm_name(n) for n in alias_refuse)
-        self.cte_names = cte_names
-        self.alias_clauses: frozenset[str] = frozenset(alias_clauses) & frozenset(
-            ALIAS_CLAUSES.values()
-        )
-        self.output_refuse: frozenset[str] = frozenset(norm_name(n) for n in output_refuse)
-        self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
-        body: dict[str, Any] = {
-            "tables": {t: sorted(c) for t, c in self.columns.items()},
-            "schemas": sorted(self.schemas),
-        }
-        if bind_select_list:
-            body["bind_select_list"] = True
-        if fresh_aliases:
-            body["fresh_aliases"] = True
-        if self.alias_refuse:
-            body["alias_refuse"] = sorted(self.alias_refuse)
-        if cte_names:
-            body["cte_names"] = True
-        if self.alias_clauses:
-            body["alias_clauses"] = sorted(self.alias_clauses)
-        if self.output_refuse:
-            body["output_refuse"] = sorted(self.output_refuse)
-        self.fingerprint: str = fingerprint("scope-table", body)
-
-    def __repr__(self) -> str:
-        return f"ScopeTable({len(self.columns)} tables, fp={self.fingerprint[:12]})"
 
 
 # ---------------------------------------------------------------------------- values

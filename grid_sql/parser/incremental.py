@@ -10,7 +10,6 @@ The exact semantics are written down in ``docs/design/foundation.md`` §2.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import weakref
 from collections.abc import Iterator
@@ -23,11 +22,11 @@ from ..errors import ParseError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
-from ..grammar.scope import NONE, OPEN, ROOT_CONTEXT, Bag, Context, Ref, ScopeRules, norm_name
+from ..grammar.scope import NONE, OPEN, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
-from .ctes import alias_extra, cte_ref_words, defined_column_words, name_spellings
+from .scoping import ScopedViews
 from .stack import StackNode
-from .views import make_view
+from .views import VIEW_LIMIT, LexiconView  # noqa: F401 - re-exported (their old home)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,19 +45,6 @@ class ScanState:
 
 EMPTY_SCAN = ScanState()
 INTERN_LIMIT = 1 << 18  # interned stack nodes per grammar before the table is cleared
-VIEW_LIMIT = 1 << 12  # distinct scoped lexicon views kept per grammar before clearing
-
-
-@dataclass(frozen=True, eq=False, slots=True)
-class LexiconView:
-    """The identifier lexicons in force at a configuration: ``words`` per category
-    terminal, ``mask`` the bitmask of those terminals, ``fp`` a fingerprint of the view
-    (None for the grammar's own lexicon; scoped views differ only for ``COLUMN_NAME`` and,
-    after a bound qualifier ``q.``, the other identifier terminals, which admit nothing)."""
-
-    words: dict[int, CategoryWords]
-    mask: int
-    fp: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +138,7 @@ def _rows_of(tables: LALRTables) -> _TableRows:
     return rows
 
 
-class ParserRuntime:
+class ParserRuntime(ScopedViews):
     """Per-grammar tables in the shapes the Python hot path reads fastest."""
 
     _cache: weakref.WeakKeyDictionary[Grammar, ParserRuntime] = weakref.WeakKeyDictionary()
@@ -527,233 +513,6 @@ class ParserRuntime:
                 tbl.clear()
             tbl[k] = node
         return node
-
-    # ------------------------------------------------------------------ scopes
-    def ctx_at(self, node: StackNode) -> Context:
-        """The scope context of ``node`` (memoized per node; grammar/scope.py)."""
-        c: Context | None = node.ctx
-        if c is not None:
-            return c
-        sem = self.sem
-        assert sem is not None
-        chain: list[StackNode] = []
-        m: StackNode | None = node
-        while m is not None and m.ctx is None:
-            chain.append(m)
-            m = m.parent
-        c = ROOT_CONTEXT if m is None else m.ctx
-        assert c is not None
-        for m in reversed(chain):
-            p = m.parent
-            c = ROOT_CONTEXT if p is None else sem.step(c, m.symbol, m.value, p.symbol)
-            m.ctx = c
-        return c
-
-    def lex_at(self, node: StackNode) -> LexiconView:
-        """The lexicons in force at ``node``: the grammar's own, or with scope-aware
-        lexicons the COLUMN_NAME words of the tables in scope (memoized per node)."""
-        sem = self.sem
-        if sem is None:
-            return self.base_lex
-        v: LexiconView | None = node.lex
-        if v is None:
-            v = self._scoped_view(node, sem)
-            node.lex = v
-        return v
-
-    def _scoped_view(self, node: StackNode, sem: ScopeRules) -> LexiconView:
-        allowed = self.allowed_mask(node)
-        if allowed & self.fresh_mask:
-            view = self._alias_view(node, sem)
-            if view is not None:
-                return view
-        ctes = cte_ref_words(self, node, sem, allowed)
-        if not (allowed >> sem.column_tid) & 1:
-            if not ctes:
-                return self.base_lex  # no column position: generic keys stay scope-free
-            return make_view(self, sem, None, False, (), ctes)
-        qualifier = None
-        p = node.parent
-        if (
-            node.symbol == sem.t_dot
-            and p is not None
-            and p.symbol == sem.n_any_name
-            and isinstance(p.value, bytes)
-            and (p.parent is None or p.parent.symbol != sem.t_dot)
-        ):
-            qualifier = p.value
-        ctx = self.ctx_at(node)
-        res = sem.restriction(ctx, qualifier)
-        words: frozenset[bytes] | None = None
-        aliases = alias_extra(self, node, sem, ctx) if qualifier is None else frozenset()
-        if res.names is not None:
-            index = self._col_index
-            # never leave a column position with no word (dead end): empty -> unrestricted
-            words = frozenset(w for n in res.names for w in index.get(n, ())) or None
-            qualified = words is not None and res.qualified
-            spelled = name_spellings(self, sem, aliases)  # output aliases (parser/ctes.py)
-            if spelled:
-                words = (self.lexicon[sem.column_tid].words if words is None else words) | spelled
-        else:
-            qualified = res.qualified  # every column, but no three-part name
-            # the whole lexicon, plus the columns CTEs and derived tables define (or None)
-            words = defined_column_words(self, sem, ctx, aliases)
-        quals = () if node.symbol == sem.t_dot else self._qualifier_words(node, ctx, allowed)
-        if words is None and not qualified and not quals and not ctes:
-            return self.base_lex
-        return make_view(self, sem, words, qualified, quals, ctes)
-
-    def _alias_view(self, node: StackNode, sem: ScopeRules) -> LexiconView | None:
-        """At a table's alias (an IDENT that can only reduce to ``table_alias``, after a
-        table name with or without ``AS``): IDENT admits every word but the spellings of
-        :meth:`ScopeRules.refused_aliases`, the names the FROM so far exposes (docs/scope.md,
-        "Fresh aliases"); None elsewhere or when nothing is refused. The spellings are
-        compared ASCII-case-folded quoted or not (SQLite's rule; ``fresh_aliases`` is only
-        on there); names that are not ASCII refuse nothing."""
-        top = self.shift(node, sem.t_ident)
-        reduces = output = False
-        for t, a in enumerate(self.action[top.state]):
-            if a > 0 and t != sem.t_lpar:
-                return None  # the word may go on as something else
-            if a < 0:
-                lhs = self.rule_lhs[-a - 1]
-                if lhs in sem.nt_output_alias_of and sem.output_refuse:
-                    output = True
-                elif lhs != sem.nt_table_alias:
-                    return None
-                else:
-                    reduces = True
-        if output and not reduces:
-            return self._output_alias_view(sem)
-        if not reduces or output:
-            return None
-        p = top.parent
-        if p is not None and p.symbol == sem.t_as:
-            p = p.parent
-        if p is None or p.symbol != sem.n_table_name:
-            return None  # a derived table, CTE or function: not modelled
-        refused = sem.refused_aliases(self.ctx_at(node))
-        static = sem.alias_refuse if refused >= sem.alias_refuse else frozenset()
-        if self._static_alias is None:  # ~1,000 names: spelled once per runtime
-            self._static_alias = (
-                self._spellings(frozenset(n for n in sem.alias_refuse if n.isascii()), sem.t_ident)
-                or frozenset()
-            )
-        spelled = self._spellings(
-            frozenset(n for n in refused - static if n.isascii()), sem.t_ident
-        )
-        if static:
-            spelled = (spelled or frozenset()) | self._static_alias
-        # a complement lexicon keeps every partial lexeme live, so only spellings some
-        # longer lexeme extends are refused (bare and quoted ones; never `[q]`)
-        spelled = frozenset(w for w in spelled or () if w[:1] != b"[")
-        return self._exclude_view(b"X", spelled, sem) if spelled else None
-
-    def _exclude_view(self, tag: bytes, spelled: frozenset[bytes], sem: ScopeRules) -> LexiconView:
-        """The lexicons with IDENT admitting every word but ``spelled`` (memoized)."""
-        key = ("alias" if tag == b"X" else "output", spelled)
-        view = self._views.get(key)
-        if view is None:
-            lex = dict(self.lexicon)
-            lex[sem.t_ident] = CategoryWords(spelled, True, True, exclude=True)
-            h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
-            h.update(tag + sem.t_ident.to_bytes(4, "little"))
-            for w in sorted(spelled):
-                h.update(len(w).to_bytes(4, "little") + w)
-            view = LexiconView(lex, self.lexicon_mask | self.fresh_mask, h.hexdigest())
-            if len(self._views) >= VIEW_LIMIT:
-                self._views.clear()
-            self._views[key] = view
-        return view
-
-    def _output_alias_view(self, sem: ScopeRules) -> LexiconView | None:
-        """At an output alias (an IDENT that can only reduce to ``alias``/``alias_name``):
-        IDENT admits every word but the spellings of ``sem.output_refuse``, the names the role
-        may not read (issue #30 §3: ``SELECT x AS BirthDate`` would make a denied column look
-        answered). Compared like table aliases, ASCII-case-folded quoted or not."""
-        if self._static_output is None:
-            names = frozenset(n for n in sem.output_refuse if n.isascii())
-            self._static_output = frozenset(
-                w for w in self._spellings(names, sem.t_ident) or () if w[:1] != b"["
-            )
-        spelled = self._static_output
-        return self._exclude_view(b"O", spelled, sem) if spelled else None
-
-    def _qualifier_words(
-        self, node: StackNode, ctx: Context, allowed: int
-    ) -> tuple[tuple[int, CategoryWords], ...]:
-        """Identifier terminals whose word can only be a qualifier at ``node`` (its state
-        after the word reduces it to ``any_name`` and nothing else) or a qualifier or an
-        ORDER BY output alias (``any_name`` / ``output_alias``), each with the words it may
-        be there (docs/scope.md, "The `.` after a name"): any other word would be a name no
-        continuation of ``q.`` makes a valid reference (``WHERE Total_spent . x`` with
-        ``Total_spent`` in no FROM table) or an alias the select list does not have
-        (``ORDER BY Paragraph_ID``). ``TABLE_NAME`` keeps the words of its own lexicon that
-        are such names; ``IDENT`` admits the names spelled bare and quoted, compared
-        case-folded even when quoted (as the rule compares names).
-        """
-        sem = self.sem
-        assert sem is not None
-        quals = sem.qualifier_names(ctx)
-        if quals is None:
-            return ()
-        out: list[tuple[int, CategoryWords]] = []
-        for tid in sem.qualifier_terms:
-            if not (allowed >> tid) & 1:
-                continue
-            kinds = self._reduced_to(self.shift(node, tid))
-            if kinds is None or not kinds <= {sem.nt_any_name, sem.nt_output_alias}:
-                continue  # the word may be more than a qualifier or an output alias here
-            names = quals if sem.nt_any_name in kinds else frozenset()
-            if sem.nt_output_alias in kinds:
-                aliases = sem.output_aliases(ctx)
-                if aliases is None:
-                    continue
-                names = names | aliases
-            base = self.lexicon.get(tid)
-            if base is not None:
-                kept = frozenset(w for w in base.words if norm_name(w) in names)
-                out.append((tid, CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)))
-                continue
-            spelled = self._spellings(names, tid)
-            if spelled is not None:
-                out.append((tid, CategoryWords(spelled, True, True)))
-        return tuple(out)
-
-    def _reduced_to(self, node: StackNode) -> set[int] | None:
-        """The left-hand sides of the rules the top state of ``node`` may reduce by (None
-        if it may shift or accept: the name is not complete there)."""
-        lhs = self.rule_lhs
-        out: set[int] = set()
-        for a in self.action[node.state]:
-            if a > 0:
-                return None
-            if a < 0:
-                out.add(lhs[-a - 1])
-        return out
-
-    def _spellings(self, names: frozenset[str], tid: int) -> frozenset[bytes] | None:
-        """Every bare and quoted spelling of ``names`` that lexes as ``tid`` (lower case:
-        the category compares case-folded); None if a name is not ASCII (``norm_name``
-        folds Unicode case, the lexicon ASCII only: no exact list)."""
-        out: set[bytes] = set()
-        trans, accept = self.trans, self.accept_masks
-        for n in names:
-            if not n.isascii():
-                return None
-            forms = [n, '"' + n.replace('"', '""') + '"', "`" + n.replace("`", "``") + "`"]
-            if "]" not in n:
-                forms.append("[" + n + "]")
-            for f in forms:
-                w = f.encode()
-                st = START
-                for b in w:
-                    st = trans[st * 256 + b]
-                    if st == DEAD:
-                        break
-                if st != DEAD and (accept[st] >> tid) & 1:
-                    out.add(w)
-        return frozenset(out)
 
     # ------------------------------------------------------------------ scanner side
     def resolve(

@@ -10,13 +10,28 @@ cache key, so two views differ in fingerprint whenever they differ in words.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..grammar.lexicon import CategoryWords
 
 if TYPE_CHECKING:
     from ..grammar.scope import ScopeRules
-    from .incremental import LexiconView, ParserRuntime
+    from .incremental import ParserRuntime
+
+VIEW_LIMIT = 1 << 12  # distinct scoped lexicon views kept per grammar before clearing
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class LexiconView:
+    """The identifier lexicons in force at a configuration: ``words`` per category
+    terminal, ``mask`` the bitmask of those terminals, ``fp`` a fingerprint of the view
+    (None for the grammar's own lexicon; scoped views differ only for ``COLUMN_NAME`` and,
+    after a bound qualifier ``q.``, the other identifier terminals, which admit nothing)."""
+
+    words: dict[int, CategoryWords]
+    mask: int
+    fp: str | None
 
 
 def make_view(
@@ -30,8 +45,6 @@ def make_view(
     """The (memoized) view with COLUMN_NAME held to ``words`` (None: the lexicon's),
     three-part names blocked when ``qualified``, and the terminals of ``quals`` (words a
     qualifier may be) and ``ctes`` (CTE names, ``parser/ctes.py``) replaced."""
-    from .incremental import VIEW_LIMIT, LexiconView  # (incremental imports this module)
-
     key = (words, qualified, quals, ctes)
     view = rt._views.get(key)
     if view is None:

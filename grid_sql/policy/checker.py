@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 from sqlglot.tokenizer_core import Token, TokenType
 
@@ -41,27 +39,18 @@ from grid_sql.policy.conformance import (
     top_clause,
 )
 from grid_sql.policy.edges import comment_findings, edge_findings
-from grid_sql.policy.model import Policy, TablePolicy
+from grid_sql.policy.model import Policy
 from grid_sql.policy.sqlparse import parse as guarded_parse
 from grid_sql.policy.sqlparse import too_deep
-from grid_sql.schema.model import SchemaSnapshot, TableInfo
+from grid_sql.schema.model import SchemaSnapshot
 
-ViolationKind = Literal[
-    "parse_error",
-    "multiple_statements",
-    "statement_not_allowed",
-    "table_not_allowed",
-    "column_not_readable",
-    "column_not_writable",
-    "banned_function",
-    "banned_clause",
-    "unknown_table",
-    "unknown_column",
-    "ambiguous_column",
-    "unknown_function",
-    "duplicate_alias",
-    "aggregate_misuse",
-]
+from .dml import DmlRules
+from .refs import (
+    _Ref,
+    _violation,
+)
+from .scope_walk import ScopeRules
+from .violation import Violation, ViolationKind
 
 _SQLGLOT_DIALECT = {
     "postgresql": "postgres",
@@ -149,58 +138,6 @@ _READ_PRAGMAS = frozenset(
         "compile_options",
     }
 )
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One policy or schema problem in a statement.
-
-    ``kind`` says which rule; ``table`` is ``schema.table`` when one is involved; ``position``
-    is a 0-based character offset into the checked SQL (None when the reference was implicit,
-    e.g. a column reached through ``*``); ``snippet`` is the offending text; ``why`` is the
-    rule behind it; ``message`` is one self-contained sentence for a repair prompt; ``fix``,
-    when the checker knows one, is a short concrete instruction ("replace `T2.name` with
-    `T1.name`") — small models follow those better than a description of the problem.
-    """
-
-    kind: ViolationKind
-    message: str
-    table: str | None = None
-    column: str | None = None
-    verb: str | None = None
-    position: int | None = None
-    snippet: str | None = None
-    why: str = ""
-    fix: str | None = None
-    # (start, end, replacement) text edits on the checked SQL that carry out ``fix``
-    edits: tuple[tuple[int, int, str], ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "message": self.message,
-            "table": self.table,
-            "column": self.column,
-            "verb": self.verb,
-            "position": self.position,
-            "snippet": self.snippet,
-            "why": self.why,
-            "fix": self.fix,
-            "edits": [list(e) for e in self.edits],
-        }
-
-
-@dataclass(frozen=True)
-class _Ref:
-    """A resolved real table behind an alias."""
-
-    schema: str
-    info: TableInfo
-    rights: TablePolicy | None
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.schema}.{self.info.name}"
 
 
 class Checker:
@@ -306,7 +243,7 @@ def format_violations(violations: Iterable[Violation]) -> str:
     return "\n".join(f"{i}. {v.message}" for i, v in enumerate(violations, 1))
 
 
-class _Run:
+class _Run(ScopeRules, DmlRules):
     """State of one check: the SQL text, the findings, de-duplication."""
 
     def __init__(self, checker: Checker, sql: str) -> None:
@@ -744,364 +681,3 @@ class _Run:
                 why=f"no {verb.upper()} privilege on the column",
             )
         )
-
-    def _resolve(self, stmt: exp.Expr) -> None:
-        q = self._qualified(stmt)
-        if q is None:
-            return
-        for cte in q.find_all(exp.CTE):
-            if isinstance(cte.this, exp.Insert | exp.Update | exp.Delete):
-                # sqlglot builds no scope for a DML body, so references to the CTE look like
-                # tables; remember the name (the body itself is checked as DML).
-                self._ctes.add(cte.alias_or_name.lower())
-        if isinstance(q, exp.Query):
-            # PostgreSQL data-modifying CTEs under a SELECT: each DML body checked as DML.
-            for node in q.find_all(exp.Insert, exp.Update, exp.Delete):
-                self._dml(node)
-            self._queries([q], {})
-            return
-        if isinstance(q, exp.Create):
-            body = q.expression
-            if isinstance(body, exp.Query):
-                self._queries([body], {})
-            return
-        if isinstance(q, exp.TruncateTable):
-            for t in q.expressions:
-                if isinstance(t, exp.Table):
-                    ref = self._lookup(t)
-                    if ref is None:
-                        self._unknown_table(t)
-                    else:
-                        self._need_table(ref, "truncate", t)
-            return
-        if isinstance(q, exp.Insert | exp.Update | exp.Delete | exp.Merge):
-            self._dml(q)
-
-    # -------------------------------------------------------------- queries (scopes)
-    def _queries(self, roots: Iterable[exp.Expr], outer: dict[str, _Ref]) -> None:
-        for root in roots:
-            for scope in traverse_scope(root):
-                self._scope(scope, outer)
-
-    def _scope(self, scope: Scope, outer: dict[str, _Ref]) -> None:
-        refs: dict[str, _Ref | None] = {}
-        for alias, source in scope.sources.items():
-            if self.c.dialect == "mysql" and self._is_dual(source):
-                continue
-            if isinstance(source, exp.Table) and isinstance(source.this, exp.Func):
-                refs[alias] = None  # table function (generate_series, unnest): no table
-                continue
-            if isinstance(source, exp.Table):
-                ref = self._lookup(source)
-                if ref is None and source.name.lower() in self._ctes:
-                    refs[alias] = None  # a CTE of the enclosing DML: checked on its own
-                    continue
-                if ref is None:
-                    self._unknown_table(source)
-                else:
-                    self._need_table(ref, "select", source)
-                refs[alias] = ref
-        # Every source that is a derived table must resolve to *something*; if any source is
-        # unknown, column names cannot be judged (the unknown table is already reported).
-        opaque = any(r is None for r in refs.values())
-        select_aliases = set()
-        if isinstance(scope.expression, exp.Select):
-            select_aliases = {
-                e.alias.lower() for e in scope.expression.expressions if isinstance(e, exp.Alias)
-            }
-        for col in scope.columns:
-            alias = col.table
-            if alias:
-                found = self._find_alias(scope, alias, outer)
-                if found is _SCOPE:
-                    continue
-                if not isinstance(found, _Ref):
-                    if alias not in refs:  # an alias/table name never introduced
-                        self._unknown_alias(col)
-                    continue
-                if self._partial_star(found, col):
-                    continue
-                self._need_column(found, col.name, "select", col)
-                continue
-            # Unqualified and unresolved by qualify.
-            if isinstance(scope.expression, exp.SetOperation):
-                continue  # ORDER BY of a UNION names output columns
-            if opaque:
-                continue
-            if col.name.lower() in select_aliases and col.find_ancestor(exp.Ordered):
-                continue  # ORDER BY naming an output column
-            if any(not isinstance(s, exp.Table) for s in scope.sources.values()):
-                continue  # may come from a derived table whose columns qualify did not know
-            owner = self._outer_owner(col.name, outer)
-            if owner is not None:
-                self._need_column(owner, col.name, "select", col)
-                continue
-            pos, snip = self.where(col)
-            self.add(
-                Violation(
-                    "unknown_column",
-                    f"Column {col.name} does not exist in "
-                    f"{', '.join(r.info.name for r in refs.values() if r) or 'the query'}.",
-                    column=col.name,
-                    position=pos,
-                    snippet=snip,
-                    why="schema conformance",
-                )
-            )
-        # Star expansion already happened in qualify; a star left over (unknown source) is
-        # covered by the unknown-table report.
-
-    def _partial_star(self, ref: _Ref, col: exp.Column) -> bool:
-        """MySQL/MariaDB hide the columns a user has no privilege on, so the snapshot of a
-        column-restricted table is incomplete and ``*`` expands to more on the server than
-        here. Without table-wide SELECT, a star over such a table is itself the violation."""
-        if self.c.dialect != "mysql" or self.where(col)[0] is not None:
-            return False  # an explicit column, or an engine whose catalog shows every column
-        if ref.rights is not None and "select" in ref.rights.verbs:
-            return False
-        if ref.rights is None or not ref.rights.allows("select"):
-            return False  # no column readable at all: the table-level finding covers it
-        ok = [c for c, v in ref.rights.columns if "select" in v]
-        self.add(
-            Violation(
-                "column_not_readable",
-                f"SELECT * on {ref.info.name} needs SELECT on every column, but role "
-                f"{self.policy.role!r} may read only: {', '.join(ok)}; list those columns.",
-                table=ref.qualified,
-                column="*",
-                verb="select",
-                snippet="*",
-                position=self._locate("*")[0],
-                why="no table-wide SELECT privilege",
-            )
-        )
-        return True
-
-    def _find_alias(self, scope: Scope, alias: str, outer: dict[str, _Ref]) -> _Ref | object | None:
-        s: Scope | None = scope
-        while s is not None:
-            if alias in s.sources:
-                src = s.sources[alias]
-                if isinstance(src, exp.Table):
-                    return self._lookup(src)
-                return _SCOPE
-            s = s.parent
-        return outer.get(alias)
-
-    def _outer_owner(self, column: str, outer: dict[str, _Ref]) -> _Ref | None:
-        owners = [r for r in outer.values() if r.info.column(column) is not None]
-        return owners[0] if len(owners) == 1 else None
-
-    def _unknown_alias(self, col: exp.Column) -> None:
-        pos, snip = self.where(col)
-        self.add(
-            Violation(
-                "unknown_table",
-                f"{col.table}.{col.name} refers to {col.table}, which is not a table or alias "
-                "in scope.",
-                table=col.table,
-                column=col.name,
-                position=pos,
-                snippet=snip,
-                why="schema conformance",
-            )
-        )
-
-    # -------------------------------------------------------------- DML
-    def _dml(self, q: exp.Expr) -> None:
-        target = q.this
-        columns_node = None
-        if isinstance(target, exp.Schema):  # INSERT INTO t (a, b)
-            columns_node = target
-            target = target.this
-        if not isinstance(target, exp.Table):
-            return
-        ref = self._lookup(target)
-        if ref is None:
-            self._unknown_table(target)
-            return
-        verb = self._verb(q)
-        env: dict[str, _Ref] = {target.alias_or_name: ref, ref.info.name: ref}
-        with_ = q.args.get("with")
-        for cte in with_.expressions if with_ is not None else []:
-            if isinstance(cte.this, exp.Insert | exp.Update | exp.Delete):
-                self._dml(cte.this)  # PostgreSQL data-modifying CTE
-        for key in ("using", "from_", "from", "joins"):  # sqlglot >= 26 names it from_
-            extra = q.args.get(key)
-            for t in _tables_in(extra):
-                r = self._lookup(t)
-                if r is None:
-                    self._unknown_table(t)
-                    continue
-                self._need_table(r, "select", t)
-                env[t.alias_or_name] = r
-        if isinstance(q, exp.Merge):
-            self._merge(q, ref, env)
-            return
-        table_ok = self._need_table(ref, verb, target)
-        # Subqueries anywhere in the statement: scoped, correlated names resolve to env.
-        self._queries(_top_queries(q), env)
-        reads: list[exp.Column] = []
-        if isinstance(q, exp.Insert):
-            if table_ok:
-                for name, node in self._insert_columns(q, ref, columns_node):
-                    self._need_column(ref, name, "insert", node)
-            conflict = q.args.get("conflict")
-            if conflict is not None:
-                # ON CONFLICT DO UPDATE / ON DUPLICATE KEY UPDATE: SET targets need UPDATE,
-                # everything else in the clause is read (conflict keys, WHERE, SET values).
-                for eq in conflict.expressions:
-                    if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
-                        self._need_column(ref, eq.this.name, "update", eq.this)
-                        reads.extend(_columns_outside_queries(eq.expression))
-                for key in ("conflict_keys", "where"):
-                    val = conflict.args.get(key)
-                    for part in val if isinstance(val, list) else [val]:
-                        reads.extend(_columns_outside_queries(part))
-        elif isinstance(q, exp.Update):
-            for eq in q.expressions:
-                if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
-                    if table_ok:
-                        self._need_column(ref, eq.this.name, "update", eq.this)
-                    reads.extend(_columns_outside_queries(eq.expression))
-            for key in ("where",):
-                if q.args.get(key) is not None:
-                    reads.extend(_columns_outside_queries(q.args[key]))
-        elif isinstance(q, exp.Delete):
-            if q.args.get("where") is not None:
-                reads.extend(_columns_outside_queries(q.args["where"]))
-        returning = q.args.get("returning")
-        if returning is not None:
-            for e in returning.expressions:
-                if isinstance(e, exp.Star):
-                    for c in ref.info.columns:
-                        self._need_column(ref, c.name, "select", None)
-                else:
-                    reads.extend(_columns_outside_queries(e))
-        for col in reads:
-            self._dml_read(col, env)
-
-    def _dml_read(self, col: exp.Column, env: dict[str, _Ref]) -> None:
-        if col.table:
-            ref = env.get(col.table) or next(
-                (r for r in env.values() if r.info.name.lower() == col.table.lower()), None
-            )
-            if ref is None:
-                if col.table.lower() in ("excluded", "new", "old"):
-                    return  # ON CONFLICT's EXCLUDED row / MySQL's alias for the new row
-                self._unknown_alias(col)
-                return
-            self._need_column(ref, col.name, "select", col)
-            return
-        owners = {id(r): r for r in env.values() if r.info.column(col.name) is not None}
-        # An ambiguous name is a server error anyway; judging it against every candidate
-        # table can only report more, never approve a read the server would deny.
-        for owner in owners.values():
-            self._need_column(owner, col.name, "select", col)
-        if not owners:  # reported as unknown in the statement's target table
-            self._need_column(next(iter(env.values())), col.name, "select", col)
-
-    def _insert_columns(
-        self, q: exp.Insert, ref: _Ref, columns_node: exp.Schema | None
-    ) -> Iterator[tuple[str, exp.Expr | None]]:
-        if columns_node is not None:
-            for c in columns_node.expressions:
-                yield c.name, c
-            return
-        source = q.expression
-        width: int | None = None
-        if isinstance(source, exp.Values) and source.expressions:
-            first = source.expressions[0]
-            width = len(first.expressions) if isinstance(first, exp.Tuple) else 1
-        elif isinstance(source, exp.Select):
-            width = len(source.expressions)
-        cols = ref.info.columns if width is None else ref.info.columns[:width]
-        for c in cols:
-            yield c.name, None
-
-    def _merge(self, q: exp.Merge, ref: _Ref, env: dict[str, _Ref]) -> None:
-        """MERGE: the target needs the verb of every WHEN action; sources are read."""
-        using = q.args.get("using")
-        for t in _tables_in(using):
-            r = self._lookup(t)
-            if r is None:
-                self._unknown_table(t)
-            else:
-                self._need_table(r, "select", t)
-                env[t.alias_or_name] = r
-        self._queries(_top_queries(q), env)
-        whens = q.args.get("whens")
-        for when in whens.expressions if whens is not None else []:
-            then = when.args.get("then")
-            if isinstance(then, exp.Insert):
-                self._need_table(ref, "insert", q.this)
-            elif isinstance(then, exp.Update):
-                self._need_table(ref, "update", q.this)
-            elif isinstance(then, exp.Var) and then.name.upper() == "DELETE":
-                self._need_table(ref, "delete", q.this)
-        on = q.args.get("on")
-        if on is not None:
-            for col in _columns_outside_queries(on):
-                self._dml_read(col, env)
-
-
-_SCOPE = object()
-
-
-def _violation(f: Finding) -> Violation:
-    return Violation(
-        f.kind,
-        f.message,
-        table=f.table,
-        column=f.column,
-        position=f.position,
-        snippet=f.snippet,
-        why="schema conformance",
-        fix=f.fix,
-        edits=f.edits,
-    )
-
-
-def _tables_in(node: Any) -> Iterator[exp.Table]:
-    """Tables directly named in a USING/FROM/JOIN clause (not inside subqueries)."""
-    nodes = node if isinstance(node, list) else [node]
-    for n in nodes:
-        if not isinstance(n, exp.Expr):
-            continue
-        for t in n.find_all(exp.Table):
-            if not _inside_query(t, n):
-                yield t
-
-
-def _inside_query(node: exp.Expr, root: exp.Expr) -> bool:
-    p = node.parent
-    while p is not None and p is not root:
-        if isinstance(p, exp.Query):
-            return True
-        p = p.parent
-    return False
-
-
-def _top_queries(stmt: exp.Expr) -> list[exp.Expr]:
-    """Outermost query nodes inside a DML statement (each is scoped on its own)."""
-    out: list[exp.Expr] = []
-    for node in stmt.find_all(exp.Query):
-        if node is stmt:
-            continue
-        p = node.parent
-        nested = False
-        while p is not None and p is not stmt:
-            if isinstance(p, exp.Query):
-                nested = True
-                break
-            p = p.parent
-        if not nested:
-            out.append(node)
-    return out
-
-
-def _columns_outside_queries(node: exp.Expr | None) -> list[exp.Column]:
-    """Column references in ``node`` that are not inside a nested query (scoped separately)."""
-    if node is None:
-        return []
-    return [c for c in node.find_all(exp.Column) if not _inside_query(c, node)]

@@ -41,7 +41,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from grid_sql.dialect import Dialect
 
 if TYPE_CHECKING:  # the checker's run state (grid_sql/policy/checker.py::_Run)
-    from grid_sql.policy.checker import Violation
+    from grid_sql.policy.violation import Violation
 
 # Keywords that may stand before "(" without calling a function (SQL syntax, not a call).
 SYNTAX_BEFORE_PAREN = frozenset(
@@ -98,7 +98,7 @@ def function_findings(
     dialect: str,
 ) -> Iterator[Violation]:
     """A finding for every call of a function outside ``allowed`` (see the module doc)."""
-    from grid_sql.policy.checker import Violation
+    from grid_sql.policy.violation import Violation
 
     structural = _structural_starts(stmts)
     seen: set[str] = set()
@@ -162,7 +162,7 @@ _CLOCK = frozenset({"CurrentDate", "CurrentTime", "CurrentTimestamp", "CurrentDa
 def session_findings(stmt: exp.Expr, dialect: str) -> Iterator[Violation]:
     """Session keywords (``CURRENT_USER``, ``SESSION_USER``, PostgreSQL's bare ``user``) and
     locking reads (``FOR UPDATE``, ``LOCK IN SHARE MODE``): session state and locks."""
-    from grid_sql.policy.checker import Violation
+    from grid_sql.policy.violation import Violation
 
     session_words = Dialect.get(dialect).session_words
     for node in stmt.walk():
@@ -281,7 +281,7 @@ def _gap_problem(gap: str, dialect: str) -> tuple[int, str] | None:
 
 def comment_findings(sql: str, tokens: list[Token], dialect: str) -> Iterator[Violation]:
     """Refuse every comment form a server might read differently (see the module doc)."""
-    from grid_sql.policy.checker import Violation
+    from grid_sql.policy.violation import Violation
 
     d = Dialect.get(dialect)
     end = 0

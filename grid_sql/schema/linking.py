@@ -119,7 +119,7 @@ class Linker(Generic[T]):
     """A lexical index over ``tables``; :meth:`rank` orders them for one question.
 
     Build once per (catalog, role) and reuse: indexing 10,000 tables takes about a second,
-    a ranking milliseconds (:func:`grid_sql.front.budget.linker_for` caches it)."""
+    a ranking milliseconds (:func:`grid_sql.ask.budget.linker_for` caches it)."""
 
     def __init__(self, tables: Sequence[T]) -> None:
         self.tables = list(tables)

@@ -35,6 +35,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..ask.asker import Asker
+from ..ask.generation import AskGeneration, GenerationMode
+from ..ask.result import AskResult, GeneratedSQL
 from ..decode.records import StepRecord
 from ..errors import (
     GridSQLError,
@@ -45,16 +48,14 @@ from ..errors import (
     StatementError,
     TokenRejected,
 )
-from ..front.ask import Asker, _Gen, _Mode
-from ..front.result import AskResult, GeneratedSQL
 from ..grammar import Grammar
 from ..mask.guide import Guide
 from ..mask.vocab import Vocabulary
 from ..parser.incremental import accepts
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..ask.prompt import Message
     from ..decode.backend import Backend
-    from ..front.prompt import Message
     from ..policy.model import Policy
     from ..schema.model import SchemaSnapshot
 
@@ -287,7 +288,7 @@ class RemoteAskResult(AskResult):
 
 
 class RemoteAsker(Asker):
-    """An :class:`~grid_sql.front.ask.Asker` whose model runs behind an OpenAI-compatible
+    """An :class:`~grid_sql.ask.asker.Asker` whose model runs behind an OpenAI-compatible
     server: the same policy, prompt, post-parse checker, repair round and safe execution,
     with generation delegated to the server in the declared ``mode``.
 
@@ -374,7 +375,9 @@ class RemoteAsker(Asker):
         return self._vocabulary
 
     # -- requests ---------------------------------------------------------------------------
-    def _request_fields(self, mode: _Mode) -> tuple[dict[str, Any], tuple[str, ...], str | None]:
+    def _request_fields(
+        self, mode: GenerationMode
+    ) -> tuple[dict[str, Any], tuple[str, ...], str | None]:
         """(extra request fields, export adaptations, guide fingerprint) for ``mode``."""
         key = id(mode)
         hit = self._request_cache.get(key)
@@ -390,7 +393,7 @@ class RemoteAsker(Asker):
         return out
 
     def generate_remote(
-        self, messages: Sequence[Message], max_tokens: int, mode: _Mode
+        self, messages: Sequence[Message], max_tokens: int, mode: GenerationMode
     ) -> RemoteGeneration:
         """One generation on the server, gated by the role grammar's parser."""
         fields, adaptations, fp = self._request_fields(mode)
@@ -453,8 +456,8 @@ class RemoteAsker(Asker):
         return gen
 
     def _generate(
-        self, msgs: list[Message], max_tokens: int, mode: _Mode, on_step: Any = None
-    ) -> _Gen:
+        self, msgs: list[Message], max_tokens: int, mode: GenerationMode, on_step: Any = None
+    ) -> AskGeneration:
         gen = self.generate_remote(msgs, max_tokens, mode)
         records: list[StepRecord] = []
         stop = gen.stop_reason
@@ -465,7 +468,7 @@ class RemoteAsker(Asker):
             t0 = time.perf_counter()
             records, stop = replay_records(guide, _token_ids(gen.raw))
             mask_s = time.perf_counter() - t0
-        return _Gen(
+        return AskGeneration(
             sql=gen.sql,
             stop_reason=stop,
             records=records,
@@ -484,9 +487,9 @@ class RemoteAsker(Asker):
 
     def _seal(
         self,
-        gen: _Gen,
+        gen: AskGeneration,
         question: str,
-        mode: _Mode,
+        mode: GenerationMode,
         *,
         seal_mode: str = "processor",  # masks on the server: EOS-only-at-ACCEPT termination
         flags: tuple[str, ...] = (),

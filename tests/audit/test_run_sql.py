@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from grid_sql.ask.asker import Asker
 from grid_sql.audit import AuditStore, Verifier, audit_main
 from grid_sql.errors import ExecutionError, PolicyViolation
-from grid_sql.front.ask import Asker
 
 from .chainhelp import P, tamper
 from .helpers import CHINOOK, CHINOOK_SQL, chinook_guide, chinook_role, seal_generation
@@ -150,7 +150,7 @@ def test_a_session_s_execution_chains_its_outcome(
     for the model's generation)."""
     import sqlalchemy as sa
 
-    from grid_sql.front.result import GeneratedSQL
+    from grid_sql.ask.result import GeneratedSQL
     from grid_sql.front.sqlalchemy import ask_on
 
     store = asker.audit

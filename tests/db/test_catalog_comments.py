@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from grid_sql.front.prompt import describe_table, visible_tables
+from grid_sql.ask.prompt import describe_table, visible_tables
 from grid_sql.policy.grants import sqlite_baseline
 from grid_sql.schema.introspect import introspect
 from grid_sql.schema.model import SchemaSnapshot

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
-from grid_sql.front.ask import Asker
+from grid_sql.ask.asker import Asker
 from grid_sql.policy import read_grants
 from grid_sql.policy.grants import _pg_no_execute
 from grid_sql.schema import introspect

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from grid_sql.ask.asker import Asker
 from grid_sql.cli import _parser
 from grid_sql.data import chinook_path
 from grid_sql.decode.options import BackendOptions, default_threads
 from grid_sql.errors import OptionError
-from grid_sql.front.ask import Asker
 
 
 def test_arguments_win_over_the_environment():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grid_sql.decode import models
+from grid_sql.decode import models, models_cli
 from grid_sql.decode.models import (
     DEFAULT_MODEL,
     REGISTRY,
@@ -122,8 +122,8 @@ def test_verify_deletes_a_corrupt_cached_file(
 
 
 def test_cli(capsys: pytest.CaptureFixture[str], smollm2_gguf: Path) -> None:
-    assert models.main(["list"]) == 0
+    assert models_cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "* qwen2.5-coder-1.5b" in out and "smollm2-135m" in out
-    assert models.main(["fetch", "no-such-model"]) == 1
+    assert models_cli.main(["fetch", "no-such-model"]) == 1
     assert "unknown model" in capsys.readouterr().err

@@ -105,7 +105,7 @@ def test_reserve_long_case_folded_identifiers(smollm2_vocab: Vocabulary) -> None
     case-folding lexicon it explored every case variant of the identifier and gave up
     (``MaskError: no way to finish the pending lexeme b'Ref'`` on 3 of 72 Spider questions).
     """
-    from grid_sql.front.ask import Asker
+    from grid_sql.ask.asker import Asker
 
     db = SPIDER / "cre_Doc_Template_Mgt" / "cre_Doc_Template_Mgt.sqlite"
     g = Asker(db, audit=False).grammar  # the role grammar the Spider harness generates under

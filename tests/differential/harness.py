@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from grid_sql.grammar import Grammar
 from grid_sql.parser import ParserRuntime
+from grid_sql.spec.bridge import to_spec
 from grid_sql.spec.oracle import SpecOracle
 
 
@@ -16,7 +17,7 @@ class Differential:
     def __init__(self, grammar: Grammar) -> None:
         self.grammar = grammar
         self.rt = ParserRuntime.for_grammar(grammar)
-        self.spec = SpecOracle(grammar.to_spec())
+        self.spec = SpecOracle(to_spec(grammar))
         self.checked = 0
 
     def verdict_fast(self, w: bytes) -> tuple[bool, bool, frozenset[str] | None]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grid_sql.front.ask import Asker
+from grid_sql.ask.asker import Asker
 from grid_sql.front.chat import commit_previewed, confirm, print_preview
 
 

@@ -157,7 +157,7 @@ def test_interning_and_errors() -> None:
         k.states(10**6)
     with pytest.raises(ValueError, match="not shiftable"):
         k.shift(0, rt.end_id - 1 if rt.end_id > 1 else 0)
-    from grid_sql.front.ask import role_grammar_for
+    from grid_sql.ask.asker import role_grammar_for
     from grid_sql.policy import AppPolicy, narrow, open_sqlite, sqlite_baseline
     from grid_sql.schema import introspect
 

@@ -12,6 +12,7 @@ from grid_sql.errors import MaskError, TokenRejected
 from grid_sql.grammar import Grammar, RoleProjection, SchemaLexicon
 from grid_sql.mask.cache import KIND_GENERIC, MaskCache, MaskKey
 from grid_sql.mask.guide import Guide, bitmask_to_ids
+from grid_sql.spec.bridge import to_spec
 from grid_sql.spec.oracle import SpecOracle
 
 from ..grammar.toy_grammars import CRUD
@@ -57,7 +58,7 @@ def _steps(vname: str, gname: str, sentence: bytes, cache: MaskCache | None = No
     ],
 )
 def test_walk_equals_brute_force_and_spec(vname: str, gname: str) -> None:
-    spec = SpecOracle(GRAMMARS[gname].to_spec())
+    spec = SpecOracle(to_spec(GRAMMARS[gname]))
     rng = random.Random(11)
     steps = 0
     for s_i, sentence in enumerate(SENTENCES):

@@ -18,6 +18,7 @@ import pytest
 from grid_sql.grammar import Grammar, RoleProjection, SchemaLexicon
 from grid_sql.mask.cache import MaskCache
 from grid_sql.mask.guide import Guide
+from grid_sql.spec.bridge import to_spec
 from grid_sql.spec.oracle import SpecOracle
 
 from .helpers import vocab
@@ -46,7 +47,7 @@ def test_random_walks_sound_and_dead_end_free(seed: int) -> None:
     )
     v = vocab("llama-spm")
     guide = Guide(g, v, cache=MaskCache())
-    spec = SpecOracle(g.to_spec())
+    spec = SpecOracle(to_spec(g))
     rng = random.Random(seed)
     ended = 0  # walks that stopped on EOS (each checked as a sentence below)
     for _ in range(3):

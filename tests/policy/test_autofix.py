@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from grid_sql.ask.asker import _SELECT_ONLY, role_grammar_for
 from grid_sql.data import chinook_path
-from grid_sql.front.ask import _SELECT_ONLY, role_grammar_for
 from grid_sql.policy import AppPolicy, Checker, narrow, open_sqlite, sqlite_baseline
 from grid_sql.policy.autofix import autofix, replay_edits
 from grid_sql.schema import introspect

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grid_sql.front.ask import Asker
+from grid_sql.ask.asker import Asker
 from grid_sql.policy import AppPolicy, Checker, Policy, narrow
 from grid_sql.policy.model import TablePolicy
 from grid_sql.schema import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo

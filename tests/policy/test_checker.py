@@ -337,9 +337,9 @@ def test_deeply_nested_type_named_calls_are_refused_without_parsing() -> None:
     (v,) = checker.check(deep)  # (unguarded, sqlglot would take hours here)
     assert v.kind == "parse_error" and "nests 40 calls" in v.message
     # the executor's one-statement check and the repair hints use the same guard
+    from grid_sql.ask.execute import bind_parameters, statement_verb
+    from grid_sql.ask.prompt import alias_hints
     from grid_sql.errors import StatementError
-    from grid_sql.front.execute import bind_parameters, statement_verb
-    from grid_sql.front.prompt import alias_hints
 
     with pytest.raises(StatementError, match="nests 40 calls"):
         statement_verb(deep, "sqlite")
@@ -357,9 +357,9 @@ def test_deeply_nested_calls_are_a_parse_error_everywhere() -> None:
     q535): sqlglot's recursive descent raises RecursionError. The checker already refused it;
     the bind-parameter scan that follows crashed `generate_sql` with the untyped error. The
     guarded parse now turns it into a parse error for every caller."""
+    from grid_sql.ask.execute import bind_parameters, statement_verb
+    from grid_sql.ask.prompt import alias_hints
     from grid_sql.errors import StatementError
-    from grid_sql.front.execute import bind_parameters, statement_verb
-    from grid_sql.front.prompt import alias_hints
     from grid_sql.policy.sqlparse import parse, parse_one
 
     snap = _snapshot("sqlite", DIALECTS["sqlite"])

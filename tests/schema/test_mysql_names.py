@@ -12,7 +12,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from grid_sql.front.ask import role_grammar_for
+from grid_sql.ask.asker import role_grammar_for
 from grid_sql.parser import ParserRuntime
 from grid_sql.policy import narrow
 from grid_sql.policy.checker import Checker

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from grid_sql.front.ask import Asker
+from grid_sql.ask.asker import Asker
 from grid_sql.parser import ParserRuntime
 
 from .helpers import CHINOOK

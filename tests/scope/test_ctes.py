@@ -12,7 +12,7 @@ import functools
 
 import pytest
 
-from grid_sql.front.ask import role_grammar_for
+from grid_sql.ask.asker import role_grammar_for
 from grid_sql.grammar import Grammar
 from grid_sql.parser import ParserRuntime
 from grid_sql.policy import AppPolicy, narrow, sqlite_baseline

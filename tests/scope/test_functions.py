@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from grid_sql.parser import ParserRuntime
 from grid_sql.policy.conformance import sqlite_functions
+from grid_sql.spec.bridge import to_spec
 from grid_sql.spec.oracle import SpecOracle
 
 from .helpers import role, scoped
@@ -65,7 +66,7 @@ def test_names_spelled_like_functions_still_work_as_names() -> None:
 
 def test_spec_has_the_same_function_lexicon() -> None:
     g = scoped(DB)
-    spec = SpecOracle(g.to_spec())
+    spec = SpecOracle(to_spec(g))
     for sql in (
         WHERE + "Theme(1) = 1",
         WHERE + "Age(1) = 1",

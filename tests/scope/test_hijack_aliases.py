@@ -14,6 +14,7 @@ from grid_sql.grammar.ir import Grammar
 from grid_sql.parser import ParserRuntime
 from grid_sql.policy import open_sqlite
 from grid_sql.schema import introspect
+from grid_sql.spec.bridge import to_spec
 from grid_sql.spec.oracle import SpecOracle
 
 from .helpers import CHINOOK
@@ -82,7 +83,7 @@ def test_sqlite_ordinary_aliases_stay(sqlite_grammar: Grammar, sql: str) -> None
 
 def test_spec_agrees(sqlite_grammar: Grammar) -> None:
     """The executable specification refuses and admits the same statements."""
-    spec = SpecOracle(sqlite_grammar.to_spec())
+    spec = SpecOracle(to_spec(sqlite_grammar))
     for sql in HIJACKED["pascal"][:4]:
         assert not spec.accepts(sql.encode()), sql
     for sql in ORDINARY["pascal"][:3]:
@@ -178,7 +179,7 @@ def test_sqlite_ordinary_output_aliases_stay(sqlite_grammar: Grammar, sql: str) 
 
 
 def test_spec_agrees_on_output_aliases(sqlite_grammar: Grammar) -> None:
-    spec = SpecOracle(sqlite_grammar.to_spec())
+    spec = SpecOracle(to_spec(sqlite_grammar))
     for sql in OUTPUT_DENIED["pascal"]:
         assert not spec.accepts(sql.encode()), sql
     for sql in OUTPUT_ORDINARY["pascal"]:
@@ -208,7 +209,7 @@ def test_postgresql_output_aliases(pg_grammar: Grammar) -> None:
         assert not admits(pg_grammar, sql), sql
     for sql in OUTPUT_ORDINARY["snake"]:
         assert admits(pg_grammar, sql), sql
-    spec = SpecOracle(pg_grammar.to_spec())
+    spec = SpecOracle(to_spec(pg_grammar))
     assert not spec.accepts(OUTPUT_DENIED["snake"][0].encode())
 
 

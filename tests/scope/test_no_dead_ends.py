@@ -22,7 +22,7 @@ import random
 import pytest
 import sqlalchemy as sa
 
-from grid_sql.front.ask import role_grammar_for
+from grid_sql.ask.asker import role_grammar_for
 from grid_sql.grammar.ir import Grammar
 from grid_sql.mask.reserve import reserve_table
 from grid_sql.parser import ParserRuntime

@@ -8,6 +8,7 @@ import pytest
 
 from grid_sql.grammar.scope import ScopeTable
 from grid_sql.parser.incremental import accepts, is_viable_prefix
+from grid_sql.spec.bridge import to_spec
 from grid_sql.spec.oracle import SpecOracle
 
 from .helpers import lexicon_grammar, role, scoped, snapshot
@@ -70,7 +71,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def spec() -> SpecOracle:
-    return SpecOracle(scoped(DB).to_spec())
+    return SpecOracle(to_spec(scoped(DB)))
 
 
 @pytest.mark.parametrize(("text", "viable", "complete"), CASES)

@@ -162,13 +162,14 @@ def test_subqueries_of_update_and_delete_may_correlate_to_the_target() -> None:
     """A SELECT nested in UPDATE/DELETE may name the target's columns (correlation); the
     rule does not model DML bindings, so positions inside such statements are unrestricted
     (this was blocked before: ``concert_ID = Age`` with Age of the UPDATE target)."""
+    from grid_sql.spec.bridge import to_spec
     from grid_sql.spec.oracle import SpecOracle
 
     from .helpers import spider_dialect_grammar
 
     g = spider_dialect_grammar(DB, "sqlite", True)
     rt = ParserRuntime.for_grammar(g)
-    spec = SpecOracle(g.to_spec())
+    spec = SpecOracle(to_spec(g))
     for sql in (
         "UPDATE singer SET Age = 1 WHERE Singer_ID IN "
         "(SELECT Singer_ID FROM singer_in_concert WHERE concert_ID = Age)",

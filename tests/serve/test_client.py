@@ -133,14 +133,14 @@ def test_remote_autofix_is_sealed_with_its_edits_and_verified(
 ) -> None:
     """A remote generation fixed by autofix is sealed like a local one: the replayed tokens
     spell the generated SQL, the seal carries the edits and the fixed final SQL, and
-    ``audit verify`` re-derives the fix (tests/front/test_autofix_ask.py, locally)."""
+    ``audit verify`` re-derives the fix (tests/ask/test_autofix_ask.py, locally)."""
     import sqlite3
 
+    from grid_sql.ask.prompt import Example
     from grid_sql.audit.store import AuditStore
     from grid_sql.audit.verify import verify
-    from grid_sql.front.prompt import Example
-    from tests.front.conftest import MUSIC as SCHEMA
-    from tests.front.test_autofix_ask import QUESTION, WRONG
+    from tests.ask.conftest import MUSIC as SCHEMA
+    from tests.ask.test_autofix_ask import QUESTION, WRONG
 
     db = tmp_path / "music.sqlite"
     con = sqlite3.connect(db)
