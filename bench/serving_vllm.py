@@ -12,7 +12,7 @@ On the GPU host::
                                           # entry point in the vllm.logits_processors group
     vllm serve Qwen/Qwen2.5-7B-Instruct --max-num-seqs 64 \\
         --logits-processors grid_sql.serve.vllm:GridLogitsProcessor &
-    python bench/serving_gpu.py --url http://127.0.0.1:8000/v1 \\
+    python bench/serving_vllm.py --url http://127.0.0.1:8000/v1 \\
         --tokenizer Qwen/Qwen2.5-7B-Instruct --batches 1 8 32 --cold-batch 31 --legs 3 \\
         --max-tokens 64 --out bench/results/serving-gpu.json
 
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if not a.url or not a.tokenizer:
         print(
-            "bench/serving_gpu.py runs on a GPU host against a vLLM server with grid-sql's "
+            "bench/serving_vllm.py runs on a GPU host against a vLLM server with grid-sql's "
             "processor: pass --url and --tokenizer (see the module docstring). Nothing run."
         )
         return 0
