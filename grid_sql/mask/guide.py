@@ -749,10 +749,12 @@ def fill_rows(
 
 
 def _native_copy_rows() -> Any:
-    """``_kernels.copy_rows``, or None for an extension built before it existed (the
-    per-row copies are the same rows)."""
-    from .. import _kernels
-
+    """``_kernels.copy_rows``, or None for an extension built before it existed, or none
+    (the per-row copies are the same rows)."""
+    try:
+        from .. import _kernels
+    except ImportError:
+        return None
     return getattr(_kernels, "copy_rows", None)
 
 
