@@ -109,8 +109,11 @@ def run_batch(plans: list[list[Matcher]], b: int, steps: int, nw: int) -> tuple[
         for i, m in enumerate(step_matchers()):
             m.fill_next_token_bitmask(buf[i])
 
-    def batched() -> None:
-        guide_mod.fill_rows([(m.guide, m.config) for m in step_matchers()], buf)
+    def batched() -> None:  # as BatchMasker.fill calls it
+        ms = step_matchers()
+        guide_mod.fill_rows(
+            [(m.guide, m.config) for m in ms], buf, records=[m.warm_record() for m in ms]
+        )
 
     ref = np.zeros_like(buf)
     ms0 = step_matchers()

@@ -702,6 +702,7 @@ def fill_rows(
     rows: Sequence[int] | None = None,
     *,
     walk: bool = True,
+    records: Sequence[Any] | None = None,
 ) -> list[tuple[int, tuple[str, ...]] | None]:
     """Batched fill for heterogeneous guides: row ``rows[k]`` (default ``k``) of the 2-d
     int32 ``buf`` gets the mask of ``pairs[k] = (guide, cfg)`` exactly as
@@ -712,7 +713,9 @@ def fill_rows(
     Rows whose finished words are resident (warm records) are written by one native call
     (``_kernels.copy_rows``, GIL released) instead of a slice assignment each: a serving
     step's warm rows cost one interpreter round trip, not one per request. The others go
-    through the guide's own fill, row by row, before that call."""
+    through the guide's own fill, row by row, before that call. ``records[k]``: the warm
+    record a matcher already holds for ``pairs[k]``'s configuration (``Matcher.warm_record``),
+    which saves looking it up by configuration."""
     if buf.ndim != 2 or buf.dtype != np.int32:
         raise ValueError("fill_rows needs a 2-d int32 buffer")
     idx = range(len(pairs)) if rows is None else rows
@@ -725,11 +728,21 @@ def fill_rows(
     srcs: list[np.ndarray] = []
     dst: list[int] = []
     out: list[tuple[int, tuple[str, ...]] | None] = []
-    for (g, cfg), r in zip(pairs, idx, strict=True):
-        w = g._warm_for(cfg)
+    if records is not None and len(records) != len(pairs):
+        raise ValueError(f"{len(pairs)} configurations but {len(records)} records")
+    for k, ((g, cfg), r) in enumerate(zip(pairs, idx, strict=True)):
+        w = records[k] if records is not None else None
+        if w is None or w.cfg is not cfg:
+            w = g._warm_for(cfg)
         f = w.fill
         nw = g.n_words
-        if f is not None and f[3] == g.cache.epoch and g.cache.enabled and width >= nw:
+        # a kernel-fill row stays exact across cache epochs (as Matcher's own hit test)
+        if (
+            f is not None
+            and (g._filler is not None or f[3] == g.cache.epoch)
+            and g.cache.enabled
+            and width >= nw
+        ):
             if native is not None:
                 srcs.append(f[0])
                 dst.append(int(r))

@@ -93,3 +93,21 @@ def test_copy_rows_refuses_bad_input_untouched() -> None:
     assert (out == 3).all()
     _kernels.copy_rows([src[:2]], out, [1])
     assert out[1].tolist() == [0, 1, 0, 0] and out[0].tolist() == [3, 3, 3, 3]
+
+
+def test_records_given_by_matchers_give_the_same_rows(configs) -> None:
+    """``records=`` (a matcher's warm record) skips the lookup; a record of another
+    configuration is not trusted (looked up again), so rows stay exact either way."""
+    pairs = configs[:30]
+    w = pairs[0][0].n_words
+    ref = per_row(pairs, w)
+    recs = [g._warm_for(cfg) for g, cfg in pairs]
+    got = np.zeros_like(ref)
+    fill_rows(pairs, got, records=recs)
+    assert np.array_equal(got, ref)
+    shifted = recs[1:] + recs[:1]  # every record belongs to another configuration
+    got2 = np.zeros_like(ref)
+    fill_rows(pairs, got2, records=shifted)
+    assert np.array_equal(got2, ref)
+    with pytest.raises(ValueError, match="records"):
+        fill_rows(pairs, got2, records=recs[:3])
