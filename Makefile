@@ -37,11 +37,11 @@ test: setup lint rust-test services py-test ## set up everything and run the who
 setup: ext models vllm-iface ## .venv + Python deps ([dev] extra) + the Rust extension (release) + offline models
 
 # vLLM's logits-processor interface classes for tests/serve (no GPU anywhere): vllm itself
-# WITHOUT its dependencies (its torch==2.14 pin would replace the venv's torch, and its full
-# dependency set does not resolve from PyPI), plus the few modules that its interface,
-# request-state and SamplingParams modules import. A no-op once installed.
-VLLM_IFACE_VERSION := 0.34.0
-VLLM_IFACE_DEPS := msgspec aiohttp cloudpickle pillow pybase64 cachetools uvloop py-cpuinfo
+# WITHOUT its dependencies (its torch==2.14 pin would replace the venv's torch), plus the few
+# modules that its interface and SamplingParams modules import. The version is the one the
+# [vllm] extra allows (tests/serve/test_install.py checks they agree). A no-op once installed.
+VLLM_IFACE_VERSION := 0.33.0
+VLLM_IFACE_DEPS := msgspec aiohttp cloudpickle pillow pybase64 cachetools uvloop py-cpuinfo cbor2 oss-harmony openai sniffio
 vllm-iface: deps ## vllm==$(VLLM_IFACE_VERSION) --no-deps + its interface modules' imports (tests/serve)
 	@if $(PY) -c 'import importlib.metadata as m, sys; sys.exit(m.version("vllm") != "$(VLLM_IFACE_VERSION)")' 2>/dev/null; \
 	then echo "vllm $(VLLM_IFACE_VERSION) already installed"; \

@@ -5,7 +5,7 @@
 
 What runs: :class:`grid_sql.serve.server.GridServer` in this process (one llama.cpp context,
 continuous batching, one batch mask fill per round through the ``BatchMasker``), driven over
-HTTP by the same streaming client a vLLM host uses (:mod:`bench/serving_gpu.py` imports this
+HTTP by the same streaming client a vLLM host uses (:mod:`bench/serving_vllm.py` imports this
 module's protocol), so every latency below is what a client sees.
 
 Guides: four distinct role grammars on the packaged Chinook (four application policies:

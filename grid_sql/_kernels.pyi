@@ -20,6 +20,7 @@ __all__ = [
     "__version__",
     "build_lalr",
     "build_union_dfa",
+    "copy_rows",
     "dfa_scan",
 ]
 
@@ -262,3 +263,10 @@ class MaskFiller:
     @property
     def resets(self) -> int:
         """Times the store was dropped for size."""
+
+def copy_rows(sources: Sequence[object], out: object, rows: Sequence[int]) -> None:
+    """Copy finished mask rows into one step's bitmask in one GIL-released call: row
+    ``rows[k]`` of ``out`` (a writable C-contiguous 2-d int32 buffer) becomes
+    ``sources[k]`` (a C-contiguous int32 buffer no wider than a row) followed by zeros.
+    Everything is checked before a word is written; a source overlapping ``out`` is
+    refused. Raises ``ValueError`` for bad input."""

@@ -702,31 +702,73 @@ def fill_rows(
     rows: Sequence[int] | None = None,
     *,
     walk: bool = True,
+    records: Sequence[Any] | None = None,
 ) -> list[tuple[int, tuple[str, ...]] | None]:
     """Batched fill for heterogeneous guides: row ``rows[k]`` (default ``k``) of the 2-d
     int32 ``buf`` gets the mask of ``pairs[k] = (guide, cfg)`` exactly as
     ``guide.fill_bitmask(cfg, row)`` would write it (``walk=False``: as
     ``try_fill_bitmask``, None and the row untouched where a trie walk is needed). Rows
-    narrower than a guide's ``n_words`` raise ValueError; words beyond it are zeroed."""
+    narrower than a guide's ``n_words`` raise ValueError; words beyond it are zeroed.
+
+    Rows whose finished words are resident (warm records) are written by one native call
+    (``_kernels.copy_rows``, GIL released) instead of a slice assignment each: a serving
+    step's warm rows cost one interpreter round trip, not one per request. The others go
+    through the guide's own fill, row by row, before that call. ``records[k]``: the warm
+    record a matcher already holds for ``pairs[k]``'s configuration (``Matcher.warm_record``),
+    which saves looking it up by configuration."""
     if buf.ndim != 2 or buf.dtype != np.int32:
         raise ValueError("fill_rows needs a 2-d int32 buffer")
     idx = range(len(pairs)) if rows is None else rows
     if len(idx) != len(pairs):
         raise ValueError(f"{len(pairs)} configurations but {len(idx)} rows")
     width = buf.shape[1]
+    # one native copy needs a C-contiguous buffer and distinct rows (so the order of the
+    # copies and the per-row fills cannot matter); otherwise rows are copied one by one
+    native = _copy_rows if buf.flags.c_contiguous and len(set(idx)) == len(idx) else None
+    srcs: list[np.ndarray] = []
+    dst: list[int] = []
     out: list[tuple[int, tuple[str, ...]] | None] = []
-    for (g, cfg), r in zip(pairs, idx, strict=True):
-        w = g._warm_for(cfg)
+    if records is not None and len(records) != len(pairs):
+        raise ValueError(f"{len(pairs)} configurations but {len(records)} records")
+    for k, ((g, cfg), r) in enumerate(zip(pairs, idx, strict=True)):
+        w = records[k] if records is not None else None
+        if w is None or w.cfg is not cfg:
+            w = g._warm_for(cfg)
         f = w.fill
         nw = g.n_words
-        if f is not None and f[3] == g.cache.epoch and g.cache.enabled and width >= nw:
-            buf[r, :nw] = f[0]  # the warm hit of _fill_warm, without a row view per call
-            if width > nw:
-                buf[r, nw:] = 0
+        # a kernel-fill row stays exact across cache epochs (as Matcher's own hit test)
+        if (
+            f is not None
+            and (g._filler is not None or f[3] == g.cache.epoch)
+            and g.cache.enabled
+            and width >= nw
+        ):
+            if native is not None:
+                srcs.append(f[0])
+                dst.append(int(r))
+            else:  # the warm hit of _fill_warm, without a row view per call
+                buf[r, :nw] = f[0]
+                if width > nw:
+                    buf[r, nw:] = 0
             out.append((f[1], f[2]))
             continue
         try:
             out.append(g._fill_warm(w, buf[r], walk))
         except _NeedWalk:
             out.append(None)
+    if dst and native is not None:
+        native(srcs, buf, dst)
     return out
+
+
+def _native_copy_rows() -> Any:
+    """``_kernels.copy_rows``, or None for an extension built before it existed, or none
+    (the per-row copies are the same rows)."""
+    try:
+        from .. import _kernels
+    except ImportError:
+        return None
+    return getattr(_kernels, "copy_rows", None)
+
+
+_copy_rows = _native_copy_rows()

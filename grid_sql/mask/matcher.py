@@ -42,6 +42,11 @@ class Matcher:
             w = self._w = self.guide._warm_for(self.config)
         return w
 
+    def warm_record(self) -> _Warm:
+        """The guide's warm record of this matcher's configuration, for a batched fill
+        (:func:`~grid_sql.mask.guide.fill_rows` ``records=``)."""
+        return self._warm()
+
     # -- masks --------------------------------------------------------------------------
     def fill_next_token_bitmask(self, buf: np.ndarray) -> int:
         """Fill ``buf`` (int32, ceil(V/32) words) in place; returns the allowed count."""

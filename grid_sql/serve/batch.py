@@ -347,7 +347,8 @@ class BatchMasker:
         if batch:
             idx = [i for i, _, _ in batch]
             pairs = [(m.guide, m.config) for _, _, m in batch]
-            res = guide_fill_rows(pairs, bitmask, idx, walk=not defer_cold)
+            recs = [m.warm_record() for _, _, m in batch]
+            res = guide_fill_rows(pairs, bitmask, idx, walk=not defer_cold, records=recs)
             for (i, st, _), r in zip(batch, res, strict=True):
                 if r is not None:
                     masked[i] = True

@@ -334,6 +334,14 @@ class RemoteAsker(Asker):
             )
         if kw.get("model") is not None:
             raise OptionError("a RemoteAsker's model is the server's (pass server=..., not model=)")
+        for k in ("n_threads", "n_gpu_layers", "device"):
+            # placement is the server's (vLLM's own flags; `grid-sql serve --threads
+            # --n-gpu-layers`): accepting it here would say it applied when it did not
+            if kw.get(k) is not None:
+                raise OptionError(
+                    f"{k} is the server's setting, not a RemoteAsker's (set it where the model "
+                    "is served); a RemoteAsker takes n_ctx, for its prompt budget"
+                )
         super().__init__(db, **kw)
         self._vocab_obj = vocabulary if isinstance(vocabulary, Vocabulary) else None
         self._replay_guides: dict[str, Guide] = {}

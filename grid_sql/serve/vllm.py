@@ -7,8 +7,8 @@ processors: ``LLM(model, logits_processors=[GridLogitsProcessor])``, ``vllm serv
 into vLLM's environment is enough). A request opts in with
 ``SamplingParams(extra_args=grid_args(spec))`` — over HTTP ``"vllm_xargs": grid_args(spec)``.
 
-The interface is vLLM 0.34's (``vllm.v1.worker.gpu.sample.logits_processor``, model runner
-V2; the v1 ``BatchUpdate``/``MoveDirectionality`` interface is gone from that release):
+The interface is vLLM 0.33's (``vllm.v1.worker.gpu.sample.logits_processor``, model runner
+V2, unchanged in 0.34; the v1 ``BatchUpdate``/``MoveDirectionality`` interface is gone):
 
 * per-request state lives in *slots* (the persistent request index); ``add_request(slot,
   params)`` (re)initialises a slot — there is no remove or move call, slots are recycled;
@@ -20,10 +20,12 @@ V2; the v1 ``BatchUpdate``/``MoveDirectionality`` interface is gone from that re
   bad-words processor does. A preempted request comes back through ``add_request`` with its
   partial output in those buffers; the slot's matcher is rebuilt and replays it.
 
-Not ready: ``apply`` must return logits for every row; the interface cannot hold one request
-back, so a request whose guide is still compiling makes ``apply`` wait for the build (the
-wait releases the GIL; the build was started at ``add_request`` on the registry's worker
-and overlaps the forward pass). Never an approximate mask. A guide that cannot be built
+Not ready: the build starts at ``add_request`` on the registry's worker and runs while the
+request prefills. Rows of a request still in a chunked prefill are left alone (vLLM discards
+their sample), so a cold guide never holds a step before its request's first committed
+token. At that token ``apply`` must return logits for every row and the interface cannot
+hold one request back: if the build is still running then, ``apply`` waits for it (the wait
+releases the GIL). Never an approximate mask. A guide that cannot be built
 (unknown fingerprint, another tokenizer, empty language) leaves its request EOS only, logged:
 the request ends at once with an empty completion, which the client's parse gate refuses.
 
@@ -149,6 +151,26 @@ class GridLogitsProcessor(LogitsProcessor):
         self.masker.add(req_idx, ref, defer_errors=True)
         return ref is not None
 
+    def _sampled_slots(self, ctx: LogitsContext) -> list[int]:
+        """The guided slots whose token this step is committed.
+
+        A request in the middle of a chunked prefill gets a logits row, but vLLM discards
+        its sample (nothing is committed until the prefill is complete): its row needs no
+        mask, and its guide need not be ready. Those slots are left out — not synced, not
+        filled, their logits untouched — so a cold guide compiles during its own request's
+        prefill chunks without ever holding the step. Decided on the host, no device sync:
+        ``seq_lens_upper_bound_np`` (exact without drafts, and a prefilling request has
+        none) below the slot's ``prefill_len`` means the prefill goes on after this step."""
+        masker = self.masker
+        prefill = _host_array(self.req_states.prefill_len)
+        out: set[int] = set()
+        for s, ub in zip(
+            ctx.idx_mapping_np.tolist(), ctx.seq_lens_upper_bound_np.tolist(), strict=True
+        ):
+            if masker.is_masked(s) and ub >= int(prefill[s]):
+                out.add(s)
+        return sorted(out)
+
     def _sync_committed(self, slots: list[int]) -> None:
         """Bring each slot's matcher to the committed output (new tokens accepted; a
         shorter history rolled back)."""
@@ -193,12 +215,13 @@ class GridLogitsProcessor(LogitsProcessor):
         import torch
 
         masker = self.masker
-        slots = sorted({int(s) for s in ctx.idx_mapping_np if masker.is_masked(int(s))})
+        slots = self._sampled_slots(ctx)
         if not slots:
             return logits
         self._sync_committed(slots)
         row_slots = ctx.expanded_idx_mapping.cpu().numpy().tolist()
-        rows = [r for r, s in enumerate(row_slots) if s >= 0 and masker.is_masked(s)]
+        live = set(slots)
+        rows = [r for r, s in enumerate(row_slots) if s in live]
         local = ctx.expanded_local_pos.cpu().numpy()
         drafts: list[list[int]] | None = None
         if rows and bool(np.any(local[rows] > 0)):

@@ -166,3 +166,11 @@ def test_remote_autofix_is_sealed_with_its_edits_and_verified(
     assert rec.final_sql == res.sql and rec.seal["autofix"]["generated_sql"] == rep.sql
     report = verify(store, res.audit_id)
     assert report.ok, report.describe()
+
+
+@pytest.mark.parametrize("opt", [{"n_threads": 4}, {"n_gpu_layers": -1}, {"device": "cuda"}])
+def test_remote_asker_refuses_placement_options(opt) -> None:
+    """Threads, offload and device are the server's: a RemoteAsker refuses them (issue #28
+    §4: an option that does not apply is refused, never silently ignored)."""
+    with pytest.raises(OptionError, match="server's setting"):
+        RemoteAsker(chinook_path(), "http://127.0.0.1:9/v1", vocabulary="ab" * 32, **opt)

@@ -1,18 +1,22 @@
-"""The vLLM logits processor against vLLM 0.34's own classes (no GPU needed).
+"""The vLLM logits processor against the tested vLLM release's own classes (no GPU needed).
 
 The engine here does what vLLM's model runner V2 does around a custom processor, with
-vLLM's objects: requests enter slots through vLLM's request-state class (the CPU runner's
-``CPURequestState``: same buffers as the GPU one — ``all_token_ids``, ``prompt_len``,
-``prefill_len``, ``total_len`` — as plain tensors), the processor is built with vLLM's
-``LogitsProcRequestState`` over them and called with vLLM's ``SamplingParams`` and
-``LogitsContext``; after each step the sampled token is committed to ``all_token_ids`` and
-``total_len`` grows, as the runner does. Every masked row must equal the single-request
-Matcher's mask exactly; unmasked rows must be untouched.
+vLLM's objects: the processor is built with vLLM's ``LogitsProcRequestState`` over the
+runner's per-slot buffers (``all_token_ids``, ``prompt_len``, ``prefill_len``,
+``total_len``: plain CPU tensors here, as vLLM 0.34's CPU runner keeps them; 0.33's GPU
+request state needs CUDA for its pinned buffers, so :class:`Slots` below fills them as that
+runner's ``add_request`` does), called with vLLM's ``SamplingParams`` and ``LogitsContext``,
+loaded by vLLM's loader and validator; after each step the sampled token is committed to
+``all_token_ids`` and ``total_len`` grows, as the runner does. A request may prefill in
+chunks: its rows before the last chunk are sampled and discarded, as in vLLM. Every masked
+row must equal the single-request Matcher's mask exactly; unmasked rows must be untouched.
 """
 
 from __future__ import annotations
 
 import random
+import threading
+import time
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +25,6 @@ import numpy as np
 import pytest
 import torch
 from vllm.sampling_params import SamplingParams
-from vllm.v1.worker.cpu.states import CPURequestState
 from vllm.v1.worker.gpu.sample.logits_processor import (
     LogitsContext,
     LogitsProcessor,
@@ -31,7 +34,8 @@ from vllm.v1.worker.gpu.sample.logits_processor import (
 from vllm.v1.worker.gpu.sample.logits_processor.loader import _load_v2_logitsprocs_by_fqcns
 
 from grid_sql.mask.guide import ids_to_bitmask
-from grid_sql.serve import grid_args
+from grid_sql.policy import AppPolicy, narrow, sqlite_baseline
+from grid_sql.serve import GuideRegistry, GuideSpec, grid_args
 from grid_sql.serve import vllm as grid_vllm
 from grid_sql.serve.vllm import GridLogitsProcessor
 
@@ -41,14 +45,44 @@ FQCN = "grid_sql.serve.vllm:GridLogitsProcessor"
 PAD = 40  # the model's output layer is wider than the tokenizer (padding rows)
 
 
+class Slots:
+    """The runner's per-slot buffers, filled as vLLM's request state fills them: a free
+    list of slots (recycled last-freed first), ``all_token_ids[slot, :prefill_len]`` = prompt
+    + partial output, ``total_len`` = ``prefill_len`` at admission."""
+
+    def __init__(self, max_reqs: int, max_len: int) -> None:
+        self.all_token_ids = torch.zeros((max_reqs, max_len), dtype=torch.int32)
+        self.prompt_len = torch.zeros(max_reqs, dtype=torch.int32)
+        self.prefill_len = torch.zeros(max_reqs, dtype=torch.int32)
+        self.total_len = torch.zeros(max_reqs, dtype=torch.int32)
+        self.computed = np.zeros(max_reqs, dtype=np.int64)  # prefill tokens fed so far
+        self.req_id_to_index: dict[str, int] = {}
+        self.free_indices = list(range(max_reqs))
+
+    def add_request(self, rid: str, prompt_len: int, tokens: list[int]) -> int:
+        slot = self.free_indices.pop()
+        self.req_id_to_index[rid] = slot
+        self.prompt_len[slot] = prompt_len
+        self.prefill_len[slot] = len(tokens)
+        self.total_len[slot] = len(tokens)
+        self.all_token_ids[slot, : len(tokens)] = torch.tensor(tokens, dtype=torch.int32)
+        self.computed[slot] = 0
+        return slot
+
+    def remove_request(self, rid: str) -> int:
+        slot = self.req_id_to_index.pop(rid)
+        self.free_indices.append(slot)
+        return slot
+
+
 class Engine:
-    """vLLM's request state + our processor, stepped like the V2 model runner."""
+    """vLLM's interface objects + our processor, stepped like the V2 model runner."""
 
     def __init__(self, max_reqs: int = 6, max_len: int = 256, seed: int = 0) -> None:
         self.vocab = G.vocab()
         self.V = self.vocab.size + PAD
         cpu = torch.device("cpu")
-        self.states = CPURequestState(max_reqs, max_len, max_len, self.V, cpu)
+        self.states = Slots(max_reqs, max_len)
         s = self.states
         lp = LogitsProcRequestState(
             device=cpu,
@@ -62,9 +96,19 @@ class Engine:
         self.proc = GridLogitsProcessor(None, lp)
         self.gen = torch.Generator().manual_seed(seed)
 
-    def add(self, rid: str, prompt: list[int], output: Sequence[int] = (), extra=None) -> int:
-        self.states.add_request(rid, len(prompt), list(prompt) + list(output), 0, 128)
-        slot = self.states.req_id_to_index[rid]
+    def add(
+        self,
+        rid: str,
+        prompt: list[int],
+        output: Sequence[int] = (),
+        extra=None,
+        chunked: bool = False,
+    ) -> int:
+        """Admit a request. ``chunked``: its prefill runs in the chunks :meth:`step` is
+        given; otherwise the next step's row is its first sampled one."""
+        slot = self.states.add_request(rid, len(prompt), list(prompt) + list(output))
+        if not chunked:
+            self.states.computed[slot] = int(self.states.prefill_len[slot])
         used = self.proc.add_request(slot, SamplingParams(max_tokens=128, extra_args=extra))
         assert used == (extra is not None)
         return slot
@@ -78,15 +122,31 @@ class Engine:
         self.states.all_token_ids[slot, t] = token
         self.states.total_len[slot] = t + 1
 
-    def step(self, order: list[str], drafts: dict[str, list[int]] | None = None):
+    def step(
+        self,
+        order: list[str],
+        drafts: dict[str, list[int]] | None = None,
+        chunks: dict[str, int] | None = None,
+    ):
         """One apply() over the batch in ``order``; returns (logits before, after) by row
-        and the row -> (request, local position) layout."""
+        and the row -> (request, local position) layout. ``chunks[r]``: feed request ``r``
+        at most that many prefill tokens this step (chunked prefill: its row's sample is
+        discarded until the prefill is complete; :meth:`prefilling` says so)."""
         drafts = drafts or {}
-        slots = [self.states.req_id_to_index[r] for r in order]
-        row_slots, local, input_ids, pos, layout = [], [], [], [], []
+        chunks = chunks or {}
+        st = self.states
+        slots = [st.req_id_to_index[r] for r in order]
+        row_slots, local, input_ids, pos, layout, ub = [], [], [], [], [], []
         for r, s in zip(order, slots, strict=True):
-            t = int(self.states.total_len[s])
-            chain = [int(self.states.all_token_ids[s, t - 1])] + drafts.get(r, [])
+            pre = int(st.prefill_len[s])
+            if st.computed[s] < pre:  # prefill (chunk): one logits row, at its last token
+                st.computed[s] = min(pre, st.computed[s] + chunks.get(r, pre))
+                t = int(st.computed[s])
+                chain = [int(st.all_token_ids[s, t - 1])]
+            else:
+                t = int(st.total_len[s])
+                chain = [int(st.all_token_ids[s, t - 1])] + drafts.get(r, [])
+            ub.append(t + len(chain) - 1)
             for k, tok in enumerate(chain):
                 row_slots.append(s)
                 local.append(k)
@@ -102,10 +162,14 @@ class Engine:
             expanded_local_pos=torch.tensor(local, dtype=torch.int32),
             input_ids=torch.tensor(input_ids, dtype=torch.int32),
             pos=torch.tensor(pos, dtype=torch.int64),
-            seq_lens_upper_bound_np=np.array([p + 1 for p in pos], dtype=np.int32),
+            seq_lens_upper_bound_np=np.array(ub, dtype=np.int32),
         )
         after = self.proc.apply(logits, ctx)
         return before, after, layout
+
+    def prefilling(self, rid: str) -> bool:
+        s = self.states.req_id_to_index[rid]
+        return bool(self.states.computed[s] < int(self.states.prefill_len[s]))
 
 
 def allowed_bitmask(row: torch.Tensor, vocab_size: int, n_words: int) -> np.ndarray:
@@ -219,8 +283,13 @@ def test_preemption_resumes_by_replay(engine: Engine, refs) -> None:
     eng.add("x", [1], extra=grid_args(G.spec("artists"), by_fingerprint=True))
     before, after, _ = eng.step(["x"])
     check_row(eng, before, after, 0, G.reference_masks(refs["artists"], [])[0])
-    slot = eng.add("p", prompt, output=toks[:k], extra=grid_args(G.spec("demo")))
+    slot = eng.add("p", prompt, output=toks[:k], extra=grid_args(G.spec("demo")), chunked=True)
     assert int(eng.states.prefill_len[slot]) == len(prompt) + k
+    # the resumed prefill in two chunks: the first chunk's row is left alone (discarded)
+    before, after, _ = eng.step(["q", "p"], chunks={"p": 3})
+    check_row(eng, before, after, 1, None)
+    assert eng.prefilling("p")
+    eng.commit("q", 3)
     for i in range(k, len(toks)):
         before, after, layout = eng.step(["q", "p"])
         check_row(eng, before, after, 1, ref[i])
@@ -277,3 +346,73 @@ def test_token_forced_outside_the_mask_breaks_only_its_request(engine: Engine, r
     eos = eng.vocab.eos_token_id
     assert torch.isfinite(after[0]).sum() == 1 and torch.isfinite(after[0][eos])
     check_row(eng, before, after, 1, ref[1])
+
+
+def test_cold_guide_compiles_during_its_prefill_without_holding_the_step(monkeypatch, refs) -> None:
+    """A never-seen guide joins a warm batch with a long prompt prefilled in chunks (5 ms of
+    simulated forward time a step). Its build is held at its start until the test opens a
+    gate (the build itself is the registry's real one), so the build is pending for as long
+    as the test says: every step in that time must return — co-tenants' rows exact — within
+    a bound taken from this run's own warm steps. A step that waited for the build would
+    hang until the gate's 30 s timeout. Then the build lands during the prefill and the
+    request's first committed row is its guide's exact initial mask."""
+    monkeypatch.setenv(grid_vllm.ENV_TOKENIZER, G.gguf_path())
+    snap = G.snapshot()
+    app = AppPolicy.from_mapping(
+        {"verbs": ["select"], "tables": {"allow": ["Track", "Genre", "MediaType"]}},
+        origin="cold guide test",
+    )
+    cold = GuideSpec.from_parts(narrow(sqlite_baseline(snap), app, snap), snap, G.vocab())
+    reg = grid_vllm.shared_registry()
+    assert reg.ready(cold.fingerprint) is None
+    gate = threading.Event()
+    real_compile = GuideRegistry._compile
+
+    def gated_compile(self, spec, vocab):
+        if spec.fingerprint == cold.fingerprint:
+            gate.wait(30)
+        return real_compile(self, spec, vocab)
+
+    monkeypatch.setattr(GuideRegistry, "_compile", gated_compile)
+    eng = Engine(max_len=4096)
+    plan = {
+        "w1": ("demo", G.tokens(G.SQL["demo"][1])),
+        "w2": ("artists", G.tokens(G.SQL["artists"][0])),
+    }
+    expect = {r: G.reference_masks(refs[role], toks) for r, (role, toks) in plan.items()}
+    done = dict.fromkeys(plan, 0)
+
+    def decode(extra: list[str]) -> float:
+        """One step of the co-tenants (and ``extra``, one prefill token each): seconds."""
+        for r, (role, toks) in plan.items():
+            if done[r] > len(toks):  # finished: a new request of the same role
+                eng.remove(r)
+                done[r] = 0
+            if r not in eng.states.req_id_to_index:
+                eng.add(r, [1, 2], extra=grid_args(G.spec(role)))
+        t0 = time.perf_counter()
+        before, after, layout = eng.step(list(plan) + extra, chunks=dict.fromkeys(extra, 1))
+        took = time.perf_counter() - t0
+        for i, (r, _) in enumerate(layout):
+            if r in plan:
+                check_row(eng, before, after, i, expect[r][done[r]])
+                toks = plan[r][1]
+                eng.commit(r, toks[done[r]] if done[r] < len(toks) else eng.vocab.eos_token_id)
+                done[r] += 1
+        time.sleep(0.005)  # the forward pass the build overlaps
+        return took
+
+    warm = [decode([]) for _ in range(4)]
+    eng.add("cold", list(range(1, 3001)), extra=grid_args(cold, by_fingerprint=False), chunked=True)
+    pending = [decode(["cold"]) for _ in range(6)]
+    assert reg.ready(cold.fingerprint) is None and eng.prefilling("cold")
+    bound = max(10 * max(warm), 0.25)
+    assert max(pending) < bound, (pending, warm)
+    gate.set()
+    while reg.ready(cold.fingerprint) is None:
+        assert eng.prefilling("cold"), "the prompt ran out before the build finished"
+        decode(["cold"])
+    while eng.prefilling("cold"):
+        eng.step(["cold"], chunks={"cold": 1000})
+    before, after, _ = eng.step(["cold"])
+    check_row(eng, before, after, 0, G.reference_masks(reg.ready(cold.fingerprint), [])[0])

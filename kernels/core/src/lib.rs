@@ -12,6 +12,7 @@
 //! - [`fxhash`]: the hasher of the kernels' internal maps and sets.
 //! - [`walk`]: the cold token-trie walk (paper §4.1–§4.2): CI ids and CD residue of a key.
 //! - [`fill`]: the whole mask fill of a configuration (root entry, CD residue, row).
+//! - [`rows`]: one step's finished mask rows copied into the engine's bitmask in one call.
 //! - [`runtime`]: the LALR(1) parser runtime (paper §2–§3): interned stack arena, allowed
 //!   sets memoized per node, shift/reduce, the incremental scanner's advance.
 
@@ -20,6 +21,7 @@ pub mod fingerprint;
 pub mod fxhash;
 pub mod lalr;
 pub mod lexer;
+pub mod rows;
 pub mod runtime;
 pub mod walk;
 

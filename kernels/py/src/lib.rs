@@ -5,6 +5,7 @@
 use grid_sql_core::fill::{FillError, Filler};
 use grid_sql_core::lalr::{self, Production};
 use grid_sql_core::lexer::{BuildConfig, UnionDfa, DEFAULT_MAX_STATES};
+use grid_sql_core::rows::{check_rows, copy_rows as core_copy_rows};
 use grid_sql_core::runtime::{NodeId, ParseTables, ParserRuntime};
 use pyo3::buffer::PyBuffer;
 use std::sync::{Arc, Mutex};
@@ -620,6 +621,75 @@ fn build_lalr<'py>(
     ))
 }
 
+/// Copy finished mask rows into one step's bitmask in one GIL-released call: row
+/// `rows[k]` of `out` (a writable C-contiguous 2-d int32 buffer) becomes `sources[k]` (a
+/// C-contiguous int32 buffer no wider than a row) followed by zeros. Everything is checked
+/// before a word is written; a source overlapping `out` is refused.
+#[pyfunction]
+fn copy_rows(
+    py: Python<'_>,
+    sources: Vec<Bound<'_, PyAny>>,
+    out: &Bound<'_, PyAny>,
+    rows: Vec<usize>,
+) -> PyResult<()> {
+    let ob = PyBuffer::<i32>::get(out)?;
+    if ob.readonly() || !ob.is_c_contiguous() || ob.dimensions() != 2 {
+        return Err(PyValueError::new_err(
+            "out must be a writable C-contiguous 2-d int32 buffer",
+        ));
+    }
+    let width = ob.shape()[1];
+    let total = ob.item_count();
+    let mut srcs = Vec::with_capacity(sources.len());
+    for s in &sources {
+        let b = PyBuffer::<i32>::get(s)?;
+        if !b.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "sources must be C-contiguous int32 buffers",
+            ));
+        }
+        srcs.push(b);
+    }
+    let lens: Vec<usize> = srcs.iter().map(|b| b.item_count()).collect();
+    check_rows(total, width, &rows, &lens).map_err(value_err)?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let out_lo = ob.buf_ptr() as usize;
+    let out_hi = out_lo + total * std::mem::size_of::<i32>();
+    let mut addrs = Vec::with_capacity(srcs.len());
+    for (k, (b, &n)) in srcs.iter().zip(&lens).enumerate() {
+        let lo = b.buf_ptr() as usize;
+        let hi = lo + n * std::mem::size_of::<i32>();
+        if n > 0 && lo < out_hi && out_lo < hi {
+            return Err(PyValueError::new_err(format!("source {k} overlaps out")));
+        }
+        addrs.push((lo, n));
+    }
+    py.detach(|| {
+        // SAFETY: `ob` and `srcs` hold buffer exports for the whole call, so the memory
+        // stays allocated; the buffers are int32, C-contiguous and aligned (checked by
+        // PyBuffer::get) with the item counts used here; the sources do not overlap `out`
+        // (checked above), so the one mutable slice aliases nothing.
+        let out = unsafe { std::slice::from_raw_parts_mut(out_lo as *mut i32, total) };
+        let s: Vec<&[i32]> = addrs
+            .iter()
+            .map(|&(a, n)| {
+                if n == 0 {
+                    &[][..]
+                } else {
+                    unsafe { std::slice::from_raw_parts(a as *const i32, n) }
+                }
+            })
+            .collect();
+        core_copy_rows(out, width, &rows, &s)
+    })
+    .map_err(value_err)?;
+    drop(srcs);
+    drop(ob);
+    Ok(())
+}
+
 #[pymodule]
 fn _kernels(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_union_dfa, m)?)?;
@@ -630,6 +700,7 @@ fn _kernels(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TrieWalker>()?;
     m.add_class::<ParserKernel>()?;
     m.add_class::<MaskFiller>()?;
+    m.add_function(wrap_pyfunction!(copy_rows, m)?)?;
     m.add("DEFAULT_MAX_STATES", DEFAULT_MAX_STATES)?;
     m.add("DEAD_STATE", grid_sql_core::lexer::DEAD)?;
     m.add("START_STATE", grid_sql_core::lexer::START)?;
