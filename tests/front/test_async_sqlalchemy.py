@@ -91,7 +91,10 @@ def test_async_sqlite_session_engine_and_connection(
     genre_rows = next(r for r in results if r.question == Q_GENRES).rows
     assert len(genre_rows) == genres == 25  # the answer is Chinook's 25 genres, all of them
     assert on_conn.sql == next(r.sql for r in results if r.question == Q_GENRES)
-    assert worst < 0.5 and ticks >= elapsed / TICK_S * 0.3, (worst, ticks, elapsed)
+    # A loop blocked by generation would stall for a whole ask (elapsed / 4 here); the bound is
+    # relative so that a loaded host (CI beside other jobs) does not fail a correct loop.
+    assert worst < elapsed / (2 * len(questions)), (worst, ticks, elapsed)
+    assert ticks >= elapsed / TICK_S * 0.3, (worst, ticks, elapsed)
     asyncio.run(engine.dispose())
     forget_async(engine)
 
@@ -100,7 +103,9 @@ def test_asker_takes_an_async_engine(chinook_copy: Path, opts: dict[str, Any]) -
     engine = create_async_engine(f"sqlite+aiosqlite:///{chinook_copy}")
     asker = Asker(engine, **opts)
     assert sync_target(engine) == chinook_copy  # the file itself: SQLite's file rules apply
+    t0 = time.perf_counter()
     res, worst, _ = asyncio.run(_probed(lambda: asker.ask_async(Q_MEDIA)))
+    elapsed = time.perf_counter() - t0
     assert [r[0] for r in res.rows] == [
         "MPEG audio file",
         "Protected AAC audio file",
@@ -108,7 +113,7 @@ def test_asker_takes_an_async_engine(chinook_copy: Path, opts: dict[str, Any]) -
         "Purchased AAC audio file",
         "AAC audio file",
     ]
-    assert worst < 0.5
+    assert worst < elapsed / 4, (worst, elapsed)  # on the loop, the ask would be one gap
 
 
 def test_async_binds_that_cannot_be_used_are_config_errors(opts: dict[str, Any]) -> None:
