@@ -405,12 +405,21 @@ def lark_munch_parses(dialect: str, text: bytes) -> bool:
         if not cands:
             return False
         cands.sort(key=lambda c: (-c[1], not c[2], c[0]))
-        accepts = ip.accepts()
-        pick = next((c[0] for c in cands if c[0] in ignore or c[0] in accepts), None)
-        if pick is None:
+        # The first candidate that is ignored or that the parser can shift (what lark's
+        # ``accepts()`` decides, by feeding a copy); only the candidates are tried, in order,
+        # not every terminal of the state.
+        for name, _prio, _is_str in cands:
+            if name in ignore:
+                break
+            trial = ip.copy(deepcopy_values=False)
+            try:
+                trial.feed_token(Token(name, s[pos : pos + best]))
+            except lark.exceptions.UnexpectedInput:
+                continue
+            ip = trial
+            break
+        else:
             return False
-        if pick not in ignore:
-            ip.feed_token(Token(pick, s[pos : pos + best]))
         pos += best
     try:
         ip.feed_eof()
