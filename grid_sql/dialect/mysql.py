@@ -62,10 +62,15 @@ class MySQL(Dialect):
     aliases = ("mariadb",)
     label = "MySQL/MariaDB"
     sqlglot = "mysql"
+    # MySQL compares column names case-insensitively; sqlglot's default for MySQL is
+    # case-sensitive, which would report `Title` vs `title` as an unknown column.
+    sqlglot_settings = "normalization_strategy = case_insensitive"
 
     identifier_quotes = ("`",)
     system_schemas = frozenset(_SYSTEM)
     partial_catalog_reads = True
+    catalog_hides_unreadable_columns = True
+    dual_table = True
 
     output_alias_clauses = ("group", "having", "order")
     hash_comments = True
@@ -74,12 +79,36 @@ class MySQL(Dialect):
     double_quoted_strings = True
     user_variables = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
+    # Functions models borrow that MySQL/MariaDB lack (checked against the server in tests);
+    # the catalog is extensible, so this is a deny-list of certain absences.
+    function_replacements: ClassVar[dict[str, str]] = {
+        "strftime": "DATE_FORMAT(x, '%Y-%m-%d')",
+        "julianday": "TO_DAYS(x)",
+        "date_trunc": "DATE_FORMAT(x, '%Y-%m-01')",
+        "date_part": "EXTRACT(YEAR FROM x)",
+        "string_agg": "GROUP_CONCAT(x SEPARATOR ',')",
+        "iif": "IF(c, a, b)",
+        "len": "CHAR_LENGTH(s)",
+        "getdate": "NOW()",
+        "charindex": "LOCATE(sub, s)",
+        "generate_series": "a recursive CTE",
+        "age": "TIMESTAMPDIFF(YEAR, x, y)",
+    }
     foreign_function_hints: ClassVar[dict[str, str]] = {
         "dateadd": "DATE_ADD(x, INTERVAL n DAY)",
         "datepart": "EXTRACT(YEAR FROM x)",
         "getutcdate": "UTC_TIMESTAMP()",
     }
     distinct_takes_one_expression = False
+
+    # Truncated incorrect value (1292), incorrect datetime value for a function (1411),
+    # incorrect value for a column (1366).
+    type_error_errnos: ClassVar[frozenset[int]] = frozenset({1292, 1411, 1366})
+    type_error_hint = (
+        "MySQL dates: YEAR(col), MONTH(col), DATE_FORMAT(col, '%Y-%m'), "
+        "DATE_SUB(CURDATE(), INTERVAL 30 DAY), DATEDIFF(a, b); casts: CAST(x AS DATE), "
+        "CAST(x AS CHAR)."
+    )
 
     grant_source = "show_grants"
     explicit_begin = True
@@ -119,6 +148,9 @@ class MySQL(Dialect):
     def is_timeout(self, orig: BaseException | None) -> bool:
         args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
         return bool(args) and args[0] in _TIMEOUT_ERRNOS
+
+    def is_type_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        return errno in self.type_error_errnos
 
     def fingerprint_queries(self, conn: Connection) -> list[str]:
         return ["SHOW GRANTS", _COLUMNS]

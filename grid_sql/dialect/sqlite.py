@@ -69,11 +69,46 @@ class SQLite(Dialect):
     sqlglot = "sqlite"
 
     identifier_quotes = ('"', "`", "[")
+    unquoted_names_case_insensitive = True
+    unknown_quoted_names_are_strings = True
     output_alias_clauses = ("where", "group", "having", "order")
     fresh_aliases = True
+    group_order_see_own_select_only = True
     table_comments = False
+    implicit_schemas = frozenset({"main", "temp"})
     aggregate_needs_grouping = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
+    # What to write instead of a function the library lacks (the library decides what is
+    # missing: :meth:`linked_functions`).
+    function_replacements: ClassVar[dict[str, str]] = {
+        "year": "strftime('%Y', x)",
+        "month": "strftime('%m', x)",
+        "day": "strftime('%d', x)",
+        "hour": "strftime('%H', x)",
+        "date_format": "strftime('%Y-%m-%d', x)",
+        "to_char": "strftime('%Y-%m-%d', x)",
+        "date_trunc": "strftime('%Y-%m-01', x)",
+        "extract": "strftime('%Y', x)",
+        "datediff": "julianday(x) - julianday(y)",
+        "timestampdiff": "julianday(x) - julianday(y)",
+        "now": "datetime('now')",
+        "getdate": "datetime('now')",
+        "curdate": "date('now')",
+        "concat": "a || b",
+        "left": "substr(s, 1, n)",
+        "right": "substr(s, -n)",
+        "len": "length(s)",
+        "char_length": "length(s)",
+        "isnull": "ifnull(x, y)",
+        "nvl": "ifnull(x, y)",
+        "if": "iif(c, a, b) or CASE WHEN c THEN a ELSE b END",
+        "string_agg": "group_concat(x, ',')",
+        "locate": "instr(s, sub)",
+        "charindex": "instr(s, sub)",
+        "position": "instr(s, sub)",
+        "to_date": "date(x)",
+        "str_to_date": "date(x)",
+    }
     foreign_function_hints: ClassVar[dict[str, str]] = {
         "dateadd": "date(x, '+n days')",
         "datepart": "strftime('%Y', x)",
