@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import sqlalchemy as sa
 
+from ..dialect import Dialect
 from ..errors import ConnectionConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -99,7 +100,8 @@ def sync_target(obj: object) -> sa.URL | Path:
         raise ConnectionConfigError(
             f"no synchronous driver known for {key[0]}+{key[1]} (async drivers supported: {known})"
         )
-    if key[0] == "sqlite":
+    found = Dialect.find(key[0])
+    if found is not None and found.embedded:  # a file: open it as one
         db = url.database or ""
         if db in ("", ":memory:") or db.startswith("file::memory:") or "mode=memory" in db:
             raise ConnectionConfigError(

@@ -19,9 +19,10 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
-from sqlalchemy.engine import Connection, Engine, Inspector
+from sqlalchemy.engine import URL, Connection, Engine, Inspector
 
 from ..errors import GrammarError
 
@@ -169,6 +170,9 @@ class Dialect:
     kill_capped_reads: ClassVar[bool] = False
     """Closing an unbuffered result drains it, so a capped read kills its query first
     (``KILL QUERY``, MySQL/MariaDB)."""
+    embedded: ClassVar[bool] = False
+    """The engine is a library opening a database file, not a server (SQLite): no pool
+    pre-ping or network timeouts, and the file is what the caller names."""
     audit_store: ClassVar[bool] = False
     """The audit store can enforce append-only on this dialect (the ``audit_*`` methods)."""
 
@@ -327,6 +331,29 @@ class Dialect:
         """The driver's error code (SQLSTATE, or a MySQL-style error number) says the server
         refused a statement for its types (:attr:`type_error_hint` then applies)."""
         return False
+
+    # ------------------------------------------------------------------ connecting
+    def missing_database_file(self, url: URL) -> Path | None:
+        """The file ``url`` names when it does not exist and connecting would create it;
+        None for a server, or a file that exists."""
+        return None
+
+    def engine_options(self, url: URL, timeout_s: float, opts: dict[str, Any]) -> dict[str, Any]:
+        """``create_engine`` keyword arguments ``opts`` with pre-ping (a connection the server
+        dropped is replaced before a statement is judged on it) and
+        :meth:`connect_timeouts`; the caller's own settings win."""
+        opts = dict(opts)
+        opts.setdefault("pool_pre_ping", True)
+        args = dict(opts.get("connect_args") or {})
+        for k, v in self.connect_timeouts(url.get_driver_name(), timeout_s).items():
+            args.setdefault(k, v)
+        opts["connect_args"] = args
+        return opts
+
+    def connect_timeouts(self, driver: str, timeout_s: float) -> dict[str, Any]:
+        """The driver's connect (and read) timeout arguments bounded by ``timeout_s``, so a
+        server that accepts and never answers cannot hang; empty for an unknown driver."""
+        return {}
 
     # ------------------------------------------------------------------ execution
     @contextlib.contextmanager

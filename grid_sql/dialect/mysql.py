@@ -136,6 +136,18 @@ class MySQL(Dialect):
         row = conn.execute(sa.text("SELECT DATABASE()")).first()
         return [row[0]] if row is not None and row[0] else None
 
+    # ------------------------------------------------------------------ connecting
+    def connect_timeouts(self, driver: str, timeout_s: float) -> dict[str, Any]:
+        if driver in ("pymysql", "mysqldb"):
+            # PyMySQL reads the server's greeting with no bound unless read_timeout is set; a
+            # statement's own bound is set per call (schema/faults.py answer_deadline).
+            return {
+                "connect_timeout": timeout_s,
+                "read_timeout": timeout_s,
+                "write_timeout": timeout_s,
+            }
+        return {}
+
     # ------------------------------------------------------------------ execution
     @contextlib.contextmanager
     def guard(self, conn: Connection, *, writes: bool, timeout_s: float) -> Iterator[None]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 from collections.abc import Iterator, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -181,6 +182,13 @@ class PostgreSQL(Dialect):
             )
         )
         return {(r[0], r[1]) for r in rows}
+
+    # ------------------------------------------------------------------ connecting
+    def connect_timeouts(self, driver: str, timeout_s: float) -> dict[str, Any]:
+        if driver in ("psycopg", "psycopg2", "psycopg_async"):
+            # libpq takes whole seconds (and treats anything below 2 as 2).
+            return {"connect_timeout": max(2, math.ceil(timeout_s))}
+        return {}
 
     # ------------------------------------------------------------------ execution
     @contextlib.contextmanager

@@ -15,10 +15,11 @@ import functools
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Inspector
+from sqlalchemy.engine import URL, Connection, Inspector
 
 from .base import COMMON_AGG, MATH, WINDOW, Dialect, words
 
@@ -117,6 +118,7 @@ class SQLite(Dialect):
         "getutcdate": "datetime('now')",
     }
     grant_source = "none"
+    embedded = True
     audit_store = True
 
     def linked_functions(self) -> frozenset[str]:
@@ -129,6 +131,23 @@ class SQLite(Dialect):
         self, insp: Inspector, schema: str, names: Sequence[str]
     ) -> contextlib.AbstractContextManager[None]:
         return _table_sql(insp, schema, names)
+
+    # ------------------------------------------------------------------ connecting
+    def missing_database_file(self, url: URL) -> Path | None:
+        db = url.database or ""
+        uri = str(url.query.get("uri", "")).lower() in ("true", "1")
+        if uri:
+            mode = str(url.query.get("mode", ""))
+            if mode in ("memory", "rwc") or not db.startswith("file:"):
+                return None
+            db = db[len("file:") :]
+        if not db or db == ":memory:":
+            return None
+        p = Path(db).expanduser()
+        return None if p.exists() else p
+
+    def engine_options(self, url: URL, timeout_s: float, opts: dict[str, Any]) -> dict[str, Any]:
+        return dict(opts)  # a file, no connection to lose or server to wait for
 
     # ------------------------------------------------------------------ execution
     @contextlib.contextmanager
