@@ -118,6 +118,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         db: DB,
         *,
         model: str | Path | Backend | None = None,
+        generation: GenerationStrategy | None = None,
         policy: AppPolicy | Mapping[str, Any] | str | Path | None = None,
         audit: AuditStore | str | Path | Literal[False] | None = None,
         user: str | None = None,
@@ -138,7 +139,6 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         n_gpu_layers: int | None = None,
         device: str | None = None,
         live_grants: float | None = 5.0,
-        generation: GenerationStrategy | None = None,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -170,14 +170,14 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         ``GRID_SQL_*`` environment (``grid_sql.decode.options``); the prompt always fits
         ``n_ctx`` (``grid_sql.ask.budget``).
 
-        ``live_grants``: at most every this many seconds, before a question, a cheap catalog
-        fingerprint tells whether the rights or the schema changed, and if so the policy and
-        grammar are derived anew (``grid_sql.ask.live``); None: never.
-
         ``generation``: who generates the statements (:class:`GenerationStrategy`); default
         the decode loop on ``model`` (:class:`~grid_sql.ask.local.LocalGeneration`). A
         server's strategy is :class:`grid_sql.serve.client.ServerGeneration`
-        (``RemoteAsker`` sets it up)."""
+        (``RemoteAsker`` sets it up).
+
+        ``live_grants``: at most every this many seconds, before a question, a cheap catalog
+        fingerprint tells whether the rights or the schema changed, and if so the policy and
+        grammar are derived anew (``grid_sql.ask.live``); None: never."""
         self.backend_options = BackendOptions.resolve(
             n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, device=device
         )

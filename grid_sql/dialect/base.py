@@ -326,6 +326,25 @@ class Dialect:
         linked = self.linked_functions()
         return self.functions if linked is None else self.functions & linked
 
+    # ------------------------------------------------------------------ execution
+    @contextlib.contextmanager
+    def guard(self, conn: Connection, *, writes: bool, timeout_s: float) -> Iterator[None]:
+        """Make the transaction just begun on ``conn`` read-only (unless ``writes``) and
+        bound each statement in it by ``timeout_s``; restore session state on leaving."""
+        from ..errors import ExecutionError
+
+        raise ExecutionError(f"no safe execution mode for dialect {self.name!r}")
+        yield  # pragma: no cover - makes this a generator
+
+    def is_timeout(self, orig: BaseException | None) -> bool:
+        """The driver error ``orig`` is the guard's timeout (or lock wait) firing."""
+        return False
+
+    def fingerprint_queries(self, conn: Connection) -> list[str]:
+        """Catalog reads whose rows change when the role's rights or the schema change
+        (the live-grants fingerprint, :mod:`grid_sql.ask.live`); empty: nothing to watch."""
+        return []
+
     # ------------------------------------------------------------------ errors
     def is_type_error(self, sqlstate: str | None, errno: int | None) -> bool:
         """The driver's error code (SQLSTATE, or a MySQL-style error number) says the server
@@ -354,25 +373,6 @@ class Dialect:
         """The driver's connect (and read) timeout arguments bounded by ``timeout_s``, so a
         server that accepts and never answers cannot hang; empty for an unknown driver."""
         return {}
-
-    # ------------------------------------------------------------------ execution
-    @contextlib.contextmanager
-    def guard(self, conn: Connection, *, writes: bool, timeout_s: float) -> Iterator[None]:
-        """Make the transaction just begun on ``conn`` read-only (unless ``writes``) and
-        bound each statement in it by ``timeout_s``; restore session state on leaving."""
-        from ..errors import ExecutionError
-
-        raise ExecutionError(f"no safe execution mode for dialect {self.name!r}")
-        yield  # pragma: no cover - makes this a generator
-
-    def is_timeout(self, orig: BaseException | None) -> bool:
-        """The driver error ``orig`` is the guard's timeout (or lock wait) firing."""
-        return False
-
-    def fingerprint_queries(self, conn: Connection) -> list[str]:
-        """Catalog reads whose rows change when the role's rights or the schema change
-        (the live-grants fingerprint, :mod:`grid_sql.ask.live`); empty: nothing to watch."""
-        return []
 
     # ------------------------------------------------------------------ audit store
     def audit_lock(self, conn: Connection, key: str) -> None:

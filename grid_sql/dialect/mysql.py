@@ -101,6 +101,12 @@ class MySQL(Dialect):
     }
     distinct_takes_one_expression = False
 
+    grant_source = "show_grants"
+    explicit_begin = True
+    ddl_commits_implicitly = True
+    kill_capped_reads = True
+    audit_store = True
+
     # Truncated incorrect value (1292), incorrect datetime value for a function (1411),
     # incorrect value for a column (1366).
     type_error_errnos: ClassVar[frozenset[int]] = frozenset({1292, 1411, 1366})
@@ -109,12 +115,6 @@ class MySQL(Dialect):
         "DATE_SUB(CURDATE(), INTERVAL 30 DAY), DATEDIFF(a, b); casts: CAST(x AS DATE), "
         "CAST(x AS CHAR)."
     )
-
-    grant_source = "show_grants"
-    explicit_begin = True
-    ddl_commits_implicitly = True
-    kill_capped_reads = True
-    audit_store = True
 
     # ------------------------------------------------------------------ catalog
     def extra_schema_names(self, conn: Connection) -> list[str]:

@@ -147,6 +147,9 @@ class PostgreSQL(Dialect):
         "getutcdate": "now()",
     }
 
+    grant_source = "privilege_functions"
+    audit_store = True
+
     # SQLSTATEs of type trouble: undefined_function (an operator or function for these
     # argument types: `date ~~ unknown`), datatype_mismatch, cannot_coerce,
     # invalid_datetime_format, datetime_field_overflow, invalid_text_representation.
@@ -160,9 +163,6 @@ class PostgreSQL(Dialect):
         "DATE_TRUNC('month', col); date arithmetic uses intervals "
         "(CURRENT_DATE - INTERVAL '30 days')."
     )
-
-    grant_source = "privilege_functions"
-    audit_store = True
 
     # ------------------------------------------------------------------ catalog
     def visible_relations(self, conn: Connection) -> set[tuple[str, str]]:

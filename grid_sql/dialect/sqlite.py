@@ -77,6 +77,7 @@ class SQLite(Dialect):
     group_order_see_own_select_only = True
     table_comments = False
     implicit_schemas = frozenset({"main", "temp"})
+    embedded = True
     aggregate_needs_grouping = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
     # What to write instead of a function the library lacks (the library decides what is
@@ -118,7 +119,6 @@ class SQLite(Dialect):
         "getutcdate": "datetime('now')",
     }
     grant_source = "none"
-    embedded = True
     audit_store = True
 
     def linked_functions(self) -> frozenset[str]:
