@@ -170,6 +170,9 @@ class Dialect:
     kill_capped_reads: ClassVar[bool] = False
     """Closing an unbuffered result drains it, so a capped read kills its query first
     (``KILL QUERY``, MySQL/MariaDB)."""
+    sync_drivers: ClassVar[dict[str, str]] = {}
+    """SQLAlchemy async driver name -> the synchronous driver an async bind of this dialect
+    is reopened with (``grid_sql.ask.aio``: the Asker needs the DB-API connection itself)."""
     embedded: ClassVar[bool] = False
     """The engine is a library opening a database file, not a server (SQLite): no pool
     pre-ping or network timeouts, and the file is what the caller names."""

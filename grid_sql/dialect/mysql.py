@@ -106,6 +106,7 @@ class MySQL(Dialect):
     ddl_commits_implicitly = True
     kill_capped_reads = True
     audit_store = True
+    sync_drivers: ClassVar[dict[str, str]] = {"aiomysql": "pymysql", "asyncmy": "pymysql"}
 
     # Truncated incorrect value (1292), incorrect datetime value for a function (1411),
     # incorrect value for a column (1366).

@@ -149,6 +149,11 @@ class PostgreSQL(Dialect):
 
     grant_source = "privilege_functions"
     audit_store = True
+    sync_drivers: ClassVar[dict[str, str]] = {
+        "asyncpg": "psycopg",
+        "psycopg": "psycopg",  # psycopg 3 is both
+        "psycopg_async": "psycopg",
+    }
 
     # SQLSTATEs of type trouble: undefined_function (an operator or function for these
     # argument types: `date ~~ unknown`), datatype_mismatch, cannot_coerce,

@@ -120,6 +120,7 @@ class SQLite(Dialect):
     }
     grant_source = "none"
     audit_store = True
+    sync_drivers: ClassVar[dict[str, str]] = {"aiosqlite": "pysqlite"}
 
     def linked_functions(self) -> frozenset[str]:
         return library_functions()
