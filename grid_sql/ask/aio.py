@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import sqlalchemy as sa
 
+from ..dialect import Dialect
 from ..errors import ConnectionConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -49,15 +50,12 @@ async def run_off_loop(fn: Callable[[], T]) -> T:
 # (:func:`run_off_loop`). The statement therefore runs on a connection of its own: it does
 # not see an AsyncSession's uncommitted changes.
 
+# The synchronous twin of each async driver is the dialect's (``Dialect.sync_drivers``);
+# this table (backend, async driver) -> URL drivername is derived from them for callers.
 SYNC_DRIVERS = {
-    ("sqlite", "aiosqlite"): "sqlite+pysqlite",
-    ("postgresql", "asyncpg"): "postgresql+psycopg",
-    ("postgresql", "psycopg"): "postgresql+psycopg",  # psycopg 3 is both
-    ("postgresql", "psycopg_async"): "postgresql+psycopg",
-    ("mysql", "aiomysql"): "mysql+pymysql",
-    ("mysql", "asyncmy"): "mysql+pymysql",
-    ("mariadb", "aiomysql"): "mariadb+pymysql",
-    ("mariadb", "asyncmy"): "mariadb+pymysql",
+    (d.name, a): f"{d.name}+{s}"
+    for d in map(Dialect.get, Dialect.names())
+    for a, s in d.sync_drivers.items()
 }
 
 
@@ -93,13 +91,15 @@ def sync_target(obj: object) -> sa.URL | Path:
     read-only when the policy only reads), else the URL with the synchronous driver."""
     url = async_engine_of(obj).url
     key = (url.get_backend_name(), url.get_driver_name())
-    driver = SYNC_DRIVERS.get(key)
-    if driver is None:
+    found = Dialect.find(key[0])  # MariaDB is the mysql dialect, its URLs stay mariadb+...
+    sync = None if found is None else found.sync_drivers.get(key[1])
+    driver = None if sync is None else f"{key[0]}+{sync}"
+    if found is None or driver is None:
         known = ", ".join(f"{b}+{d}" for b, d in SYNC_DRIVERS)
         raise ConnectionConfigError(
             f"no synchronous driver known for {key[0]}+{key[1]} (async drivers supported: {known})"
         )
-    if key[0] == "sqlite":
+    if found.embedded:  # a file: open it as one
         db = url.database or ""
         if db in ("", ":memory:") or db.startswith("file::memory:") or "mode=memory" in db:
             raise ConnectionConfigError(

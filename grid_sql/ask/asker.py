@@ -69,11 +69,12 @@ from .components import (  # noqa: F401 - re-exported: grid_sql.ask.asker is the
     role_grammar_for,
 )
 from .execute import bind_parameters, execute
-from .generation import GenerationMode
+from .generation import GenerationMode, GenerationStrategy
 from .idioms import catalog_names, idiom_flags, idiom_hints
 from .intent import intent_flags, question_intents, refusal
 from .interactive import InteractiveMixin
 from .live import LiveGrantsMixin
+from .local import LocalGeneration
 from .prompt import (
     Example,
     Message,
@@ -91,7 +92,6 @@ from .values import TableValues
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..audit.store import AuditStore
     from ..decode.backend import Backend
-    from ..decode.bind import BindOnClose
     from .conversation import TurnContext
 
 
@@ -100,9 +100,7 @@ def asker_budget(asker: Any, max_tokens: int, repair: bool, *, load: bool) -> Pr
     (``load``: load the model if it is not loaded yet), else the byte bound under the
     Asker's ``n_ctx`` option (default 4096). An ``n_ctx`` option smaller than a given
     backend's context narrows the budget."""
-    backend = None
-    if type(asker).backend is Asker.backend:  # a local model (RemoteAsker: none)
-        backend = asker.backend if load else asker._backend
+    backend = asker.generation.prompt_backend(load=load)  # None: a server's model
     wanted = asker.backend_options.n_ctx
     if backend is None:
         from ..decode.options import DEFAULT_N_CTX
@@ -120,6 +118,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         db: DB,
         *,
         model: str | Path | Backend | None = None,
+        generation: GenerationStrategy | None = None,
         policy: AppPolicy | Mapping[str, Any] | str | Path | None = None,
         audit: AuditStore | str | Path | Literal[False] | None = None,
         user: str | None = None,
@@ -171,6 +170,11 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         ``GRID_SQL_*`` environment (``grid_sql.decode.options``); the prompt always fits
         ``n_ctx`` (``grid_sql.ask.budget``).
 
+        ``generation``: who generates the statements (:class:`GenerationStrategy`); default
+        the decode loop on ``model`` (:class:`~grid_sql.ask.local.LocalGeneration`). A
+        server's strategy is :class:`grid_sql.serve.client.ServerGeneration`
+        (``RemoteAsker`` sets it up).
+
         ``live_grants``: at most every this many seconds, before a question, a cheap catalog
         fingerprint tells whether the rights or the schema changed, and if so the policy and
         grammar are derived anew (``grid_sql.ask.live``); None: never."""
@@ -196,13 +200,15 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         self.scopes = scopes  # scope-aware column lexicons (docs/scope.md)
         self.bind_select_list = bind_select_list
         self.bind_on_close = bind_on_close
-        self._binders: dict[tuple[str, str], BindOnClose] = {}
         self.examples = tuple(examples)
         self.example_values = example_values
         self._values: dict[tuple[str, str], TableValues] | None = None
         self._model_arg = model
         self._backend: Backend | None = None
         self._lock = threading.RLock()
+        self.generation: GenerationStrategy = (
+            LocalGeneration(self) if generation is None else generation
+        )
         app = as_app_policy(policy)
         self.bind: Engine | Connection = self._open(db, app)
         self.snapshot, self.policy = self._read_policy(app)

@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..decode.backend import Backend
     from ..policy.model import Policy
     from ..schema.model import SchemaSnapshot
-    from .prompt import Message, VisibleTable
+    from .prompt import Message
+    from .tables import VisibleTable
     from .values import ColumnValues
 
 MARGIN = 16  # tokens kept free beyond the answer: a stop token, a template's closing tokens
@@ -176,7 +177,7 @@ def check_room(backend: Backend, n_prompt: int, max_tokens: int) -> None:
 
 def linker_for(snapshot: SchemaSnapshot, policy: Policy) -> Linker[VisibleTable]:
     """The linker over the role's visible tables, built once per (schema, policy)."""
-    from .prompt import visible_tables
+    from .tables import visible_tables
 
     key = (snapshot.fingerprint, policy.fingerprint)
     return cached_linker(key, lambda: visible_tables(snapshot, policy))
@@ -200,7 +201,7 @@ def render_schema(
     apart from the ``max_names`` cap). Up to ``LINK_ABOVE`` visible tables they are ordered
     by the prompt's original ranker (the order every published measurement used); above,
     by the linker."""
-    from .prompt import _q, describe_table, rank_tables
+    from .tables import _q, describe_table, rank_tables
 
     linker = linker_for(snapshot, policy)
     tables = linker.tables
@@ -280,7 +281,7 @@ def render_schema(
 def _narrowed(t: VisibleTable, matched: Sequence[str]) -> tuple[VisibleTable, int] | None:
     """``t`` with its key columns, then the columns the question names (best first), then
     its first others, up to :data:`COMPACT_COLUMNS`; None when that would hide nothing."""
-    from .prompt import VisibleTable
+    from .tables import VisibleTable
 
     by_name = {c.name: c for c in t.columns}
     keys = set(t.info.primary_key) | {c for fk in t.info.foreign_keys for c in fk.columns}

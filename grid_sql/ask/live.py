@@ -123,7 +123,7 @@ class LiveGrantsMixin:
             asker.snapshot, asker.policy = asker._read_policy(self._app)
             asker._names = catalog_names(asker.snapshot)  # the idiom check's catalog words
             asker._modes.clear()
-            asker._binders.clear()
+            asker.generation.forget()  # bind-on-close policies, request caches
             asker._values = None
             self._catalog_fp = fp
             self.refreshes += 1

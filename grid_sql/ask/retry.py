@@ -14,6 +14,7 @@ from __future__ import annotations
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
+from ..dialect import Dialect as OurDialect
 from ..policy.checker import sqlglot_read
 
 # Tokens whose text is data or a name: compared exactly. Every other token is a keyword,
@@ -35,11 +36,11 @@ _EXACT = frozenset(
 )
 
 
-# Dialects whose unquoted names are case-insensitive to the server (SQLite compares them
-# case-insensitively, PostgreSQL folds them to lower case). MySQL/MariaDB table names are
-# case-sensitive on a server with lower_case_table_names=0, so there only function names
-# (an unquoted name before ``(``) are compared case-insensitively.
-_UNQUOTED_NAMES_FOLD = frozenset({"sqlite", "postgresql"})
+# Whether unquoted names are case-insensitive to the server is the dialect's
+# ``unquoted_names_case_insensitive``: SQLite compares them case-insensitively, PostgreSQL
+# folds them to lower case; MySQL/MariaDB table names are case-sensitive on a server with
+# lower_case_table_names=0, so there only function names (an unquoted name before ``(``)
+# are compared case-insensitively.
 
 
 def _key(tokens: list[Token], folds: bool) -> tuple[tuple[object, str], ...]:
@@ -65,7 +66,7 @@ def same_statement(a: str, b: str, dialect: str) -> bool:
 
     d = Dialect.get_or_raise(sqlglot_read(dialect))
     try:
-        folds = dialect in _UNQUOTED_NAMES_FOLD
+        folds = OurDialect.lookup(dialect).unquoted_names_case_insensitive
         return _key(d.tokenize(a), folds) == _key(d.tokenize(b), folds)
     except TokenError:
         return False

@@ -3,8 +3,8 @@ end), find denied intents and foreign idioms in what the model was kept from wri
 the audit records.
 
 Split out of :mod:`grid_sql.ask.asker`, which keeps the public path (``generate_sql``, ``ask``,
-``run_sql``) that calls these steps. :class:`grid_sql.serve.client.RemoteAsker` overrides
-``_generate`` and ``_seal`` to run generation on a server. They run as methods of the Asker
+``run_sql``) that calls these steps. Who generates is the Asker's ``generation`` strategy
+(:mod:`grid_sql.ask.generation`: the local loop, or a server). They run as methods of the Asker
 (``self`` is an ``Asker``); each annotates ``self`` so that every attribute it uses is
 type-checked, and mypy refuses a self type narrower than the class (``[misc]``), hence the
 ignore on each ``def``.
@@ -13,22 +13,13 @@ ignore on each ``def``.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..decode.records import StopReason
-from ..decode.serial import backend_lock
-from ..errors import (
-    GridSQLError,
-    MaskError,
-    ModelError,
-)
-from ..mask.guide import Guide
+from ..errors import MaskError
 from ..policy.checker import Violation
-from .budget import check_room
-from .components import OnStep, guide_for, role_grammar_for
-from .generation import AskGeneration, GenerationMode
+from .components import OnStep, role_grammar_for
+from .generation import AskGeneration, GenerationMode, GenerationRequest
 from .idioms import ForeignIdiom, foreign_idioms
 from .intent import DeniedIntent, denied_intents, question_intents
 from .prompt import (
@@ -37,7 +28,6 @@ from .prompt import (
 from .result import Repair
 
 if TYPE_CHECKING:
-    from ..decode.bind import BindOnClose
     from .asker import Asker  # pragma: no cover - typing only
 
 
@@ -113,58 +103,11 @@ class GenerationSteps:
         mode: GenerationMode,
         on_step: OnStep | None = None,
     ) -> AskGeneration:
-        from ..decode.loop import generate
-
-        # one generation at a time: a backend holds one KV cache (shared by every Asker on it)
-        with self._lock, backend_lock(self.backend):
-            backend = self.backend
-            guide = guide_for(mode.grammar, backend)
-            prompt_ids = backend.chat_prompt(msgs)
-            check_room(backend, len(prompt_ids), max_tokens)
-            t0 = time.perf_counter()
-            binder = self._binder(guide) if self.bind_on_close else None
-            try:
-                out = generate(
-                    backend, guide, prompt_ids, max_tokens=max_tokens, on_step=on_step, bind=binder
-                )
-            except GridSQLError:
-                raise
-            except (RuntimeError, ValueError, OSError) as exc:
-                # the model library failed mid-generation; nothing was produced or run
-                raise ModelError(f"generation failed in {backend!r}: {exc}") from exc
-            seconds = time.perf_counter() - t0
-        g = AskGeneration(
-            sql=out.sql,
-            stop_reason=StopReason(out.stop_reason).value,
-            records=list(out.records),
-            seconds=seconds,
-            mask_seconds=out.mask_seconds,
-            n_tokens=out.n_tokens,
-            guide=guide,
-            model_id=backend.model_id,
+        """One generation by the Asker's :attr:`generation` strategy."""
+        request = GenerationRequest(
+            msgs, max_tokens, mode, self.snapshot, records=self.audit is not None, on_step=on_step
         )
-        g.blocked, g.token_ids = list(out.blocked), list(out.token_ids)
-        return g
-
-    def _binder(self: Asker, guide: Guide) -> BindOnClose | None:  # type: ignore[misc]  # self: the Asker (module doc)
-        """The bind-on-close policy of ``guide``, with the snapshot's foreign keys (None:
-        its grammar has no select-list obligations, e.g. ``scopes=False``)."""
-        from ..decode.bind import BindOnClose, JoinLink
-
-        scopes = guide.grammar.scopes
-        if scopes is None or not scopes.bind_select_list:
-            return None
-        key = (guide.grammar.fingerprint, guide.vocab.fingerprint)
-        b = self._binders.get(key)
-        if b is None:
-            links = [
-                JoinLink(t.name, fk.columns, fk.referred_table, fk.referred_columns)
-                for sch in self.snapshot.schemas
-                for t in sch.tables
-                for fk in t.foreign_keys
-            ]
-            b = self._binders[key] = BindOnClose(guide, links)
-        return b
+        return self.generation.generate(request)
 
     def _seal(  # type: ignore[misc]  # self: the Asker (module doc)
         self: Asker,
@@ -172,15 +115,15 @@ class GenerationSteps:
         question: str,
         mode: GenerationMode,
         *,
-        seal_mode: str = "loop",
         flags: tuple[str, ...] = (),
         previous: str | None = None,
     ) -> str | None:
         """Seal one generation. With ``gen.fix`` the final SQL is the autofixed statement and
         the seal carries the generated SQL and the edits; the schema and policy are archived
-        so ``audit verify`` re-derives the fix from them. ``seal_mode``/``flags``: how the
-        tokens were produced (the remote Asker seals ``processor`` mode with its flags)."""
+        so ``audit verify`` re-derives the fix from them. How the tokens were produced is the
+        strategy's (``seal_mode``, ``seal_flags``: a server's processor, a remote replay)."""
         fix = gen.fix
+        strategy = self.generation
         store = self.audit
         if store is None or gen.guide is None:
             return None
@@ -200,8 +143,8 @@ class GenerationSteps:
             final_sql=fix.fixed if fix is not None and fix.fixed is not None else gen.sql,
             question=question,
             user=self.user,
-            mode=seal_mode,
-            flags=flags,
+            mode=strategy.seal_mode,
+            flags=(*strategy.seal_flags, *flags),
             dialect=self.dialect,
             autofix=None
             if fix is None

@@ -12,38 +12,16 @@ SQLite has no type errors to react to (dynamic typing): it gets no hint.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from ..dialect import Dialect
 
 __all__ = ["TYPE_HINTS", "type_hint"]
 
-# PostgreSQL SQLSTATEs of type trouble: undefined_function (an operator or function for these
-# argument types: `date ~~ unknown`), datatype_mismatch, cannot_coerce,
-# invalid_datetime_format, datetime_field_overflow, invalid_text_representation.
-_PG_TYPE_STATES = frozenset({"42883", "42804", "42846", "22007", "22008", "22P02"})
-# MySQL/MariaDB: truncated incorrect value (1292), incorrect datetime value for a
-# function (1411), incorrect value for a column (1366).
-_MYSQL_TYPE_ERRNOS = frozenset({1292, 1411, 1366})
-
-# Which driver codes are type errors, per dialect (the driver's own code: SQLSTATE for
-# psycopg, the error number for PyMySQL).
-_TYPE_ERROR: dict[str, Callable[[str | None, int | None], bool]] = {
-    "postgresql": lambda state, errno: state in _PG_TYPE_STATES,
-    "mysql": lambda state, errno: errno in _MYSQL_TYPE_ERRNOS,
-}
-
+# The codes and the hint text are the dialect's (``Dialect.is_type_error``,
+# ``Dialect.type_error_hint``); this table is kept for callers and tests.
 TYPE_HINTS: dict[str, str] = {
-    "postgresql": (
-        "PostgreSQL is strict about types: LIKE and text functions need text "
-        "(CAST(col AS TEXT) LIKE '2020%'); compare a date or timestamp with a date literal "
-        "(col >= DATE '2020-01-01'); take date parts with EXTRACT(YEAR FROM col) or "
-        "DATE_TRUNC('month', col); date arithmetic uses intervals "
-        "(CURRENT_DATE - INTERVAL '30 days')."
-    ),
-    "mysql": (
-        "MySQL dates: YEAR(col), MONTH(col), DATE_FORMAT(col, '%Y-%m'), "
-        "DATE_SUB(CURDATE(), INTERVAL 30 DAY), DATEDIFF(a, b); casts: CAST(x AS DATE), "
-        "CAST(x AS CHAR)."
-    ),
+    d.name: d.type_error_hint
+    for d in map(Dialect.get, Dialect.names())
+    if d.type_error_hint is not None
 }
 
 
@@ -59,8 +37,8 @@ def _code(exc: BaseException) -> tuple[str | None, int | None]:
 
 def type_hint(dialect: str, exc: BaseException) -> str | None:
     """The hint for a database refusal that is a type error in ``dialect``, else None."""
-    state, errno = _code(exc)
-    is_type_error = _TYPE_ERROR.get(dialect)
-    if is_type_error is None or not is_type_error(state, errno):
+    d = Dialect.lookup(dialect)
+    if d.type_error_hint is None:
         return None
-    return TYPE_HINTS[dialect]
+    state, errno = _code(exc)
+    return d.type_error_hint if d.is_type_error(state, errno) else None

@@ -24,8 +24,8 @@ from .log import GENESIS, AuditRecord, seal_statement
 if TYPE_CHECKING:
     from ..policy.model import Policy
     from ..schema.model import SchemaSnapshot
+    from .report import VerifyReport
     from .store import AuditStore
-    from .verify import VerifyReport
 
 __all__ = ["ExecutionOutcome", "execution_outcome", "seal_run_sql", "verify_statement"]
 
@@ -121,7 +121,7 @@ def verify_statement(store: AuditStore, rec: AuditRecord, rep: VerifyReport) -> 
     could be forged — is already bound by its hash and the store chain."""
     from ..policy.checker import Checker
     from .artifacts import rebuild_policy, rebuild_schema
-    from .verify import Divergence
+    from .report import Divergence
 
     seal = rec.seal
     rep.kind = "statement"

@@ -17,10 +17,12 @@ types stay in :mod:`grid_sql.policy.grants`, keyed by :attr:`Dialect.grant_sourc
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
-from sqlalchemy.engine import Connection, Engine, Inspector
+from sqlalchemy.engine import URL, Connection, Engine, Inspector
 
 from ..errors import GrammarError
 
@@ -48,6 +50,10 @@ class Dialect:
     """How messages and prompts name the dialect."""
     sqlglot: ClassVar[str] = ""
     """sqlglot's name for the dialect (``read=`` / ``Dialect.get_or_raise``)."""
+    sqlglot_settings: ClassVar[str] = ""
+    """Settings appended to :attr:`sqlglot` when statements are read for checking
+    (:attr:`sqlglot_read`), where sqlglot's default for the dialect differs from the
+    server's (MySQL compares column names case-insensitively)."""
 
     # ------------------------------------------------------------------ identifiers
     identifier_quotes: ClassVar[tuple[str, ...]] = ('"',)
@@ -64,6 +70,15 @@ class Dialect:
     bare_table_row_values: ClassVar[bool] = False
     """A bare FROM-item name used as a value means the whole row (PostgreSQL ``SELECT t
     FROM t``)."""
+    unquoted_names_case_insensitive: ClassVar[bool] = False
+    """Every unquoted name (tables included) compares case-insensitively, so two statements
+    differing only in that case are the same statement (SQLite; PostgreSQL folds them). Not
+    MySQL/MariaDB, whose table names may compare exactly (``lower_case_table_names``)."""
+    unknown_quoted_names_are_strings: ClassVar[bool] = False
+    """A double-quoted word that names no column is read as a string literal (SQLite; Spider's
+    gold SQL relies on it: ``WHERE name = "Aruba"``)."""
+    dual_table: ClassVar[bool] = False
+    """``FROM DUAL`` names no table, it is the one-row dummy (MySQL/MariaDB)."""
 
     # ------------------------------------------------------------------ catalog
     system_schemas: ClassVar[frozenset[str]] = frozenset()
@@ -80,6 +95,12 @@ class Dialect:
     swallowed and the next read attempted on the same transaction."""
     table_comments: ClassVar[bool] = True
     """The catalog keeps table comments (SQLite has none)."""
+    implicit_schemas: ClassVar[frozenset[str]] = frozenset()
+    """Schema names every database answers to though a snapshot need not list them (SQLite
+    ``main`` and ``temp``), lower case."""
+    catalog_hides_unreadable_columns: ClassVar[bool] = False
+    """The catalog lists only the columns the role has a privilege on (MySQL/MariaDB), so a
+    snapshot of a column-restricted table is incomplete and ``*`` means more on the server."""
 
     # ------------------------------------------------------------------ scopes
     output_alias_clauses: ClassVar[tuple[str, ...]] = ()
@@ -88,6 +109,11 @@ class Dialect:
     fresh_aliases: ClassVar[bool] = False
     """Default of ``role_scopes(fresh_aliases=)``: names compare case-insensitively quoted
     or not, so a table alias repeating a name of its FROM is a trap (SQLite)."""
+    group_order_see_own_select_only: ClassVar[bool] = False
+    """A name in GROUP BY or ORDER BY resolves against that SELECT alone, never an outer
+    query, which also hides the outer levels from subqueries nested there (SQLite
+    resolve.c: "The ORDER BY and GROUP BY clauses may not refer to terms in outer
+    queries")."""
 
     # ------------------------------------------------------------------ lexical hazards
     hash_comments: ClassVar[bool] = False
@@ -107,6 +133,12 @@ class Dialect:
     """The curated allow-list of function names (lower case); see policy/functions.py for
     what may be on it and why."""
 
+    function_replacements: ClassVar[dict[str, str]] = {}
+    """Functions models borrow from other dialects that this one lacks, with what to write
+    instead, keyed by lower-case name. Where :meth:`linked_functions` can answer it decides
+    what is missing and this only supplies the replacement; elsewhere (extensible server
+    catalogs) it is a deny-list of certain absences, never an allow-list."""
+
     foreign_function_hints: ClassVar[dict[str, str]] = {}
     """Prompt rules: what to write in this dialect instead of another dialect's function
     (T-SQL ``dateadd``, ``isnull``, Oracle ``sysdate``, ...), keyed by its lower-case name;
@@ -118,6 +150,12 @@ class Dialect:
     aggregate_needs_grouping: ClassVar[bool] = False
     """An aggregate in ORDER BY or HAVING needs a GROUP BY or an aggregate in the select list
     (SQLite)."""
+
+    # ------------------------------------------------------------------ errors
+    type_error_hint: ClassVar[str | None] = None
+    """One line for the repair round after a type error (:meth:`is_type_error`): how this
+    dialect spells casts, date parts and date arithmetic; None where there are no type
+    errors to react to (SQLite's dynamic typing). Names only allowed functions."""
 
     # ------------------------------------------------------------------ execution
     grant_source: ClassVar[str] = "none"
@@ -132,6 +170,12 @@ class Dialect:
     kill_capped_reads: ClassVar[bool] = False
     """Closing an unbuffered result drains it, so a capped read kills its query first
     (``KILL QUERY``, MySQL/MariaDB)."""
+    sync_drivers: ClassVar[dict[str, str]] = {}
+    """SQLAlchemy async driver name -> the synchronous driver an async bind of this dialect
+    is reopened with (``grid_sql.ask.aio``: the Asker needs the DB-API connection itself)."""
+    embedded: ClassVar[bool] = False
+    """The engine is a library opening a database file, not a server (SQLite): no pool
+    pre-ping or network timeouts, and the file is what the caller names."""
     audit_store: ClassVar[bool] = False
     """The audit store can enforce append-only on this dialect (the ``audit_*`` methods)."""
 
@@ -174,6 +218,15 @@ class Dialect:
             return None
 
     @classmethod
+    def lookup(cls, name: str | Dialect) -> Dialect:
+        """Like :meth:`get`, but an unknown name gets the SQL standard's defaults (this base
+        class's settings), for the callers that take a dialect name they do not validate."""
+        if isinstance(name, Dialect):
+            return name
+        found = cls.find(name)
+        return STANDARD if found is None else found
+
+    @classmethod
     def of(cls, bind: Engine | Connection | Inspector) -> Dialect:
         """The dialect of a SQLAlchemy engine, connection or inspector (MariaDB is
         ``mysql``)."""
@@ -189,6 +242,14 @@ class Dialect:
     def __repr__(self) -> str:
         return f"<Dialect {self.name}>"
 
+    @property
+    def sqlglot_read(self) -> str:
+        """sqlglot's ``read=`` for checking statements: :attr:`sqlglot` with
+        :attr:`sqlglot_settings`."""
+        if not self.sqlglot_settings:
+            return self.sqlglot
+        return f"{self.sqlglot}, {self.sqlglot_settings}"
+
     # ------------------------------------------------------------------ identifiers
     def fold(self, name: str, *, quoted: bool = False) -> str:
         """The key under which the server compares the name ``name`` (written quoted or
@@ -199,6 +260,17 @@ class Dialect:
         """Whether the catalog name ``name`` can be written without quotes and still mean
         itself (a folding server reads a bare ``Album`` as ``album``)."""
         return not self.bare_names_fold_lower or name == name.lower()
+
+    def quote(self, name: str) -> str:
+        """``name`` as it must be written to mean itself: bare where
+        :meth:`bare_spelling_names` holds and it is a plain word, else in this dialect's
+        first identifier quote (the quote character doubled inside)."""
+        plain = r"[A-Za-z_][A-Za-z0-9_$]*"
+        if re.fullmatch(plain, name) and self.bare_spelling_names(name):
+            return name
+        q = self.identifier_quotes[0]
+        close = "]" if q == "[" else q
+        return q + name.replace(close, close * 2) + close
 
     def is_system_schema(self, schema: str) -> bool:
         """``schema`` belongs to the engine (listed, or a per-session/internal prefix)."""
@@ -240,6 +312,17 @@ class Dialect:
         read from an embedded library; None where sqlglot's node types are the authority."""
         return None
 
+    def lacks_function(self, name: str) -> bool:
+        """The function ``name`` (lower case) certainly does not exist here: not in the
+        linked library where :meth:`linked_functions` can say, else on the
+        :attr:`function_replacements` deny-list."""
+        linked = self.linked_functions()
+        return name not in linked if linked is not None else name in self.function_replacements
+
+    def function_instead(self, name: str) -> str | None:
+        """What to write here instead of function ``name``, where a replacement is known."""
+        return self.function_replacements.get(name.lower())
+
     def function_names(self) -> frozenset[str]:
         """The function names a statement may call: :attr:`functions`, narrowed to what
         :meth:`linked_functions` says exists where it can say."""
@@ -264,6 +347,35 @@ class Dialect:
         """Catalog reads whose rows change when the role's rights or the schema change
         (the live-grants fingerprint, :mod:`grid_sql.ask.live`); empty: nothing to watch."""
         return []
+
+    # ------------------------------------------------------------------ errors
+    def is_type_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        """The driver's error code (SQLSTATE, or a MySQL-style error number) says the server
+        refused a statement for its types (:attr:`type_error_hint` then applies)."""
+        return False
+
+    # ------------------------------------------------------------------ connecting
+    def missing_database_file(self, url: URL) -> Path | None:
+        """The file ``url`` names when it does not exist and connecting would create it;
+        None for a server, or a file that exists."""
+        return None
+
+    def engine_options(self, url: URL, timeout_s: float, opts: dict[str, Any]) -> dict[str, Any]:
+        """``create_engine`` keyword arguments ``opts`` with pre-ping (a connection the server
+        dropped is replaced before a statement is judged on it) and
+        :meth:`connect_timeouts`; the caller's own settings win."""
+        opts = dict(opts)
+        opts.setdefault("pool_pre_ping", True)
+        args = dict(opts.get("connect_args") or {})
+        for k, v in self.connect_timeouts(url.get_driver_name(), timeout_s).items():
+            args.setdefault(k, v)
+        opts["connect_args"] = args
+        return opts
+
+    def connect_timeouts(self, driver: str, timeout_s: float) -> dict[str, Any]:
+        """The driver's connect (and read) timeout arguments bounded by ``timeout_s``, so a
+        server that accepts and never answers cannot hang; empty for an unknown driver."""
+        return {}
 
     # ------------------------------------------------------------------ audit store
     def audit_lock(self, conn: Connection, key: str) -> None:
@@ -293,6 +405,10 @@ class Dialect:
         """Names of the triggers on ``tables`` that exist now."""
         raise NotImplementedError(f"{self.label or self.name}: no audit store")
 
+
+STANDARD = Dialect()
+"""The base settings (the SQL standard's answer), for an unregistered name
+(:meth:`Dialect.lookup`)."""
 
 _BUILTINS = ("sqlite", "postgresql", "mysql")  # listed first by Dialect.names()
 _LOADED = False

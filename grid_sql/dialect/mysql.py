@@ -62,10 +62,15 @@ class MySQL(Dialect):
     aliases = ("mariadb",)
     label = "MySQL/MariaDB"
     sqlglot = "mysql"
+    # MySQL compares column names case-insensitively; sqlglot's default for MySQL is
+    # case-sensitive, which would report `Title` vs `title` as an unknown column.
+    sqlglot_settings = "normalization_strategy = case_insensitive"
 
     identifier_quotes = ("`",)
     system_schemas = frozenset(_SYSTEM)
     partial_catalog_reads = True
+    catalog_hides_unreadable_columns = True
+    dual_table = True
 
     output_alias_clauses = ("group", "having", "order")
     hash_comments = True
@@ -74,6 +79,21 @@ class MySQL(Dialect):
     double_quoted_strings = True
     user_variables = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
+    # Functions models borrow that MySQL/MariaDB lack (checked against the server in tests);
+    # the catalog is extensible, so this is a deny-list of certain absences.
+    function_replacements: ClassVar[dict[str, str]] = {
+        "strftime": "DATE_FORMAT(x, '%Y-%m-%d')",
+        "julianday": "TO_DAYS(x)",
+        "date_trunc": "DATE_FORMAT(x, '%Y-%m-01')",
+        "date_part": "EXTRACT(YEAR FROM x)",
+        "string_agg": "GROUP_CONCAT(x SEPARATOR ',')",
+        "iif": "IF(c, a, b)",
+        "len": "CHAR_LENGTH(s)",
+        "getdate": "NOW()",
+        "charindex": "LOCATE(sub, s)",
+        "generate_series": "a recursive CTE",
+        "age": "TIMESTAMPDIFF(YEAR, x, y)",
+    }
     foreign_function_hints: ClassVar[dict[str, str]] = {
         "dateadd": "DATE_ADD(x, INTERVAL n DAY)",
         "datepart": "EXTRACT(YEAR FROM x)",
@@ -86,6 +106,16 @@ class MySQL(Dialect):
     ddl_commits_implicitly = True
     kill_capped_reads = True
     audit_store = True
+    sync_drivers: ClassVar[dict[str, str]] = {"aiomysql": "pymysql", "asyncmy": "pymysql"}
+
+    # Truncated incorrect value (1292), incorrect datetime value for a function (1411),
+    # incorrect value for a column (1366).
+    type_error_errnos: ClassVar[frozenset[int]] = frozenset({1292, 1411, 1366})
+    type_error_hint = (
+        "MySQL dates: YEAR(col), MONTH(col), DATE_FORMAT(col, '%Y-%m'), "
+        "DATE_SUB(CURDATE(), INTERVAL 30 DAY), DATEDIFF(a, b); casts: CAST(x AS DATE), "
+        "CAST(x AS CHAR)."
+    )
 
     # ------------------------------------------------------------------ catalog
     def extra_schema_names(self, conn: Connection) -> list[str]:
@@ -107,6 +137,18 @@ class MySQL(Dialect):
         row = conn.execute(sa.text("SELECT DATABASE()")).first()
         return [row[0]] if row is not None and row[0] else None
 
+    # ------------------------------------------------------------------ connecting
+    def connect_timeouts(self, driver: str, timeout_s: float) -> dict[str, Any]:
+        if driver in ("pymysql", "mysqldb"):
+            # PyMySQL reads the server's greeting with no bound unless read_timeout is set; a
+            # statement's own bound is set per call (schema/faults.py answer_deadline).
+            return {
+                "connect_timeout": timeout_s,
+                "read_timeout": timeout_s,
+                "write_timeout": timeout_s,
+            }
+        return {}
+
     # ------------------------------------------------------------------ execution
     @contextlib.contextmanager
     def guard(self, conn: Connection, *, writes: bool, timeout_s: float) -> Iterator[None]:
@@ -119,6 +161,9 @@ class MySQL(Dialect):
     def is_timeout(self, orig: BaseException | None) -> bool:
         args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
         return bool(args) and args[0] in _TIMEOUT_ERRNOS
+
+    def is_type_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        return errno in self.type_error_errnos
 
     def fingerprint_queries(self, conn: Connection) -> list[str]:
         return ["SHOW GRANTS", _COLUMNS]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 from collections.abc import Iterator, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -105,6 +106,7 @@ class PostgreSQL(Dialect):
         "user current_user current_role session_user current_catalog current_schema".split()
     )
     bare_table_row_values = True
+    unquoted_names_case_insensitive = True  # folded to lower case before comparing
 
     system_schemas = frozenset({"information_schema", "pg_catalog", "pg_toast"})
     hidden_schema_prefixes = ("pg_temp", "pg_toast")
@@ -115,6 +117,28 @@ class PostgreSQL(Dialect):
     output_alias_clauses = ("group",)
     backslash_escapes_vary = True
     functions: ClassVar[frozenset[str]] = words(_CATALOG) | words(PARSER_FUNCTIONS)
+    # Functions models borrow that PostgreSQL lacks (checked against the server in tests); its
+    # catalog is extensible, so this is a deny-list of certain absences.
+    function_replacements: ClassVar[dict[str, str]] = {
+        "year": "EXTRACT(YEAR FROM x)",
+        "month": "EXTRACT(MONTH FROM x)",
+        "day": "EXTRACT(DAY FROM x)",
+        "date_format": "to_char(x, 'YYYY-MM-DD')",
+        "strftime": "to_char(x, 'YYYY-MM-DD')",
+        "julianday": "x::date - y::date (a number of days)",
+        "datediff": "x::date - y::date (a number of days)",
+        "ifnull": "COALESCE(x, y)",
+        "nvl": "COALESCE(x, y)",
+        "iif": "CASE WHEN c THEN a ELSE b END",
+        "if": "CASE WHEN c THEN a ELSE b END",
+        "group_concat": "string_agg(x, ',')",
+        "instr": "strpos(s, sub)",
+        "locate": "strpos(s, sub)",
+        "charindex": "strpos(s, sub)",
+        "len": "length(s)",
+        "getdate": "now()",
+        "curdate": "CURRENT_DATE",
+    }
     foreign_function_hints: ClassVar[dict[str, str]] = {
         "dateadd": "x + INTERVAL 'n days'",
         "datepart": "EXTRACT(YEAR FROM x)",
@@ -125,6 +149,25 @@ class PostgreSQL(Dialect):
 
     grant_source = "privilege_functions"
     audit_store = True
+    sync_drivers: ClassVar[dict[str, str]] = {
+        "asyncpg": "psycopg",
+        "psycopg": "psycopg",  # psycopg 3 is both
+        "psycopg_async": "psycopg",
+    }
+
+    # SQLSTATEs of type trouble: undefined_function (an operator or function for these
+    # argument types: `date ~~ unknown`), datatype_mismatch, cannot_coerce,
+    # invalid_datetime_format, datetime_field_overflow, invalid_text_representation.
+    type_error_states: ClassVar[frozenset[str]] = frozenset(
+        {"42883", "42804", "42846", "22007", "22008", "22P02"}
+    )
+    type_error_hint = (
+        "PostgreSQL is strict about types: LIKE and text functions need text "
+        "(CAST(col AS TEXT) LIKE '2020%'); compare a date or timestamp with a date literal "
+        "(col >= DATE '2020-01-01'); take date parts with EXTRACT(YEAR FROM col) or "
+        "DATE_TRUNC('month', col); date arithmetic uses intervals "
+        "(CURRENT_DATE - INTERVAL '30 days')."
+    )
 
     # ------------------------------------------------------------------ catalog
     def visible_relations(self, conn: Connection) -> set[tuple[str, str]]:
@@ -145,6 +188,13 @@ class PostgreSQL(Dialect):
         )
         return {(r[0], r[1]) for r in rows}
 
+    # ------------------------------------------------------------------ connecting
+    def connect_timeouts(self, driver: str, timeout_s: float) -> dict[str, Any]:
+        if driver in ("psycopg", "psycopg2", "psycopg_async"):
+            # libpq takes whole seconds (and treats anything below 2 as 2).
+            return {"connect_timeout": max(2, math.ceil(timeout_s))}
+        return {}
+
     # ------------------------------------------------------------------ execution
     @contextlib.contextmanager
     def guard(self, conn: Connection, *, writes: bool, timeout_s: float) -> Iterator[None]:
@@ -155,6 +205,9 @@ class PostgreSQL(Dialect):
 
     def is_timeout(self, orig: BaseException | None) -> bool:
         return getattr(orig, "sqlstate", None) == _TIMEOUT_SQLSTATE
+
+    def is_type_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        return sqlstate in self.type_error_states
 
     def fingerprint_queries(self, conn: Connection) -> list[str]:
         info = conn.dialect.server_version_info

@@ -15,10 +15,11 @@ import functools
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Inspector
+from sqlalchemy.engine import URL, Connection, Inspector
 
 from .base import COMMON_AGG, MATH, WINDOW, Dialect, words
 
@@ -69,11 +70,47 @@ class SQLite(Dialect):
     sqlglot = "sqlite"
 
     identifier_quotes = ('"', "`", "[")
+    unquoted_names_case_insensitive = True
+    unknown_quoted_names_are_strings = True
     output_alias_clauses = ("where", "group", "having", "order")
     fresh_aliases = True
+    group_order_see_own_select_only = True
     table_comments = False
+    implicit_schemas = frozenset({"main", "temp"})
+    embedded = True
     aggregate_needs_grouping = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
+    # What to write instead of a function the library lacks (the library decides what is
+    # missing: :meth:`linked_functions`).
+    function_replacements: ClassVar[dict[str, str]] = {
+        "year": "strftime('%Y', x)",
+        "month": "strftime('%m', x)",
+        "day": "strftime('%d', x)",
+        "hour": "strftime('%H', x)",
+        "date_format": "strftime('%Y-%m-%d', x)",
+        "to_char": "strftime('%Y-%m-%d', x)",
+        "date_trunc": "strftime('%Y-%m-01', x)",
+        "extract": "strftime('%Y', x)",
+        "datediff": "julianday(x) - julianday(y)",
+        "timestampdiff": "julianday(x) - julianday(y)",
+        "now": "datetime('now')",
+        "getdate": "datetime('now')",
+        "curdate": "date('now')",
+        "concat": "a || b",
+        "left": "substr(s, 1, n)",
+        "right": "substr(s, -n)",
+        "len": "length(s)",
+        "char_length": "length(s)",
+        "isnull": "ifnull(x, y)",
+        "nvl": "ifnull(x, y)",
+        "if": "iif(c, a, b) or CASE WHEN c THEN a ELSE b END",
+        "string_agg": "group_concat(x, ',')",
+        "locate": "instr(s, sub)",
+        "charindex": "instr(s, sub)",
+        "position": "instr(s, sub)",
+        "to_date": "date(x)",
+        "str_to_date": "date(x)",
+    }
     foreign_function_hints: ClassVar[dict[str, str]] = {
         "dateadd": "date(x, '+n days')",
         "datepart": "strftime('%Y', x)",
@@ -83,6 +120,7 @@ class SQLite(Dialect):
     }
     grant_source = "none"
     audit_store = True
+    sync_drivers: ClassVar[dict[str, str]] = {"aiosqlite": "pysqlite"}
 
     def linked_functions(self) -> frozenset[str]:
         return library_functions()
@@ -94,6 +132,23 @@ class SQLite(Dialect):
         self, insp: Inspector, schema: str, names: Sequence[str]
     ) -> contextlib.AbstractContextManager[None]:
         return _table_sql(insp, schema, names)
+
+    # ------------------------------------------------------------------ connecting
+    def missing_database_file(self, url: URL) -> Path | None:
+        db = url.database or ""
+        uri = str(url.query.get("uri", "")).lower() in ("true", "1")
+        if uri:
+            mode = str(url.query.get("mode", ""))
+            if mode in ("memory", "rwc") or not db.startswith("file:"):
+                return None
+            db = db[len("file:") :]
+        if not db or db == ":memory:":
+            return None
+        p = Path(db).expanduser()
+        return None if p.exists() else p
+
+    def engine_options(self, url: URL, timeout_s: float, opts: dict[str, Any]) -> dict[str, Any]:
+        return dict(opts)  # a file, no connection to lose or server to wait for
 
     # ------------------------------------------------------------------ execution
     @contextlib.contextmanager

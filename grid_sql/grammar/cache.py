@@ -24,7 +24,7 @@ import json
 import os
 import struct
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -204,32 +204,15 @@ def encode(grammar: Grammar, key: str) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
-def decode(raw: str, key: str) -> Grammar:
-    """Rebuild the grammar of an entry; ValueError unless it is exactly what was stored."""
-    from lark.grammar import NonTerminal, RuleOptions
-    from lark.grammar import Rule as LarkRule
-    from lark.grammar import Terminal as LarkTerminal
-
-    from .ir import Grammar, Terminal
-
+def decode(raw: str, key: str, build: Callable[[dict[str, Any]], Grammar]) -> Grammar:
+    """Rebuild the grammar of an entry with ``build`` (the IR's constructor from a stored
+    document, ``Grammar.from_store``; passed in so that this store does not import the IR
+    it stores); ValueError unless it is exactly what was stored."""
     try:
         doc = json.loads(raw)
         if doc["format"] != STORE_FORMAT or doc["key"] != key:
             raise ValueError("format or key mismatch")
-        terms = [
-            Terminal(i, str(n), str(p), int(pr), bool(s), bool(ig), bool(c))
-            for i, (n, p, pr, s, ig, c) in enumerate(doc["terminals"])
-        ]
-        names = {t.name for t in terms}
-        rules = [
-            LarkRule(
-                NonTerminal(lhs),
-                [LarkTerminal(s) if s in names else NonTerminal(s) for s in rhs],
-                options=RuleOptions(),
-            )
-            for lhs, rhs in doc["rules"]
-        ]
-        g = Grammar(terms, rules, str(doc["start"]), name=str(doc["name"]))
+        g = build(doc)
     except ValueError:
         raise
     except Exception as exc:  # malformed JSON structure of any kind
@@ -239,8 +222,9 @@ def decode(raw: str, key: str) -> Grammar:
     return g
 
 
-def load(key: str) -> Grammar | None:
-    """The stored grammar for ``key``; None if absent, disabled, corrupt or stale."""
+def load(key: str, build: Callable[[dict[str, Any]], Grammar]) -> Grammar | None:
+    """The stored grammar for ``key`` (rebuilt by ``build``, see :func:`decode`); None if
+    absent, disabled, corrupt or stale."""
     root = store_dir()
     if root is None:
         return None
@@ -254,7 +238,7 @@ def load(key: str) -> Grammar | None:
         STATS.rejected += 1
         return None
     try:
-        g = decode(raw, key)
+        g = decode(raw, key, build)
     except ValueError:
         STATS.rejected += 1
         return None

@@ -266,7 +266,7 @@ class Grammar:
             categories=categories,
             name=name,
         )
-        hit = store.load(key)
+        hit = store.load(key, Grammar.from_store)
         if hit is not None and cls is Grammar:
             hit.validate()
             return hit
@@ -329,10 +329,31 @@ class Grammar:
         return g
 
     @classmethod
+    def from_store(cls, doc: dict[str, Any]) -> Grammar:
+        """The grammar of an on-disk store document (``grammar/cache.py``'s ``encode``): its
+        terminals in their frozen numbering and its rules; the store checks the fingerprint.
+        Raises on a malformed document (the store treats that as a rejected entry)."""
+        from lark.grammar import NonTerminal, RuleOptions
+        from lark.grammar import Terminal as LarkTerminal
+
+        terms = [
+            Terminal(i, str(n), str(p), int(pr), bool(s), bool(ig), bool(c))
+            for i, (n, p, pr, s, ig, c) in enumerate(doc["terminals"])
+        ]
+        names = {t.name for t in terms}
+        rules = [
+            LarkRule(
+                NonTerminal(lhs),
+                [LarkTerminal(s) if s in names else NonTerminal(s) for s in rhs],
+                options=RuleOptions(),
+            )
+            for lhs, rhs in doc["rules"]
+        ]
+        return Grammar(terms, rules, str(doc["start"]), name=str(doc["name"]))
+
+    @classmethod
     def dialect(cls, name: str) -> Grammar:
         """The shipped L1 grammar of a SQL dialect (``sqlite``, ``postgresql``, ``mysql``)."""
-        from .dialects import load_dialect
-
         return load_dialect(name)
 
     def _derive(
@@ -613,3 +634,45 @@ class Grammar:
             f"Grammar({self.name or 'anonymous'}, {len(self.terminals)} terminals, "
             f"{len(self.rules)} rules, fp={self.fingerprint[:12]})"
         )
+
+
+# ---------------------------------------------------------------------------- dialect grammars
+# The shipped L1 grammars, one lark file per registered dialect in ``dialects/`` (repo root in
+# a development checkout, ``grid_sql/dialects`` inside a wheel). Here, not in
+# ``grammar/dialects.py`` (which re-exports them), so that ``Grammar.dialect`` needs no import
+# of a module that imports this one. Loading builds the LALR(1) tables, so each dialect is
+# loaded once per process and shared: every role projection derives from the same L1 object.
+_DIALECT_GRAMMARS: dict[str, Grammar] = {}
+_DIALECT_LOCK = threading.Lock()
+
+
+def dialects_dir() -> Path:
+    """Where the dialect grammar files are (wheel layout first, then the source tree)."""
+    here = Path(__file__).resolve().parent.parent
+    for cand in (here / "dialects", here.parent / "dialects"):
+        if (cand / "common.lark").is_file():
+            return cand
+    raise GrammarError(f"dialect grammars not found next to {here}")
+
+
+def canonical_dialect(name: str) -> str:
+    """The registered dialect's name for ``name`` or an alias (``postgres`` → ``postgresql``);
+    raises :class:`grid_sql.dialect.UnknownDialectError` (a :class:`GrammarError`)."""
+    from ..dialect import Dialect
+
+    return Dialect.get(name).name
+
+
+def load_dialect(name: str) -> Grammar:
+    """The L1 grammar of dialect ``name`` (cached per process)."""
+    key = canonical_dialect(name)
+    with _DIALECT_LOCK:
+        g = _DIALECT_GRAMMARS.get(key)
+        if g is None:
+            d = dialects_dir()
+            path = d / f"{key}.lark"
+            g = Grammar.from_lark(
+                path.read_text(), "start", import_paths=[d], source_path=path, name=key
+            )
+            _DIALECT_GRAMMARS[key] = g
+    return g

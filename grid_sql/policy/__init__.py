@@ -6,7 +6,12 @@ separately; nothing in this package imports it.
 
 from grid_sql.policy.checker import Checker, Violation, ViolationKind, check, format_violations
 from grid_sql.policy.config import AppPolicy, AppRules, narrow
-from grid_sql.policy.grants import parse_mysql_grant, read_grants, sqlite_baseline
+from grid_sql.policy.grants import (
+    no_grants_baseline,
+    parse_mysql_grant,
+    read_grants,
+    sqlite_baseline,
+)
 from grid_sql.policy.model import (
     BANNED_CLAUSES,
     COLUMN_PRIVILEGES,
@@ -39,6 +44,7 @@ __all__ = [
     "check",
     "format_violations",
     "narrow",
+    "no_grants_baseline",
     "open_sqlite",
     "parse_mysql_grant",
     "read_grants",

@@ -28,6 +28,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 from sqlglot.tokenizer_core import Token, TokenType
 
+from grid_sql.dialect import Dialect
 from grid_sql.errors import PolicyViolation
 from grid_sql.policy.aggregates import aggregate_misuse
 from grid_sql.policy.conformance import (
@@ -52,14 +53,6 @@ from .refs import (
 from .scope_walk import ScopeRules
 from .violation import Violation, ViolationKind
 
-_SQLGLOT_DIALECT = {
-    "postgresql": "postgres",
-    # MySQL compares column names case-insensitively; sqlglot's default for MySQL is
-    # case-sensitive, which would report `Title` vs `title` as an unknown column.
-    "mysql": "mysql, normalization_strategy = case_insensitive",
-    "sqlite": "sqlite",
-}
-
 # Statement node → statement verb (policy.STATEMENT_VERBS), or a name that no policy allows.
 _STATEMENT_KIND: tuple[tuple[type[exp.Expr], str], ...] = (
     (exp.Insert, "insert"),
@@ -81,8 +74,10 @@ _STATEMENT_KIND: tuple[tuple[type[exp.Expr], str], ...] = (
 
 
 def sqlglot_read(dialect: str) -> str:
-    """sqlglot's ``read=`` for one of our dialects (unknown names passed through)."""
-    return _SQLGLOT_DIALECT.get(dialect, dialect)
+    """sqlglot's ``read=`` for one of our dialects (``Dialect.sqlglot_read``; unknown names
+    passed through)."""
+    found = Dialect.find(dialect)
+    return dialect if found is None else found.sqlglot_read
 
 
 def statement_verb(stmt: exp.Expr) -> str:
@@ -152,12 +147,15 @@ class Checker:
         self.snapshot = snapshot
         self.policy = policy
         self.dialect = dialect or snapshot.dialect
-        if self.dialect not in _SQLGLOT_DIALECT:
+        found = Dialect.find(self.dialect)
+        if found is None:
             raise ValueError(f"unsupported dialect {self.dialect!r}")
-        self._read = _SQLGLOT_DIALECT[self.dialect]
+        self.d = found
+        self.dialect = found.name  # an alias ("postgres") means the same dialect
+        self._read = found.sqlglot_read
         # PostgreSQL: keep catalog names exact and let sqlglot fold unquoted query identifiers
         # to lower case, as the server does. SQLite/MySQL: compare case-insensitively.
-        exact = self.dialect == "postgresql"
+        exact = found.quoted_names_exact
 
         def key(name: str) -> str:
             return name if exact else name.lower()
@@ -190,8 +188,8 @@ class Checker:
             return None
         if len(stmts) != 1 or not isinstance(stmts[0], exp.Query):
             return None
-        if self.dialect == "sqlite":
-            return _Run(self, sql)._sqlite_string_fallback(stmts[0])
+        if self.d.unknown_quoted_names_are_strings:
+            return _Run(self, sql)._quoted_string_fallback(stmts[0])
         return stmts[0]
 
     def check(self, sql: str) -> list[Violation]:
@@ -428,8 +426,8 @@ class _Run(ScopeRules, DmlRules):
         """Schema conformance of a query and the dialect's functions; True if anything found."""
         found: list[Finding] = dialect_functions(stmt, self.sql, self.c.dialect)
         if isinstance(stmt, exp.Query):
-            if self.c.dialect == "sqlite":
-                stmt = self._sqlite_string_fallback(stmt)
+            if self.c.d.unknown_quoted_names_are_strings:
+                stmt = self._quoted_string_fallback(stmt)
             try:
                 found += check_query(stmt, self.sql, self.c._view)
                 found += aggregate_misuse(stmt, self.sql, self.c.dialect)
@@ -486,8 +484,8 @@ class _Run(ScopeRules, DmlRules):
 
     # -------------------------------------------------------------- resolution
     def _qualified(self, stmt: exp.Expr) -> exp.Expr | None:
-        if self.c.dialect == "sqlite":
-            stmt = self._sqlite_string_fallback(stmt)
+        if self.c.d.unknown_quoted_names_are_strings:
+            stmt = self._quoted_string_fallback(stmt)
         try:
             return qualify(
                 stmt,
@@ -522,8 +520,9 @@ class _Run(ScopeRules, DmlRules):
             )
             return None
 
-    def _sqlite_string_fallback(self, stmt: exp.Expr) -> exp.Expr:
-        """SQLite reads a double-quoted word that names no column as a string literal.
+    def _quoted_string_fallback(self, stmt: exp.Expr) -> exp.Expr:
+        """SQLite reads a double-quoted word that names no column as a string literal
+        (``Dialect.unknown_quoted_names_are_strings``).
 
         Spider's gold SQL relies on it (``WHERE name = "Aruba"``). Mirror the rule: a bare,
         double-quoted, unqualified column name matching no column of any table becomes a

@@ -37,7 +37,6 @@ from grid_sql.schema.model import TableInfo
 
 from .conformance_messages import ConformanceMessages
 from .dialect_calls import (  # noqa: F401 - re-exported: conformance's public names
-    _FOREIGN,
     dialect_functions,
     function_instead,
     sqlite_functions,
@@ -45,7 +44,6 @@ from .dialect_calls import (  # noqa: F401 - re-exported: conformance's public n
 )
 from .findings import (  # noqa: F401 - re-exported
     _MAX_LISTED,
-    DIALECT_LABEL,
     CertainEdit,
     Finding,
     FindingKind,
@@ -109,7 +107,7 @@ class _Conformance(ConformanceMessages):
                     self.view.ident(src.this), src.db if src.args.get("db") else None
                 )
                 if found is None:
-                    if self.view.dialect == "mysql" and src.name.lower() == "dual":
+                    if self.view.d.dual_table and src.name.lower() == "dual":
                         continue
                     if not src.args.get("db") and self.view.ident(src.this) in self.dml_ctes:
                         out[key] = _Source(alias, key, opaque=True)
@@ -245,7 +243,7 @@ class _Conformance(ConformanceMessages):
         outer queries"), which also hides the outer levels from subqueries nested there."""
         s: Scope | None = scope
         at: exp.Expr | None = node
-        cut = node is not None and self.view.dialect == "sqlite"
+        cut = node is not None and self.view.d.group_order_see_own_select_only
         while s is not None:
             yield s, self.sources(s)
             if cut and at is not None and _in_group_or_order(at, s):
@@ -434,8 +432,8 @@ def certain_fixes(query: exp.Expr, sql: str, view: SchemaView) -> list[CertainEd
 
 
 def _check(query: exp.Expr, sql: str, view: SchemaView) -> _Conformance:
-    if view.exact:  # PostgreSQL: fold unquoted names once, then compare exactly
-        query = normalize_identifiers(query.copy(), dialect="postgres")
+    if view.fold_bare:  # PostgreSQL: fold unquoted names once, then compare exactly
+        query = normalize_identifiers(query.copy(), dialect=view.d.sqlglot)
     run = _Conformance(view, sql)
     run.dml_ctes = {
         view.key(cte.alias_or_name)

@@ -332,8 +332,7 @@ class ConformanceMessages:
         A real schema is left to the policy checker, as before."""
         db = self.view.ident(col.args["db"])
         schemas = {self.view.key(sc.name) for sc in self.view.snapshot.schemas}
-        if self.view.dialect == "sqlite":
-            schemas |= {"main", "temp"}
+        schemas |= self.view.d.implicit_schemas
         if db in schemas or isinstance(col.this, exp.Star):
             return
         start, _ = _span(col.args["db"], self.sql)

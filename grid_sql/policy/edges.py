@@ -220,13 +220,7 @@ def _missing(name: str, dialect: str) -> bool:
     """A function the dialect does not have at all: the conformance pass reports it as
     ``unknown_function`` with the dialect's replacement (a better repair hint than "not
     allowed"), and the server could not run it anyway."""
-    from grid_sql.policy.conformance import _FOREIGN
-
-    d = Dialect.get(dialect)
-    linked = d.linked_functions()
-    if linked is not None:  # an embedded library says what exists
-        return name not in linked
-    return name in _FOREIGN.get(d.name, {})
+    return Dialect.get(dialect).lacks_function(name)
 
 
 # ---------------------------------------------------------------------------- comments

@@ -20,7 +20,6 @@ FindingKind = Literal[
     "aggregate_misuse",
 ]
 
-DIALECT_LABEL = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL/MariaDB"}
 _MAX_LISTED = 15
 
 

@@ -49,7 +49,7 @@ def read_grants(conn: Connection, snapshot: SchemaSnapshot) -> Policy:
     if d is None:
         raise PolicyError(f"no grants reader for dialect {dialect_name(conn)!r}")
     if d.grant_source == "none":
-        return sqlite_baseline(snapshot)
+        return no_grants_baseline(snapshot, d)
     reader = _READERS.get(d.grant_source)
     if reader is None:
         raise PolicyError(f"no grants reader {d.grant_source!r} (dialect {d.name!r})")
@@ -471,18 +471,26 @@ def _mysql_policy(conn: Connection, snapshot: SchemaSnapshot) -> Policy:
     )
 
 
-# Grant readers by :attr:`Dialect.grant_source` ("none": :func:`sqlite_baseline`).
+# Grant readers by :attr:`Dialect.grant_source` ("none": :func:`no_grants_baseline`).
 _READERS: dict[str, Callable[[Connection, SchemaSnapshot], Policy]] = {
     "privilege_functions": _pg_policy,
     "show_grants": _mysql_policy,
 }
 
 
-# ---------------------------------------------------------------------- SQLite
+# ---------------------------------------------------------------------- no privileges
 def sqlite_baseline(snapshot: SchemaSnapshot) -> Policy:
-    """SQLite has no grants: whoever can open the file can do anything; config narrows it.
+    """:func:`no_grants_baseline` for SQLite, whatever dialect ``snapshot`` names: the
+    "everything, narrowed by configuration" role the Asker gives a SQLite file, which
+    benchmarks and tests also use as an unrestricted role."""
+    return no_grants_baseline(snapshot, Dialect.get("sqlite"))
 
-    Views are read-only in SQLite (without INSTEAD OF triggers), so they get SELECT only.
+
+def no_grants_baseline(snapshot: SchemaSnapshot, dialect: Dialect) -> Policy:
+    """A dialect with no privilege system (``grant_source = "none"``): whoever can open the
+    database can do anything; configuration narrows it.
+
+    Views are read-only there (SQLite: without INSTEAD OF triggers), so they get SELECT only.
     """
     tables = []
     for sname, t in snapshot.iter_tables():
@@ -493,11 +501,14 @@ def sqlite_baseline(snapshot: SchemaSnapshot) -> Policy:
         cols = tuple((c.name, verbs & frozenset(COLUMN_PRIVILEGES)) for c in t.columns)
         tables.append(TablePolicy(sname, t.name, t.kind, verbs, cols))
     verbs_all = frozenset(STATEMENT_VERBS) - {"grant", "revoke", "truncate", "merge"}
+    label = dialect.label or dialect.name
     return Policy(
-        dialect="sqlite",
-        role="(sqlite file)",
+        dialect=dialect.name,
+        role=f"({dialect.name} file)" if dialect.embedded else f"({dialect.name})",
         default_schema=snapshot.default_schema,
         tables=tuple(tables),
         statement_verbs=verbs_all,
-        provenance=(Provenance("*", "ALL", "default", "allow", "SQLite has no privilege system"),),
+        provenance=(
+            Provenance("*", "ALL", "default", "allow", f"{label} has no privilege system"),
+        ),
     )

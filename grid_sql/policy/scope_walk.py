@@ -72,7 +72,7 @@ class ScopeRules:
     def _scope(self: _Run, scope: Scope, outer: dict[str, _Ref]) -> None:  # type: ignore[misc]  # self is the checker run (module doc)
         refs: dict[str, _Ref | None] = {}
         for alias, source in scope.sources.items():
-            if self.c.dialect == "mysql" and self._is_dual(source):
+            if self.c.d.dual_table and self._is_dual(source):
                 continue
             if isinstance(source, exp.Table) and isinstance(source.this, exp.Func):
                 refs[alias] = None  # table function (generate_series, unnest): no table
@@ -141,7 +141,7 @@ class ScopeRules:
         """MySQL/MariaDB hide the columns a user has no privilege on, so the snapshot of a
         column-restricted table is incomplete and ``*`` expands to more on the server than
         here. Without table-wide SELECT, a star over such a table is itself the violation."""
-        if self.c.dialect != "mysql" or self.where(col)[0] is not None:
+        if not self.c.d.catalog_hides_unreadable_columns or self.where(col)[0] is not None:
             return False  # an explicit column, or an engine whose catalog shows every column
         if ref.rights is not None and "select" in ref.rights.verbs:
             return False

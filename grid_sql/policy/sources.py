@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from grid_sql.dialect import Dialect
 from grid_sql.policy.model import Policy
 from grid_sql.schema.model import SchemaSnapshot, TableInfo
 
@@ -26,14 +27,17 @@ class SchemaView:
     """Name resolution the way the engine does it, plus the role's visible columns.
 
     PostgreSQL folds unquoted names to lower case and compares exactly; SQLite and MySQL
-    compare names case-insensitively.
+    compare names case-insensitively (the dialect's ``quoted_names_exact`` and
+    ``bare_names_fold_lower``).
     """
 
     def __init__(self, snapshot: SchemaSnapshot, policy: Policy, dialect: str) -> None:
         self.snapshot = snapshot
         self.policy = policy
         self.dialect = dialect
-        self.exact = dialect == "postgresql"
+        self.d = Dialect.lookup(dialect)
+        self.exact = self.d.quoted_names_exact
+        self.fold_bare = self.d.bare_names_fold_lower
         self.default_schema = policy.default_schema or snapshot.default_schema
 
     def key(self, name: str) -> str:
@@ -43,7 +47,7 @@ class SchemaView:
         """The lookup key of an identifier node as written in the query."""
         if not isinstance(node, exp.Identifier):
             return self.key(node.name) if isinstance(node, exp.Expr) else ""
-        if self.exact and not node.quoted:
+        if self.fold_bare and not node.quoted:
             return node.name.lower()
         return self.key(node.name)
 
@@ -276,12 +280,7 @@ def _close(name: str, candidates: Iterable[str]) -> str | None:
 
 def quote_name(name: str, dialect: str) -> str:
     """``name`` as it must be written in ``dialect`` (PostgreSQL: quoted unless lower case)."""
-    plain = r"[a-z_][a-z0-9_$]*" if dialect == "postgresql" else r"[A-Za-z_][A-Za-z0-9_$]*"
-    if re.fullmatch(plain, name):
-        return name
-    if dialect == "mysql":
-        return "`" + name.replace("`", "``") + "`"
-    return '"' + name.replace('"', '""') + '"'
+    return Dialect.lookup(dialect).quote(name)
 
 
 def _listed(names: list[str]) -> str:

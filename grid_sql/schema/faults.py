@@ -31,6 +31,7 @@ from urllib.parse import unquote
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ..dialect import Dialect
 from ..errors import ConnectionConfigError, OptionError
 
 SLACK_S = 2.0  # what a call may take beyond its timeout_s: connect, SET, rollback round trips
@@ -101,42 +102,17 @@ def parse_url(url: str | sa.URL) -> sa.URL:
 
 
 def sqlite_missing(url: sa.URL) -> Path | None:
-    """The file a SQLite URL names when it does not exist (connecting would create it)."""
-    if url.get_backend_name() != "sqlite":
-        return None
-    db = url.database or ""
-    uri = str(url.query.get("uri", "")).lower() in ("true", "1")
-    if uri:
-        mode = str(url.query.get("mode", ""))
-        if mode in ("memory", "rwc") or not db.startswith("file:"):
-            return None
-        db = db[len("file:") :]
-    if not db or db == ":memory:":
-        return None
-    p = Path(db).expanduser()
-    return None if p.exists() else p
+    """The file a URL of an embedded engine (SQLite) names when it does not exist (connecting
+    would create it): ``Dialect.missing_database_file``."""
+    d = Dialect.find(url.get_backend_name())
+    return None if d is None else d.missing_database_file(url)
 
 
 def engine_options(url: sa.URL, timeout_s: float, kwargs: dict[str, Any]) -> dict[str, Any]:
     """``create_engine`` keyword arguments with pre-ping and the driver's connect and read
-    timeouts bounded by ``timeout_s`` (the caller's own settings win)."""
-    opts = dict(kwargs)
-    if url.get_backend_name() == "sqlite":
-        return opts
-    opts.setdefault("pool_pre_ping", True)
-    args = dict(opts.get("connect_args") or {})
-    driver = url.get_driver_name()
-    if driver in ("psycopg", "psycopg2", "psycopg_async"):
-        # libpq takes whole seconds (and treats anything below 2 as 2).
-        args.setdefault("connect_timeout", max(2, math.ceil(timeout_s)))
-    elif driver in ("pymysql", "mysqldb"):
-        args.setdefault("connect_timeout", timeout_s)
-        # PyMySQL reads the server's greeting with no bound unless read_timeout is set; a
-        # statement's own bound is set per call (answer_deadline).
-        args.setdefault("read_timeout", timeout_s)
-        args.setdefault("write_timeout", timeout_s)
-    opts["connect_args"] = args
-    return opts
+    timeouts bounded by ``timeout_s`` (the caller's own settings win):
+    ``Dialect.engine_options`` (an unregistered backend gets the base's pre-ping)."""
+    return Dialect.lookup(url.get_backend_name()).engine_options(url, timeout_s, kwargs)
 
 
 def is_connection_lost(exc: BaseException | None) -> bool:

@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..ask.asker import Asker
-from ..ask.generation import AskGeneration, GenerationMode
+from ..ask.generation import (
+    AskGeneration,
+    GenerationMode,
+    GenerationRequest,
+    GenerationStrategy,
+)
 from ..ask.result import AskResult, GeneratedSQL
 from ..decode.records import StepRecord
 from ..errors import (
@@ -64,6 +69,7 @@ __all__ = [
     "RemoteAsker",
     "RemoteGeneration",
     "ServerClient",
+    "ServerGeneration",
     "grammar_request",
     "processor_args",
     "replay_records",
@@ -284,39 +290,30 @@ class RemoteAskResult(AskResult):
     mode: str = ""
 
 
-# ----------------------------------------------------------------------------- the asker
+# ----------------------------------------------------------------------------- the strategy
 
 
-class RemoteAsker(Asker):
-    """An :class:`~grid_sql.ask.asker.Asker` whose model runs behind an OpenAI-compatible
-    server: the same policy, prompt, post-parse checker, repair round and safe execution,
-    with generation delegated to the server in the declared ``mode``.
+class ServerGeneration(GenerationStrategy):
+    """The Asker's generation strategy for a model behind an OpenAI-compatible server, in the
+    declared ``mode`` (module doc). Every answer must be a complete statement of the role
+    grammar (grid-sql's parser) before the Asker even checks it.
 
-    ``server`` is a base URL (``http://host:8000/v1``) or a :class:`ServerClient`.
-    ``grammar_backend`` names the server's structured-output backend for the
-    ``server-grammar`` mode.
+    ``vocabulary``: the served model's :class:`~grid_sql.mask.vocab.Vocabulary` (needed to
+    replay the server's tokens into audit records, :func:`replay_records`) or its fingerprint
+    (enough for the processor's guide spec), else read from the server's model list. Seals
+    are ``processor`` mode, flagged ``remote-replay`` and the mode."""
 
-    Audit: a server returns token ids, not grid-sql's per-token records. With ``audit`` on
-    (it is off by default here) and ``vocabulary`` given as the served model's
-    :class:`~grid_sql.mask.vocab.Vocabulary`, every generation's token ids are replayed under
-    the role's guide on the client — each step's exact mask recomputed, the token checked
-    against it — and sealed as a processor-mode record flagged ``remote-replay`` (and the
-    mode). A token outside the exact mask (possible in ``server-grammar`` mode) raises
-    :class:`TokenRejected` and nothing runs. The replay costs the client the mask fills the
-    server already did.
-    """
+    seal_mode = "processor"  # masks on the server: EOS-only-at-ACCEPT termination
 
     def __init__(
         self,
-        db: Any,
-        server: str | ServerClient,
+        client: ServerClient,
         *,
         mode: Mode = "grid-processor",
         grammar_backend: Literal["xgrammar", "guidance"] = "xgrammar",
         vocabulary: str | Vocabulary | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
-        **kw: Any,
     ) -> None:
         if mode not in MODES:
             raise OptionError(f"mode must be one of {MODES}, got {mode!r}")
@@ -324,44 +321,28 @@ class RemoteAsker(Asker):
             raise OptionError(
                 f"grammar_backend must be xgrammar or guidance, not {grammar_backend!r}"
             )
-        from ..mask.vocab import Vocabulary
-
-        kw.setdefault("audit", False)
-        if kw["audit"] is not False and not isinstance(vocabulary, Vocabulary):
-            raise OptionError(
-                "a RemoteAsker seals audit records by replaying the server's tokens, which "
-                "needs vocabulary= the served model's Vocabulary (or pass audit=False)"
-            )
-        if kw.get("model") is not None:
-            raise OptionError("a RemoteAsker's model is the server's (pass server=..., not model=)")
-        for k in ("n_threads", "n_gpu_layers", "device"):
-            # placement is the server's (vLLM's own flags; `grid-sql serve --threads
-            # --n-gpu-layers`): accepting it here would say it applied when it did not
-            if kw.get(k) is not None:
-                raise OptionError(
-                    f"{k} is the server's setting, not a RemoteAsker's (set it where the model "
-                    "is served); a RemoteAsker takes n_ctx, for its prompt budget"
-                )
-        super().__init__(db, **kw)
-        self._vocab_obj = vocabulary if isinstance(vocabulary, Vocabulary) else None
-        self._replay_guides: dict[str, Guide] = {}
-        self.client = server if isinstance(server, ServerClient) else ServerClient(server)
+        self.client = client
         self.mode: Mode = mode
         self.grammar_backend = grammar_backend
         self.temperature = float(temperature)
         self.seed = seed
+        self.vocab = vocabulary if isinstance(vocabulary, Vocabulary) else None
         self._vocabulary = (
             vocabulary
             if vocabulary is None or isinstance(vocabulary, str)
             else (vocabulary.fingerprint)
         )
         self.last: RemoteGeneration | None = None
+        self._replay_guides: dict[str, Guide] = {}
         self._known: set[str] = set()  # fingerprints whose spec the server has accepted
         self._request_cache: dict[int, tuple[dict[str, Any], tuple[str, ...], str | None]] = {}
 
     @property
-    def backend(self) -> Backend:
-        raise ModelError("a RemoteAsker has no local model: generation runs on the server")
+    def seal_flags(self) -> tuple[str, ...]:
+        return ("remote-replay", f"remote:{self.mode}")
+
+    def forget(self) -> None:
+        self._request_cache.clear()  # keyed by the old modes' ids
 
     @property
     def vocabulary(self) -> str:
@@ -384,7 +365,7 @@ class RemoteAsker(Asker):
 
     # -- requests ---------------------------------------------------------------------------
     def _request_fields(
-        self, mode: GenerationMode
+        self, mode: GenerationMode, snapshot: SchemaSnapshot
     ) -> tuple[dict[str, Any], tuple[str, ...], str | None]:
         """(extra request fields, export adaptations, guide fingerprint) for ``mode``."""
         key = id(mode)
@@ -395,16 +376,23 @@ class RemoteAsker(Asker):
             fields, adaptations = grammar_request(mode.grammar, self.grammar_backend)
             out: tuple[dict[str, Any], tuple[str, ...], str | None] = (fields, adaptations, None)
         else:
-            xargs, fp = processor_args(self.snapshot, mode.policy, self.vocabulary)
+            xargs, fp = processor_args(snapshot, mode.policy, self.vocabulary)
             out = ({"vllm_xargs": xargs}, (), fp)
         self._request_cache[key] = out
         return out
 
     def generate_remote(
-        self, messages: Sequence[Message], max_tokens: int, mode: GenerationMode
+        self,
+        messages: Sequence[Message],
+        max_tokens: int,
+        mode: GenerationMode,
+        snapshot: SchemaSnapshot,
+        *,
+        token_ids: bool = False,
     ) -> RemoteGeneration:
-        """One generation on the server, gated by the role grammar's parser."""
-        fields, adaptations, fp = self._request_fields(mode)
+        """One generation on the server, gated by the role grammar's parser (``token_ids``:
+        ask the server for the generated token ids, to replay them for the audit)."""
+        fields, adaptations, fp = self._request_fields(mode, snapshot)
         # A top-level ';' ends the statement (the local loop's stop-at-ACCEPT); a ';' inside a
         # literal cuts the text short, and the parse gate below refuses it.
         params: dict[str, Any] = {
@@ -413,7 +401,7 @@ class RemoteAsker(Asker):
             "stop": [";"],
             "include_stop_str_in_output": True,
         }
-        if self.audit is not None:
+        if token_ids:
             params["return_token_ids"] = True  # vLLM: choices[0].token_ids
         if self.seed is not None:
             params["seed"] = self.seed
@@ -463,16 +451,20 @@ class RemoteAsker(Asker):
             raise err
         return gen
 
-    def _generate(
-        self, msgs: list[Message], max_tokens: int, mode: GenerationMode, on_step: Any = None
-    ) -> AskGeneration:
-        gen = self.generate_remote(msgs, max_tokens, mode)
+    def generate(self, request: GenerationRequest) -> AskGeneration:
+        gen = self.generate_remote(
+            request.messages,
+            request.max_tokens,
+            request.mode,
+            request.snapshot,
+            token_ids=request.records,
+        )
         records: list[StepRecord] = []
         stop = gen.stop_reason
         guide: Guide | None = None
         mask_s = 0.0
-        if self.audit is not None and self._vocab_obj is not None:
-            guide = self._replay_guide(mode.grammar, self._vocab_obj)
+        if request.records and self.vocab is not None:
+            guide = self._replay_guide(request.mode.grammar, self.vocab)
             t0 = time.perf_counter()
             records, stop = replay_records(guide, _token_ids(gen.raw))
             mask_s = time.perf_counter() - t0
@@ -493,20 +485,115 @@ class RemoteAsker(Asker):
             g = self._replay_guides[grammar.fingerprint] = Guide(grammar, vocab)
         return g
 
-    def _seal(
+
+# ----------------------------------------------------------------------------- the asker
+
+
+class RemoteAsker(Asker):
+    """An :class:`~grid_sql.ask.asker.Asker` whose model runs behind an OpenAI-compatible
+    server: the same policy, prompt, post-parse checker, repair round and safe execution,
+    with generation delegated to the server in the declared ``mode`` (its generation
+    strategy is a :class:`ServerGeneration`; nothing of the Asker is overridden but the
+    result types, which carry the mode, and :attr:`backend`, which is the server's).
+
+    ``server`` is a base URL (``http://host:8000/v1``) or a :class:`ServerClient`.
+    ``grammar_backend`` names the server's structured-output backend for the
+    ``server-grammar`` mode.
+
+    Audit: a server returns token ids, not grid-sql's per-token records. With ``audit`` on
+    (it is off by default here) and ``vocabulary`` given as the served model's
+    :class:`~grid_sql.mask.vocab.Vocabulary`, every generation's token ids are replayed under
+    the role's guide on the client — each step's exact mask recomputed, the token checked
+    against it — and sealed as a processor-mode record flagged ``remote-replay`` (and the
+    mode). A token outside the exact mask (possible in ``server-grammar`` mode) raises
+    :class:`TokenRejected` and nothing runs. The replay costs the client the mask fills the
+    server already did.
+    """
+
+    generation: ServerGeneration
+
+    def __init__(
         self,
-        gen: AskGeneration,
-        question: str,
-        mode: GenerationMode,
+        db: Any,
+        server: str | ServerClient,
         *,
-        seal_mode: str = "processor",  # masks on the server: EOS-only-at-ACCEPT termination
-        flags: tuple[str, ...] = (),
-        previous: str | None = None,
-    ) -> str | None:
-        """The local Asker's seal (autofix edits included), marked as a remote replay."""
-        flags = ("remote-replay", f"remote:{self.mode}", *flags)
-        return super()._seal(
-            gen, question, mode, seal_mode=seal_mode, flags=flags, previous=previous
+        mode: Mode = "grid-processor",
+        grammar_backend: Literal["xgrammar", "guidance"] = "xgrammar",
+        vocabulary: str | Vocabulary | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        **kw: Any,
+    ) -> None:
+        client = server if isinstance(server, ServerClient) else ServerClient(server)
+        strategy = ServerGeneration(
+            client,
+            mode=mode,
+            grammar_backend=grammar_backend,
+            vocabulary=vocabulary,
+            temperature=temperature,
+            seed=seed,
+        )
+        kw.setdefault("audit", False)
+        if kw["audit"] is not False and not isinstance(vocabulary, Vocabulary):
+            raise OptionError(
+                "a RemoteAsker seals audit records by replaying the server's tokens, which "
+                "needs vocabulary= the served model's Vocabulary (or pass audit=False)"
+            )
+        if kw.get("model") is not None:
+            raise OptionError("a RemoteAsker's model is the server's (pass server=..., not model=)")
+        if kw.get("generation") is not None:
+            raise OptionError("a RemoteAsker's generation is the server's (ServerGeneration)")
+        for k in ("n_threads", "n_gpu_layers", "device"):
+            # placement is the server's (vLLM's own flags; `grid-sql serve --threads
+            # --n-gpu-layers`): accepting it here would say it applied when it did not
+            if kw.get(k) is not None:
+                raise OptionError(
+                    f"{k} is the server's setting, not a RemoteAsker's (set it where the model "
+                    "is served); a RemoteAsker takes n_ctx, for its prompt budget"
+                )
+        super().__init__(db, generation=strategy, **kw)
+
+    # -- the strategy's settings, as the RemoteAsker's attributes ------------------------------
+    @property
+    def client(self) -> ServerClient:
+        return self.generation.client
+
+    @property
+    def mode(self) -> Mode:
+        return self.generation.mode
+
+    @property
+    def grammar_backend(self) -> str:
+        return self.generation.grammar_backend
+
+    @property
+    def temperature(self) -> float:
+        return self.generation.temperature
+
+    @property
+    def seed(self) -> int | None:
+        return self.generation.seed
+
+    @property
+    def last(self) -> RemoteGeneration | None:
+        """The last generation the server answered (its raw answer included)."""
+        return self.generation.last
+
+    @property
+    def vocabulary(self) -> str:
+        """The server model's tokenizer fingerprint (:attr:`ServerGeneration.vocabulary`)."""
+        return self.generation.vocabulary
+
+    @property
+    def backend(self) -> Backend:
+        raise ModelError("a RemoteAsker has no local model: generation runs on the server")
+
+    def generate_remote(
+        self, messages: Sequence[Message], max_tokens: int, mode: GenerationMode
+    ) -> RemoteGeneration:
+        """One generation on the server, gated by the role grammar's parser."""
+        return self.generation.generate_remote(
+            messages, max_tokens, mode, self.snapshot, token_ids=self.audit is not None
         )
 
     # -- results carry the mode ---------------------------------------------------------------

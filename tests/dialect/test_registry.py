@@ -101,3 +101,42 @@ def test_sqlite_aggregates_come_from_the_library_without_window_only_functions()
     assert agg is not None and ("group_concat", 1) in agg
     assert not {n for n, _ in agg} & {"rank", "row_number", "lag"}
     assert Dialect.get("mysql").linked_aggregates() is None
+
+
+def test_quote_writes_a_name_so_it_means_itself() -> None:
+    pg, my, lite = Dialect.get("postgresql"), Dialect.get("mysql"), Dialect.get("sqlite")
+    assert pg.quote("album") == "album" and pg.quote("Album") == '"Album"'
+    assert my.quote("Album") == "Album" and my.quote("a`b c") == "`a``b c`"
+    assert lite.quote("Album") == "Album" and lite.quote('x"y') == '"x""y"'
+    assert Dialect.lookup("oracle").quote("my col") == '"my col"'  # the standard's defaults
+
+
+def test_missing_functions_and_their_replacements() -> None:
+    pg, lite = Dialect.get("postgresql"), Dialect.get("sqlite")
+    assert pg.lacks_function("ifnull") and pg.function_instead("IFNULL") == "COALESCE(x, y)"
+    assert not pg.lacks_function("my_udf")  # an extensible catalog: only certain absences
+    assert lite.lacks_function("year") and lite.function_instead("year") == "strftime('%Y', x)"
+    assert not lite.lacks_function("strftime")  # the linked library decides
+    assert not Dialect.lookup("oracle").lacks_function("nvl")
+
+
+def test_sqlglot_read_settings_and_type_errors() -> None:
+    assert Dialect.get("mysql").sqlglot_read.startswith("mysql, normalization_strategy")
+    assert Dialect.get("postgresql").sqlglot_read == "postgres"
+    pg, my, lite = Dialect.get("postgresql"), Dialect.get("mysql"), Dialect.get("sqlite")
+    assert pg.is_type_error("22007", None) and not pg.is_type_error("42703", None)
+    assert my.is_type_error(None, 1292) and not my.is_type_error(None, 1054)
+    assert lite.type_error_hint is None and not lite.is_type_error("22007", 1292)
+
+
+def test_engine_options_per_driver() -> None:
+    pg = sa.make_url("postgresql+psycopg://u@h/db")
+    opts = Dialect.get("postgresql").engine_options(pg, 0.5, {})
+    assert opts == {"pool_pre_ping": True, "connect_args": {"connect_timeout": 2}}
+    my = sa.make_url("mysql+pymysql://u@h/db")
+    got = Dialect.get("mysql").engine_options(my, 3.0, {"connect_args": {"read_timeout": 9}})
+    assert got["connect_args"] == {"read_timeout": 9, "connect_timeout": 3.0, "write_timeout": 3.0}
+    lite = sa.make_url("sqlite:///nowhere/x.db")
+    assert Dialect.get("sqlite").engine_options(lite, 3.0, {"echo": True}) == {"echo": True}
+    assert Dialect.get("sqlite").missing_database_file(lite) is not None
+    assert Dialect.get("sqlite").missing_database_file(sa.make_url("sqlite://")) is None

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 import sqlalchemy as sa
 
-from grid_sql.policy.conformance import _FOREIGN
+from grid_sql.dialect import Dialect
 
 pytestmark = pytest.mark.db
 
@@ -65,7 +65,11 @@ def test_every_listed_function_is_missing_on_the_server(
     var: str, dialect: str, server_engine: Callable[[str], sa.Engine]
 ) -> None:
     engine = server_engine(var)
-    present = [name for name in _FOREIGN[dialect] if not _missing(engine, _CALLS[name])]
+    present = [
+        name
+        for name in Dialect.get(dialect).function_replacements
+        if not _missing(engine, _CALLS[name])
+    ]
     assert present == []
 
 
@@ -88,7 +92,7 @@ def test_listed_functions_are_not_in_pg_proc(server_engine: Callable[[str], sa.E
     with engine.connect() as conn:
         present = [
             name
-            for name in _FOREIGN["postgresql"]
+            for name in Dialect.get("postgresql").function_replacements
             if conn.execute(
                 sa.text("SELECT count(*) FROM pg_proc WHERE proname = :n"), {"n": name}
             ).scalar()

@@ -10,10 +10,11 @@ from collections.abc import Callable
 import pytest
 import sqlalchemy as sa
 
+from grid_sql.dialect import Dialect
 from grid_sql.errors import LexiconError, PolicyError
 from grid_sql.grammar import Grammar
 from grid_sql.policy import AppPolicy, narrow
-from grid_sql.policy.conformance import _FOREIGN, sqlite_functions
+from grid_sql.policy.conformance import sqlite_functions
 from grid_sql.policy.functions import (
     _PG_SYNTAX,
     MYSQL_FUNCTIONS,
@@ -49,7 +50,8 @@ MYSQL_8_ONLY = frozenset("any_value grouping regexp_like".split())
 def test_gold_calls_and_no_foreign_function(dialect: str) -> None:
     names = dialect_function_names(dialect)
     assert set(GOLD_CALLS[dialect].split()) <= names
-    assert not set(_FOREIGN.get(dialect, {})) & names
+    d = Dialect.get(dialect)
+    assert not {n for n in d.function_replacements if d.lacks_function(n)} & names
     assert all(n == n.lower() for n in names)
 
 

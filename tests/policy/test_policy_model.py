@@ -237,3 +237,16 @@ def test_sqlite_read_only_connection(snap: SchemaSnapshot, tmp_path: Path) -> No
 )
 def test_parse_mysql_grant(line: str, expected: object) -> None:
     assert parse_mysql_grant(line) == expected
+
+
+def test_the_no_grants_baseline_is_the_dialects_not_sqlites() -> None:
+    from grid_sql.dialect import Dialect
+    from grid_sql.policy import no_grants_baseline, sqlite_baseline
+    from tests.policy.test_checker import _snapshot
+
+    snap = _snapshot("sqlite", "main")
+    assert no_grants_baseline(snap, Dialect.get("sqlite")) == sqlite_baseline(snap)
+    assert sqlite_baseline(snap).role == "(sqlite file)"
+    pg = no_grants_baseline(_snapshot("postgresql", "public"), Dialect.get("postgresql"))
+    assert pg.dialect == "postgresql" and pg.role == "(postgresql)"
+    assert pg.provenance[0].detail == "PostgreSQL has no privilege system"
