@@ -179,7 +179,8 @@ class LLGEngine:
         self.lark, self.notes = export.text, list(export.adaptations)
         if merge_same_regex:
             self.name = "llguidance-merged"
-        self.m = llg.LLMatcher(self.tok, self.lark, log_level=1)
+        self._new = lambda: llg.LLMatcher(self.tok, self.lark, log_level=1)
+        self.m = self._new()
         if self.m.is_error():
             raise RuntimeError(f"llguidance grammar error: {self.m.get_error()}")
         t2 = time.perf_counter()
@@ -188,7 +189,13 @@ class LLGEngine:
         self.buf = llnp.allocate_token_bitmask(1, self.tok.vocab_size)
 
     def start(self):
-        self.m.reset()
+        # a matcher that hit an error (e.g. its per-step item limit, "Too many items (limit
+        # 50000; mask)" on nested subqueries with Qwen2) stays in error across reset():
+        # every later statement would be refused at its first step, so rebuild it (untimed)
+        if self.m.is_error():
+            self.m = self._new()
+        else:
+            self.m.reset()
 
     def fill(self):
         self.llnp.fill_next_token_bitmask(self.m, self.buf, 0)
