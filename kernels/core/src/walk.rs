@@ -632,6 +632,26 @@ pub struct WalkOutput {
     pub visited: u64,
 }
 
+/// [`WalkOutput`] with the CI ids as bitmask words instead of a sorted id list: what the
+/// mask filler stores ([`Walker::walk_words`]). Same ids, residue and visit count.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WalkWords {
+    /// XGrammar layout: bit `i % 32` of word `i / 32` for every CI id `i`
+    pub words: Vec<u32>,
+    /// number of CI ids (the words' popcount)
+    pub n_ids: usize,
+    pub residue: Vec<CdEntry>,
+    pub visited: u64,
+}
+
+/// The alias-slice ranges of the admitted subtrees, the residue and the visit count: the
+/// walk before its ids are expanded.
+struct Walked {
+    ranges: Vec<(u32, u32)>,
+    residue: Vec<CdEntry>,
+    visited: u64,
+}
+
 enum Step {
     Dead,
     Cd(u32, Vec<u8>),
@@ -735,6 +755,50 @@ impl Walker {
         frame0: &Frame,
         allowed: &[u64],
     ) -> Result<WalkOutput, WalkError> {
+        let w = self.walk_ranges(node0, frame0, allowed)?;
+        let total: usize = w.ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
+        let ids = sorted_ids(&self.trie.alias_ids, &w.ranges, total);
+        Ok(WalkOutput {
+            ci_ids: ids,
+            residue: w.residue,
+            visited: w.visited,
+        })
+    }
+
+    /// [`Walker::walk`] with the CI ids set straight into `n_words` bitmask words. Why: on a
+    /// 151k vocabulary a root entry holds ~50k ids; the sorted list (200 KB of fresh memory
+    /// per cold walk, page faults included) was only re-packed into words and hashed by the
+    /// filler, never read again. Ids outside the words, or negative, are an error (as
+    /// [`or_ids_into_words`]).
+    pub fn walk_words(
+        &self,
+        node0: usize,
+        frame0: &Frame,
+        allowed: &[u64],
+        n_words: usize,
+    ) -> Result<WalkWords, WalkError> {
+        let w = self.walk_ranges(node0, frame0, allowed)?;
+        let mut words = vec![0u32; n_words];
+        let mut n_ids = 0usize;
+        for &(a, b) in &w.ranges {
+            let slice = &self.trie.alias_ids[a as usize..b as usize];
+            or_ids_into_words(slice, &mut words)?;
+            n_ids += slice.len();
+        }
+        Ok(WalkWords {
+            words,
+            n_ids,
+            residue: w.residue,
+            visited: w.visited,
+        })
+    }
+
+    fn walk_ranges(
+        &self,
+        node0: usize,
+        frame0: &Frame,
+        allowed: &[u64],
+    ) -> Result<Walked, WalkError> {
         let tr = &self.trie;
         if node0 >= tr.n_nodes() {
             return err(format!(
@@ -823,10 +887,8 @@ impl Walker {
                 }
             }
         }
-        let total: usize = ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
-        let ids = sorted_ids(&tr.alias_ids, &ranges, total);
-        Ok(WalkOutput {
-            ci_ids: ids,
+        Ok(Walked {
+            ranges,
             residue,
             visited,
         })
