@@ -23,7 +23,7 @@ use blake2::{Blake2b128, Digest};
 
 use crate::fxhash::FxMap;
 use crate::runtime::{NodeId, ParserRuntime, RuntimeError, ROOT};
-use crate::walk::{or_ids_into_words, CdEntry, Frame, WalkError, Walker};
+use crate::walk::{or_ids_into_words, CdEntry, CiWords, Frame, WalkError, Walker};
 
 const ENTRY_PERSON: &[u8] = b"grid-sql-entry";
 
@@ -171,23 +171,37 @@ pub fn ids_payload(ids: &[i32]) -> Vec<u8> {
 
 /// [`ids_payload`] of the distinct ids set in `words` (`n_ids` of them), fed to `h`
 /// without building the id list: the same bytes, so the same entry id.
-fn hash_words_payload(h: &mut Blake2b128, words: &[u32], n_ids: usize) {
-    let nw = words.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
+fn hash_words_payload(h: &mut Blake2b128, words: &CiWords, n_ids: usize) {
+    let nw = words.nonzero().last().map_or(0, |(i, _)| i + 1);
     if n_ids > 0 && nw < n_ids {
         h.update(b"ids-bitmap/v1");
         h.update((n_ids as u32).to_le_bytes());
         h.update((nw as u32).to_le_bytes());
-        let mut buf = [0u8; 4096];
-        for chunk in words[..nw].chunks(buf.len() / 4) {
-            for (o, w) in buf.chunks_exact_mut(4).zip(chunk) {
-                o.copy_from_slice(&w.to_le_bytes());
+        match words {
+            CiWords::Dense(d) => {
+                let mut buf = [0u8; 4096];
+                for chunk in d[..nw].chunks(buf.len() / 4) {
+                    for (o, w) in buf.chunks_exact_mut(4).zip(chunk) {
+                        o.copy_from_slice(&w.to_le_bytes());
+                    }
+                    h.update(&buf[..4 * chunk.len()]);
+                }
             }
-            h.update(&buf[..4 * chunk.len()]);
+            CiWords::Sparse(s) => {
+                let mut next = 0usize;
+                for &(i, w) in s {
+                    for _ in next..i as usize {
+                        h.update([0u8; 4]);
+                    }
+                    h.update(w.to_le_bytes());
+                    next = i as usize + 1;
+                }
+            }
         }
     } else {
         h.update(b"ids-i32le/v1");
         h.update((n_ids as u32).to_le_bytes());
-        for (i, &word) in words[..nw].iter().enumerate() {
+        for (i, word) in words.nonzero() {
             let mut m = word;
             while m != 0 {
                 let t = (i * 32 + m.trailing_zeros() as usize) as i32;
@@ -218,7 +232,7 @@ impl Entry {
     /// without the id list.
     fn from_words(
         key: &[u8],
-        words: Vec<u32>,
+        words: CiWords,
         n_ids: usize,
         residue: Vec<CdEntry>,
         class_ids: &mut FxMap<(u32, Vec<u8>), u32>,
@@ -226,7 +240,12 @@ impl Entry {
         let mut h = Blake2b128::new_customized(ENTRY_PERSON);
         h.update(key);
         hash_words_payload(&mut h, &words, n_ids);
-        Self::finish(h, n_ids, residue, class_ids, Packed::from_words(words))
+        let packed = match words {
+            CiWords::Dense(d) => Packed::from_words(d),
+            // at most a quarter of the words non-zero: Packed::from_words keeps it sparse
+            CiWords::Sparse(s) => Packed::Sparse(s),
+        };
+        Self::finish(h, n_ids, residue, class_ids, packed)
     }
 
     fn finish(
@@ -537,8 +556,7 @@ impl Filler {
             .walker
             .walk_words(trie_node as usize, scan, aw, self.n_words)?;
         self.walks += 1;
-        let distinct: usize = out.words.iter().map(|w| w.count_ones() as usize).sum();
-        let e = if distinct == out.n_ids {
+        let e = if out.words.count() == out.n_ids {
             Entry::from_words(&key, out.words, out.n_ids, out.residue, &mut self.class_ids)
         } else {
             // an id spelled at two trie nodes (no TokenTrie does this): the id list's
@@ -713,7 +731,30 @@ mod tests {
         let a = Entry::new(b"key", ids.to_vec(), res.clone(), n_words, &mut classes).unwrap();
         let mut words = vec![0u32; n_words];
         or_ids_into_words(ids, &mut words).unwrap();
-        let b = Entry::from_words(b"key", words, ids.len(), res, &mut classes);
+        let sparse: Vec<(u32, u32)> = words
+            .iter()
+            .enumerate()
+            .filter(|(_, &w)| w != 0)
+            .map(|(i, &w)| (i as u32, w))
+            .collect();
+        if sparse.len() * 4 <= n_words {
+            // the sparse form (what walk_words returns for few ids) hashes the same
+            let mut c2 = classes.clone();
+            let s = Entry::from_words(
+                b"key",
+                CiWords::Sparse(sparse),
+                ids.len(),
+                res.clone(),
+                &mut c2,
+            );
+            assert_eq!(a.id, s.id);
+            let mut ws = vec![0u32; n_words];
+            s.packed.or_into(&mut ws);
+            let mut wa = vec![0u32; n_words];
+            a.packed.or_into(&mut wa);
+            assert_eq!(wa, ws);
+        }
+        let b = Entry::from_words(b"key", CiWords::Dense(words), ids.len(), res, &mut classes);
         assert_eq!(a.id, b.id);
         assert_eq!(a.hex, b.hex);
         assert_eq!(a.n_ids, b.n_ids);
@@ -750,7 +791,7 @@ mod tests {
         let mut h2 = Blake2b128::new_customized(ENTRY_PERSON);
         let mut w = vec![0u32; n_words];
         or_ids_into_words(&bitmap_small, &mut w).unwrap();
-        hash_words_payload(&mut h2, &w, bitmap_small.len());
+        hash_words_payload(&mut h2, &CiWords::Dense(w), bitmap_small.len());
         assert_eq!(h1.finalize(), h2.finalize());
     }
 }
