@@ -1,5 +1,5 @@
 """Per-token mask latency: grid-sql (Rust walk kernel) vs grid-sql (Python walk) vs
-llguidance vs XGrammar, one run, same grammar, same vocabulary, same token ids.
+llguidance vs XGrammar vs GLRMask, one run, same grammar, same vocabulary, same token ids.
 
 Protocol "unseen": Spider dev gold queries sampled with ``random.Random(2026)``; each engine
 warms its caches on the first half of the sample, then every step (a full-vocabulary mask
@@ -19,12 +19,12 @@ position and first-half vs second-half p50. Memory: RSS growth over tokenizer lo
 compile, the compiled size where the engine reports one (XGrammar), grid-sql's trie and
 cache bytes. Compile time proper is bench/compile.py's.
 
-The llguidance and XGrammar grammars are grid-sql's own compiled SQLite grammar exported by
-:mod:`grid_sql.grammar.export` (Lark for llguidance, EBNF for XGrammar), so the language is
-the same up to the adaptations listed in the report.
+The llguidance, GLRMask and XGrammar grammars are grid-sql's own compiled SQLite grammar
+exported by :mod:`grid_sql.grammar.export` (Lark for llguidance and GLRMask, EBNF for
+XGrammar), so the language is the same up to the adaptations listed in the report.
 
     python bench/masks.py --vocab gpt-2 qwen2 --n-statements 8 4 --slope-tokens 16000 \
-        --engines grid grid-py llguidance xgrammar
+        --engines grid grid-py llguidance xgrammar glrmask
 """
 
 from __future__ import annotations
@@ -179,7 +179,8 @@ class LLGEngine:
         self.lark, self.notes = export.text, list(export.adaptations)
         if merge_same_regex:
             self.name = "llguidance-merged"
-        self.m = llg.LLMatcher(self.tok, self.lark, log_level=1)
+        self._new = lambda: llg.LLMatcher(self.tok, self.lark, log_level=1)
+        self.m = self._new()
         if self.m.is_error():
             raise RuntimeError(f"llguidance grammar error: {self.m.get_error()}")
         t2 = time.perf_counter()
@@ -188,7 +189,13 @@ class LLGEngine:
         self.buf = llnp.allocate_token_bitmask(1, self.tok.vocab_size)
 
     def start(self):
-        self.m.reset()
+        # a matcher that hit an error (e.g. its per-step item limit, "Too many items (limit
+        # 50000; mask)" on nested subqueries with Qwen2) stays in error across reset():
+        # every later statement would be refused at its first step, so rebuild it (untimed)
+        if self.m.is_error():
+            self.m = self._new()
+        else:
+            self.m.reset()
 
     def fill(self):
         self.llnp.fill_next_token_bitmask(self.m, self.buf, 0)
@@ -249,6 +256,69 @@ class XGREngine:
 
     def accept(self, tid: int) -> bool:
         return bool(self.m.accept_token(tid))
+
+
+class GLRMEngine:
+    """GLRMask on the same Lark export llguidance reads (grid_sql.grammar.export).
+
+    GLRMask refuses unknown Lark directives, so the export's ``%llguidance`` line is dropped
+    (GLRMask has no initial-skip option to set). Its masks cover vocabulary tokens only: the
+    end of the sequence is ``is_accepting()``, so EOS is set in the row exactly when the state
+    accepts (inside the timed fill, as llguidance and XGrammar do internally). Besides the
+    compile, the bench times a reload of the compiled constraint from its saved bytes (GLRMask's
+    own artifact, ``Constraint.save``/``load``) and reports the artifact's size.
+    """
+
+    name = "glrmask"
+
+    def __init__(self, v, grammar):
+        import glrmask
+
+        from grid_sql.grammar.export import to_llguidance_lark
+
+        special = set(v.special_ids)
+        r0 = rss_bytes()
+        t0 = time.perf_counter()
+        self.vocab = glrmask.Vocab.from_id_to_bytes(
+            {i: b for i, b in enumerate(v.token_bytes) if i not in special}
+        )
+        t1 = time.perf_counter()
+        export = to_llguidance_lark(grammar)
+        lines = export.text.splitlines()
+        self.lark = "\n".join(ln for ln in lines if not ln.startswith("%llguidance")) + "\n"
+        self.notes = [
+            "the `%llguidance` directive is dropped (GLRMask refuses unknown directives); no "
+            "other change: the same Lark text as llguidance's",
+            "EOS: GLRMask's mask covers vocabulary tokens; the bench sets the EOS bit iff "
+            "`is_accepting()` (timed with the fill)",
+        ]
+        self.constraint = glrmask.Grammar.from_lark(self.lark).compile(self.vocab)
+        t2 = time.perf_counter()
+        self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
+        self.rss_compile = rss_bytes() - r0
+        blob = self.constraint.save()
+        t3 = time.perf_counter()
+        glrmask.Constraint.load(blob, self.vocab)
+        self.load_s = time.perf_counter() - t3
+        self.grammar_bytes = len(blob)
+        self.eos = v.eos_token_id
+        n_words = max(self.constraint.mask_len(), (len(v.token_bytes) + 31) // 32)
+        self.buf = np.zeros(n_words, dtype=np.int32)
+        self._eos_word, self._eos_bit = self.eos >> 5, np.int32(np.uint32(1 << (self.eos & 31)))
+
+    def start(self):
+        self.m = self.constraint.start()
+
+    def fill(self):
+        self.m.fill_mask(self.buf)
+        if self.m.is_accepting():
+            self.buf[self._eos_word] |= self._eos_bit
+        else:
+            self.buf[self._eos_word] &= ~self._eos_bit
+        return self.buf
+
+    def accept(self, tid: int) -> bool:
+        return bool(self.m.commit_token(tid))
 
 
 # ----------------------------------------------------------------------------- running
@@ -448,6 +518,9 @@ def bench_vocab(
         elif name in ("xgrammar", "xgrammar-gbnf"):
             eng = XGREngine(v, grid.grammar, xgr_threads, name.removeprefix("xgrammar-"))
             res["xgr_notes"] = res.get("xgr_notes", []) + [f"[{eng.name}] {n}" for n in eng.notes]
+        elif name == "glrmask":
+            eng = GLRMEngine(v, grid.grammar)
+            res["glrm_notes"] = eng.notes
         else:
             log(f"[{vname}] engine {name}: not available, skipped")
             continue
@@ -518,6 +591,7 @@ def bench_vocab(
             compile_s=eng.compile_s,
             rss_compile=getattr(eng, "rss_compile", 0),
             grammar_bytes=getattr(eng, "grammar_bytes", None),
+            store_load_s=getattr(eng, "load_s", None),
             warm_s=warm_s,
             warm_rejected=stats["rejected"],
             rejected=tstats["rejected"],
@@ -536,12 +610,18 @@ def bench_vocab(
         log(f"[{vname}] {eng.name}: {json.dumps(summ)}")
     res["mask_diff"] = compare_masks(all_masks, res["n_vocab"])
     log(f"[{vname}] mask comparison vs grid-sql: {json.dumps(res['mask_diff'])}")
+    if "llguidance" in all_masks and "glrmask" in all_masks:
+        # same Lark text: is GLRMask exact for the language llguidance computes?
+        both = {k: all_masks[k] for k in ("llguidance", "glrmask")}
+        res["mask_diff_llg"] = compare_masks(both, res["n_vocab"], "llguidance")
+        log(f"[{vname}] glrmask vs llguidance: {json.dumps(res['mask_diff_llg'])}")
     return res
 
 
-def compare_masks(all_masks: dict[str, dict], n_vocab: int) -> dict:
-    """Per engine: steps whose full-vocabulary mask differs from grid-sql's, and by how much."""
-    base = all_masks.get("grid-sql")
+def compare_masks(all_masks: dict[str, dict], n_vocab: int, base_name: str = "grid-sql") -> dict:
+    """Per engine: steps whose full-vocabulary mask differs from ``base_name``'s (grid-sql's,
+    or llguidance's for the engines that read the same Lark export), and by how much."""
+    base = all_masks.get(base_name)
     out: dict = {}
     if base is None:
         return out
@@ -550,7 +630,7 @@ def compare_masks(all_masks: dict[str, dict], n_vocab: int) -> dict:
         return np.unpackbits(w.astype("<i4").view(np.uint8), bitorder="little")[:n_vocab]
 
     for name, masks in all_masks.items():
-        if name == "grid-sql":
+        if name == base_name:
             continue
         common = sorted(set(base) & set(masks))
         differ = only_other = only_grid = 0
@@ -581,7 +661,7 @@ def host_info() -> dict:
     except OSError:
         pass
     vers = {}
-    for p in ("grid-sql", "llguidance", "xgrammar", "numpy", "lark"):
+    for p in ("grid-sql", "llguidance", "xgrammar", "glrmask", "numpy", "lark"):
         try:
             vers[p] = md.version(p)
         except md.PackageNotFoundError:
@@ -617,7 +697,8 @@ def _ratio(s: dict, base: dict | None, k: str) -> str:
 def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[str]) -> str:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
-        "# Mask latency: grid-sql (kernels) vs grid-sql (Python walk) vs llguidance vs XGrammar",
+        "# Mask latency: grid-sql (kernels) vs grid-sql (Python walk) vs llguidance vs XGrammar "
+        "vs GLRMask",
         "",
         f"- command: `{cmd}`",
         f"- date: {now}; grid-sql commit {host['commit']}",
@@ -717,6 +798,13 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
                     f"| {d['tokens_only_other']} | {d['mean_allowed_grid']:.0f} "
                     f"| {d['mean_allowed_other']:.0f} |"
                 )
+            for name, d in (r.get("mask_diff_llg") or {}).items():
+                out.append(
+                    f"| {name} vs llguidance (same Lark text; columns read llguidance for "
+                    f"grid-sql) | {d['compared']} | {d['differ']} | {d['tokens_only_grid']} "
+                    f"| {d['tokens_only_other']} | {d['mean_allowed_grid']:.0f} "
+                    f"| {d['mean_allowed_other']:.0f} |"
+                )
         slopes = {n: e["slope"] for n, e in eng.items() if "slope" in e}
         if slopes:
             any_s = next(iter(slopes.values()))
@@ -754,14 +842,16 @@ def render(results: list[dict], host: dict, cmd: str, load: dict, skipped: list[
             "allocator reuse; the grid engine is built first), and sizes the engines report:",
             "",
             "| engine | RSS growth at compile MB | compiled grammar bytes (engine's figure) "
-            "| trie bytes | cache bytes after the corpus |",
-            "|---|---|---|---|---|",
+            "| trie bytes | cache bytes after the corpus | reload from saved bytes s |",
+            "|---|---|---|---|---|---|",
         ]
         for name, s_ in eng.items():
             gb = s_.get("grammar_bytes")
+            ls = s_.get("store_load_s")
             out.append(
                 f"| {name} | {s_['rss_compile'] / 2**20:.1f} | {gb if gb is not None else '-'} "
-                f"| {s_.get('trie_bytes', '-')} | {s_.get('cache_bytes', '-')} |"
+                f"| {s_.get('trie_bytes', '-')} | {s_.get('cache_bytes', '-')} "
+                f"| {f'{ls:.3f}' if ls is not None else '-'} |"
             )
         warn = r.get("llg_warnings")
         if warn:
@@ -809,7 +899,7 @@ def main(argv: list[str] | None = None) -> int:
         ns = ns * len(args.vocab)
     skipped = []
     engines = list(args.engines)
-    for lib in ("llguidance", "xgrammar"):
+    for lib in ("llguidance", "xgrammar", "glrmask"):
         if any(e.startswith(lib) for e in engines):
             try:
                 __import__(lib)
@@ -832,7 +922,11 @@ def main(argv: list[str] | None = None) -> int:
     load_after = tuple(round(x, 2) for x in os.getloadavg())
     cmd = "python bench/masks.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = render(results, host_info(), cmd, {"before": load_before, "after": load_after}, skipped)
-    for key, title in (("llg_notes", "llguidance (Lark)"), ("xgr_notes", "XGrammar (EBNF)")):
+    for key, title in (
+        ("llg_notes", "llguidance (Lark)"),
+        ("xgr_notes", "XGrammar (EBNF)"),
+        ("glrm_notes", "GLRMask (Lark)"),
+    ):
         notes = [n for r in results for n in r.get(key, [])]
         if notes:
             text += f"\n## {title} grammar adaptations (grid_sql/grammar/export.py)\n\n"

@@ -23,7 +23,7 @@ use blake2::{Blake2b128, Digest};
 
 use crate::fxhash::FxMap;
 use crate::runtime::{NodeId, ParserRuntime, RuntimeError, ROOT};
-use crate::walk::{or_ids_into_words, CdEntry, Frame, WalkError, Walker};
+use crate::walk::{or_ids_into_words, CdEntry, CiWords, Frame, WalkError, Walker};
 
 const ENTRY_PERSON: &[u8] = b"grid-sql-entry";
 
@@ -67,7 +67,8 @@ impl From<WalkError> for FillError {
 /// verdict-equivalence classes (distinct `(terminal, requeue)` in first-seen order).
 #[derive(Debug)]
 pub struct Entry {
-    pub ci_ids: Vec<i32>,
+    /// number of CI ids (the ids themselves are the packed words)
+    pub n_ids: usize,
     pub residue: Vec<CdEntry>,
     pub id: [u8; 16],
     /// `id` as lower-case hex (what audit records hold)
@@ -90,18 +91,24 @@ impl Packed {
     fn new(ids: &[i32], n_words: usize) -> Result<Self, FillError> {
         let mut dense = vec![0u32; n_words];
         or_ids_into_words(ids, &mut dense)?;
+        Ok(Self::from_words(dense))
+    }
+
+    /// The packing of `dense` (`n_words` words): kept as is, or its non-zero words.
+    fn from_words(dense: Vec<u32>) -> Self {
+        let n_words = dense.len();
         let nz = dense.iter().filter(|&&w| w != 0).count();
         if nz * 4 > n_words {
-            return Ok(Packed::Dense(dense));
+            return Packed::Dense(dense);
         }
-        Ok(Packed::Sparse(
+        Packed::Sparse(
             dense
                 .iter()
                 .enumerate()
                 .filter(|(_, &w)| w != 0)
                 .map(|(i, &w)| (i as u32, w))
                 .collect(),
-        ))
+        )
     }
 
     fn or_into(&self, words: &mut [u32]) {
@@ -162,6 +169,49 @@ pub fn ids_payload(ids: &[i32]) -> Vec<u8> {
     out
 }
 
+/// [`ids_payload`] of the distinct ids set in `words` (`n_ids` of them), fed to `h`
+/// without building the id list: the same bytes, so the same entry id.
+fn hash_words_payload(h: &mut Blake2b128, words: &CiWords, n_ids: usize) {
+    let nw = words.nonzero().last().map_or(0, |(i, _)| i + 1);
+    if n_ids > 0 && nw < n_ids {
+        h.update(b"ids-bitmap/v1");
+        h.update((n_ids as u32).to_le_bytes());
+        h.update((nw as u32).to_le_bytes());
+        match words {
+            CiWords::Dense(d) => {
+                let mut buf = [0u8; 4096];
+                for chunk in d[..nw].chunks(buf.len() / 4) {
+                    for (o, w) in buf.chunks_exact_mut(4).zip(chunk) {
+                        o.copy_from_slice(&w.to_le_bytes());
+                    }
+                    h.update(&buf[..4 * chunk.len()]);
+                }
+            }
+            CiWords::Sparse(s) => {
+                let mut next = 0usize;
+                for &(i, w) in s {
+                    for _ in next..i as usize {
+                        h.update([0u8; 4]);
+                    }
+                    h.update(w.to_le_bytes());
+                    next = i as usize + 1;
+                }
+            }
+        }
+    } else {
+        h.update(b"ids-i32le/v1");
+        h.update((n_ids as u32).to_le_bytes());
+        for (i, word) in words.nonzero() {
+            let mut m = word;
+            while m != 0 {
+                let t = (i * 32 + m.trailing_zeros() as usize) as i32;
+                h.update(t.to_le_bytes());
+                m &= m - 1;
+            }
+        }
+    }
+}
+
 impl Entry {
     fn new(
         key: &[u8],
@@ -174,6 +224,37 @@ impl Entry {
         let mut h = Blake2b128::new_customized(ENTRY_PERSON);
         h.update(key);
         h.update(ids_payload(&ci_ids));
+        Ok(Self::finish(h, ci_ids.len(), residue, class_ids, packed))
+    }
+
+    /// [`Entry::new`] from the CI ids as `words` holding `n_ids` distinct ids (what
+    /// [`Walker::walk_words`] returns): the same entry (id, residue, classes, packing)
+    /// without the id list.
+    fn from_words(
+        key: &[u8],
+        words: CiWords,
+        n_ids: usize,
+        residue: Vec<CdEntry>,
+        class_ids: &mut FxMap<(u32, Vec<u8>), u32>,
+    ) -> Self {
+        let mut h = Blake2b128::new_customized(ENTRY_PERSON);
+        h.update(key);
+        hash_words_payload(&mut h, &words, n_ids);
+        let packed = match words {
+            CiWords::Dense(d) => Packed::from_words(d),
+            // at most a quarter of the words non-zero: Packed::from_words keeps it sparse
+            CiWords::Sparse(s) => Packed::Sparse(s),
+        };
+        Self::finish(h, n_ids, residue, class_ids, packed)
+    }
+
+    fn finish(
+        mut h: Blake2b128,
+        n_ids: usize,
+        residue: Vec<CdEntry>,
+        class_ids: &mut FxMap<(u32, Vec<u8>), u32>,
+        packed: Packed,
+    ) -> Self {
         h.update((residue.len() as u32).to_le_bytes());
         for c in &residue {
             h.update((c.node as i32).to_le_bytes());
@@ -210,21 +291,20 @@ impl Entry {
                 }
             })
             .collect();
-        Ok(Entry {
-            ci_ids,
+        Entry {
+            n_ids,
             residue,
             id,
             hex,
             classes,
             class_of,
             packed,
-        })
+        }
     }
 
-    /// Heap bytes held (ids, packed words, residue and its classes, roughly).
+    /// Heap bytes held (packed words, residue and its classes, roughly).
     fn nbytes(&self) -> usize {
-        4 * self.ci_ids.len()
-            + self.packed.nbytes()
+        self.packed.nbytes()
             + self
                 .residue
                 .iter()
@@ -472,15 +552,24 @@ impl Filler {
         let allowed = &self.allowed_tab[aid as usize];
         let key = self.encode_key(allowed, &scan.rem, trie_node);
         let aw = &allowed[..self.term_words.min(allowed.len())];
-        let out = self.walker.walk(trie_node as usize, scan, aw)?;
+        let out = self
+            .walker
+            .walk_words(trie_node as usize, scan, aw, self.n_words)?;
         self.walks += 1;
-        let e = Entry::new(
-            &key,
-            out.ci_ids,
-            out.residue,
-            self.n_words,
-            &mut self.class_ids,
-        )?;
+        let e = if out.words.count() == out.n_ids {
+            Entry::from_words(&key, out.words, out.n_ids, out.residue, &mut self.class_ids)
+        } else {
+            // an id spelled at two trie nodes (no TokenTrie does this): the id list's
+            // payload repeats it, so take the list path to keep the entry id
+            let out = self.walker.walk(trie_node as usize, scan, aw)?;
+            Entry::new(
+                &key,
+                out.ci_ids,
+                out.residue,
+                self.n_words,
+                &mut self.class_ids,
+            )?
+        };
         while self.class_tab.len() < self.class_ids.len() {
             self.class_tab.push((0, Vec::new()));
         }
@@ -625,5 +714,84 @@ impl Filler {
             ));
         }
         Ok((n, entries))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry_id(ids: &[i32], n_words: usize) -> ([u8; 16], usize) {
+        let mut classes = FxMap::default();
+        let res = vec![CdEntry {
+            node: 7,
+            terminal: 3,
+            requeue: b"x".to_vec(),
+        }];
+        let a = Entry::new(b"key", ids.to_vec(), res.clone(), n_words, &mut classes).unwrap();
+        let mut words = vec![0u32; n_words];
+        or_ids_into_words(ids, &mut words).unwrap();
+        let sparse: Vec<(u32, u32)> = words
+            .iter()
+            .enumerate()
+            .filter(|(_, &w)| w != 0)
+            .map(|(i, &w)| (i as u32, w))
+            .collect();
+        if sparse.len() * 4 <= n_words {
+            // the sparse form (what walk_words returns for few ids) hashes the same
+            let mut c2 = classes.clone();
+            let s = Entry::from_words(
+                b"key",
+                CiWords::Sparse(sparse),
+                ids.len(),
+                res.clone(),
+                &mut c2,
+            );
+            assert_eq!(a.id, s.id);
+            let mut ws = vec![0u32; n_words];
+            s.packed.or_into(&mut ws);
+            let mut wa = vec![0u32; n_words];
+            a.packed.or_into(&mut wa);
+            assert_eq!(wa, ws);
+        }
+        let b = Entry::from_words(b"key", CiWords::Dense(words), ids.len(), res, &mut classes);
+        assert_eq!(a.id, b.id);
+        assert_eq!(a.hex, b.hex);
+        assert_eq!(a.n_ids, b.n_ids);
+        assert_eq!(
+            (a.classes.clone(), a.class_of.clone()),
+            (b.classes, b.class_of)
+        );
+        let (mut wa, mut wb) = (vec![0u32; n_words], vec![0u32; n_words]);
+        a.packed.or_into(&mut wa);
+        b.packed.or_into(&mut wb);
+        assert_eq!(wa, wb);
+        (a.id, a.packed.nbytes())
+    }
+
+    #[test]
+    fn entry_from_words_equals_entry_from_ids() {
+        // both payload forms (list: few ids; bitmap: more ids than words up to the last),
+        // dense and sparse packing, the empty set, ids at word edges
+        let n_words = 4749; // a 151,936-token vocabulary
+        let dense: Vec<i32> = (0..151_936).step_by(3).collect();
+        let sparse: Vec<i32> = vec![0, 31, 32, 63, 64, 151_935];
+        let bitmap_small: Vec<i32> = (0..100).collect(); // 100 ids in 4 words: bitmap form
+        let list_wide: Vec<i32> = (0..40).map(|i| i * 3000).collect(); // list form
+        let mut ids_seen = Vec::new();
+        for ids in [&dense, &sparse, &bitmap_small, &list_wide, &Vec::new()] {
+            ids_seen.push(entry_id(ids, n_words).0);
+        }
+        ids_seen.sort();
+        ids_seen.dedup();
+        assert_eq!(ids_seen.len(), 5);
+        // a payload form check against ids_payload itself
+        let mut h1 = Blake2b128::new_customized(ENTRY_PERSON);
+        h1.update(ids_payload(&bitmap_small));
+        let mut h2 = Blake2b128::new_customized(ENTRY_PERSON);
+        let mut w = vec![0u32; n_words];
+        or_ids_into_words(&bitmap_small, &mut w).unwrap();
+        hash_words_payload(&mut h2, &CiWords::Dense(w), bitmap_small.len());
+        assert_eq!(h1.finalize(), h2.finalize());
     }
 }

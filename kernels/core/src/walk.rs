@@ -451,6 +451,18 @@ impl ScanTables {
     /// become an allowed or ignored terminal.
     pub fn pending_live(&self, dfa: u32, rem: &[u8], allowed: &[u64]) -> bool {
         let (plain, any_lex) = self.live_kinds(dfa, allowed);
+        self.pending_live_with(dfa, rem, allowed, plain, any_lex)
+    }
+
+    /// [`Self::pending_live`] given `dfa`'s [`Self::live_kinds`] under `allowed`.
+    fn pending_live_with(
+        &self,
+        dfa: u32,
+        rem: &[u8],
+        allowed: &[u64],
+        plain: bool,
+        any_lex: bool,
+    ) -> bool {
         if plain {
             return true;
         }
@@ -632,6 +644,55 @@ pub struct WalkOutput {
     pub visited: u64,
 }
 
+/// CI ids as bitmask words (XGrammar layout: bit `i % 32` of word `i / 32` for id `i`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CiWords {
+    /// all `n_words` words
+    Dense(Vec<u32>),
+    /// the non-zero words as `(word index, word)`, ascending index: at most a quarter of
+    /// the words can be non-zero (few ids, as in most CD sub-walks)
+    Sparse(Vec<(u32, u32)>),
+}
+
+impl CiWords {
+    /// The non-zero words as `(word index, word)`, ascending.
+    pub fn nonzero(&self) -> Box<dyn Iterator<Item = (usize, u32)> + '_> {
+        match self {
+            CiWords::Dense(d) => Box::new(
+                d.iter()
+                    .enumerate()
+                    .filter(|(_, &w)| w != 0)
+                    .map(|(i, &w)| (i, w)),
+            ),
+            CiWords::Sparse(s) => Box::new(s.iter().map(|&(i, w)| (i as usize, w))),
+        }
+    }
+
+    /// Distinct ids set (the words' popcount).
+    pub fn count(&self) -> usize {
+        self.nonzero().map(|(_, w)| w.count_ones() as usize).sum()
+    }
+}
+
+/// [`WalkOutput`] with the CI ids as bitmask words instead of a sorted id list: what the
+/// mask filler stores ([`Walker::walk_words`]). Same ids, residue and visit count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalkWords {
+    pub words: CiWords,
+    /// number of CI ids (the words' popcount)
+    pub n_ids: usize,
+    pub residue: Vec<CdEntry>,
+    pub visited: u64,
+}
+
+/// The alias-slice ranges of the admitted subtrees, the residue and the visit count: the
+/// walk before its ids are expanded.
+struct Walked {
+    ranges: Vec<(u32, u32)>,
+    residue: Vec<CdEntry>,
+    visited: u64,
+}
+
 enum Step {
     Dead,
     Cd(u32, Vec<u8>),
@@ -735,6 +796,72 @@ impl Walker {
         frame0: &Frame,
         allowed: &[u64],
     ) -> Result<WalkOutput, WalkError> {
+        let w = self.walk_ranges(node0, frame0, allowed)?;
+        let total: usize = w.ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
+        let ids = sorted_ids(&self.trie.alias_ids, &w.ranges, total);
+        Ok(WalkOutput {
+            ci_ids: ids,
+            residue: w.residue,
+            visited: w.visited,
+        })
+    }
+
+    /// [`Walker::walk`] with the CI ids set straight into `n_words` bitmask words. Why: on a
+    /// 151k vocabulary a root entry holds ~50k ids; the sorted list (200 KB of fresh memory
+    /// per cold walk, page faults included) was only re-packed into words and hashed by the
+    /// filler, never read again. Ids outside the words, or negative, are an error (as
+    /// [`or_ids_into_words`]).
+    pub fn walk_words(
+        &self,
+        node0: usize,
+        frame0: &Frame,
+        allowed: &[u64],
+        n_words: usize,
+    ) -> Result<WalkWords, WalkError> {
+        let w = self.walk_ranges(node0, frame0, allowed)?;
+        let n_ids: usize = w.ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
+        let words = if n_ids * 4 <= n_words {
+            // few ids (a quarter of the words could not all be non-zero): sort them and
+            // pack the non-zero words, without touching n_words words
+            let mut ids: Vec<i32> = Vec::with_capacity(n_ids);
+            for &(a, b) in &w.ranges {
+                ids.extend_from_slice(&self.trie.alias_ids[a as usize..b as usize]);
+            }
+            ids.sort_unstable();
+            let mut sparse: Vec<(u32, u32)> = Vec::new();
+            for &t in &ids {
+                let wi = (t as u32 as usize) >> 5;
+                if t < 0 || wi >= n_words {
+                    return err(format!("token id {t} outside a {n_words}-word bitmask"));
+                }
+                let bit = 1u32 << (t as u32 & 31);
+                match sparse.last_mut() {
+                    Some(last) if last.0 as usize == wi => last.1 |= bit,
+                    _ => sparse.push((wi as u32, bit)),
+                }
+            }
+            CiWords::Sparse(sparse)
+        } else {
+            let mut words = vec![0u32; n_words];
+            for &(a, b) in &w.ranges {
+                or_ids_into_words(&self.trie.alias_ids[a as usize..b as usize], &mut words)?;
+            }
+            CiWords::Dense(words)
+        };
+        Ok(WalkWords {
+            words,
+            n_ids,
+            residue: w.residue,
+            visited: w.visited,
+        })
+    }
+
+    fn walk_ranges(
+        &self,
+        node0: usize,
+        frame0: &Frame,
+        allowed: &[u64],
+    ) -> Result<Walked, WalkError> {
         let tr = &self.trie;
         if node0 >= tr.n_nodes() {
             return err(format!(
@@ -766,6 +893,7 @@ impl Walker {
         let end = node0 + tr.size[node0] as usize;
         let mut i = node0 + 1;
         let mut visited: u64 = 0;
+        let mut kinds: Vec<u8> = vec![0; n_states];
         while i < end {
             visited += 1;
             let k = tr.depth[i] as usize - d0;
@@ -784,7 +912,23 @@ impl Walker {
                 }
                 Step::Frame => {
                     let (a, b) = (tr.alias_off[i], tr.alias_off[i + 1]);
-                    let ok = self.scan.pending_live(scratch.dfa, &scratch.rem, allowed);
+                    // live_kinds depends on the DFA state alone under this walk's A: read
+                    // once per state (bit 0: known, 1: plain, 2: any lexicon), not per node
+                    let ds = scratch.dfa as usize;
+                    let mut kind = kinds[ds];
+                    if kind == 0 {
+                        let (p, l) = self.scan.live_kinds(scratch.dfa, allowed);
+                        kind = 1 | (u8::from(p) << 1) | (u8::from(l) << 2);
+                        kinds[ds] = kind;
+                    }
+                    let (plain, any_lex) = (kind & 2 != 0, kind & 4 != 0);
+                    let ok = self.scan.pending_live_with(
+                        scratch.dfa,
+                        &scratch.rem,
+                        allowed,
+                        plain,
+                        any_lex,
+                    );
                     let size = tr.size[i] as usize;
                     // Sink subtree: every byte below loops on this DFA state, so every node
                     // below keeps this frame's state (the scan never dies: no CD entry) and,
@@ -793,7 +937,7 @@ impl Walker {
                     // the node-by-node walk would visit them.
                     let sink = size > 1
                         && tr.below[i] & self.scan.dfa.sink[scratch.dfa as usize] != 0
-                        && self.scan.liveness_ignores_rem(scratch.dfa, allowed);
+                        && (plain || !any_lex); // liveness_ignores_rem
                     let b = if sink && ok {
                         tr.alias_off[i + size]
                     } else {
@@ -823,10 +967,8 @@ impl Walker {
                 }
             }
         }
-        let total: usize = ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
-        let ids = sorted_ids(&tr.alias_ids, &ranges, total);
-        Ok(WalkOutput {
-            ci_ids: ids,
+        Ok(Walked {
+            ranges,
             residue,
             visited,
         })

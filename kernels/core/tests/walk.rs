@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use grid_sql_core::lexer::{UnionDfa, DEAD, START};
 use grid_sql_core::walk::{
-    fold_lexeme, or_ids_into_words, CdEntry, Frame, Lexicon, Resolved, ScanTables, TrieArrays,
-    Walker,
+    fold_lexeme, or_ids_into_words, CdEntry, CiWords, Frame, Lexicon, Resolved, ScanTables,
+    TrieArrays, Walker,
 };
 
 // Terminal ids = indices; resolution order = keywords first, then the rest by index.
@@ -619,4 +619,70 @@ fn complement_lexicon_refuses_only_its_words() {
     // refusing nothing admits everything (not an empty category)
     let none = Lexicon::excluding(Vec::<Vec<u8>>::new(), true, true);
     assert!(!none.is_empty() && none.admits(b"x"));
+}
+
+#[test]
+fn walk_words_sets_exactly_the_walks_ids() {
+    // the filler's word-form walk (no id list) against the id-list walk, which
+    // walk_equals_per_token_reference holds to the per-token reference
+    let toks = vocab();
+    let (tr, _) = trie(&toks);
+    let n_ids = toks.iter().map(|t| t.1).max().unwrap() as usize + 1;
+    let n_words = n_ids.div_ceil(32);
+    let (mut nonempty, mut sparse) = (0, 0);
+    for lexicon in [false, true] {
+        let walker = Walker::new(tables(lexicon), tr.clone());
+        let frames = frames_from(
+            &[b"", b"s", b"sel", b"ci", b"1", b"'a", b"<", b" "],
+            lexicon,
+        );
+        for f in &frames {
+            for a in [
+                bits(&[0]),
+                bits(&[2, 3, 6, 7, 8]),
+                bits(&(0..11).collect::<Vec<_>>()),
+                bits(&[]),
+            ] {
+                let want = walker.walk(0, f, &a).unwrap();
+                // tight words (dense form) and 64x more words (the sparse form)
+                for n_words in [n_words, 64 * n_words] {
+                    let got = walker.walk_words(0, f, &a, n_words).unwrap();
+                    let dense = match &got.words {
+                        CiWords::Dense(d) => d.clone(),
+                        CiWords::Sparse(sp) => {
+                            assert!(sp.windows(2).all(|p| p[0].0 < p[1].0));
+                            assert!(sp.iter().all(|&(_, w)| w != 0));
+                            let mut d = vec![0u32; n_words];
+                            for &(i, w) in sp {
+                                d[i as usize] = w;
+                            }
+                            d
+                        }
+                    };
+                    let mut ids = Vec::new();
+                    for (w, &word) in dense.iter().enumerate() {
+                        for b in 0..32 {
+                            if (word >> b) & 1 == 1 {
+                                ids.push((w * 32 + b) as i32);
+                            }
+                        }
+                    }
+                    assert_eq!(ids, want.ci_ids, "frame {f:?} allowed {a:?}");
+                    assert_eq!(got.n_ids, want.ci_ids.len());
+                    assert_eq!(got.residue, want.residue);
+                    assert_eq!(got.visited, want.visited);
+                    assert_eq!(got.words.count(), ids.len());
+                    nonempty += usize::from(!ids.is_empty());
+                    sparse +=
+                        usize::from(matches!(got.words, CiWords::Sparse(_)) && !ids.is_empty());
+                }
+            }
+        }
+    }
+    assert!(nonempty > 10 && sparse > 5, "{nonempty} {sparse}");
+    // an id outside the words is an error, as or_ids_into_words
+    let walker = Walker::new(tables(false), tr.clone());
+    assert!(walker
+        .walk_words(0, &Frame::start(), &bits(&(0..11).collect::<Vec<_>>()), 0)
+        .is_err());
 }
