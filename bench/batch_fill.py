@@ -39,13 +39,19 @@ from grid_sql.serve import GuideRegistry, GuideSpec
 
 ROLES = [
     ({"verbs": ["select"]}, b"SELECT COUNT(*) FROM Track WHERE Milliseconds > 300000"),
-    ({"verbs": ["select"], "tables": {"deny": ["Employee"]}},
-     b"SELECT c.FirstName, SUM(i.Total) FROM Customer c JOIN Invoice i "
-     b"ON i.CustomerId = c.CustomerId GROUP BY c.CustomerId"),
-    ({"verbs": ["select"], "tables": {"allow": ["Artist", "Album"]}},
-     b"SELECT a.Title, ar.Name FROM Album a JOIN Artist ar ON a.ArtistId = ar.ArtistId"),
-    ({"verbs": ["select"], "tables": {"allow": ["Track", "Genre", "MediaType"]}},
-     b"SELECT t.Name, g.Name FROM Track t JOIN Genre g ON g.GenreId = t.GenreId LIMIT 5"),
+    (
+        {"verbs": ["select"], "tables": {"deny": ["Employee"]}},
+        b"SELECT c.FirstName, SUM(i.Total) FROM Customer c JOIN Invoice i "
+        b"ON i.CustomerId = c.CustomerId GROUP BY c.CustomerId",
+    ),
+    (
+        {"verbs": ["select"], "tables": {"allow": ["Artist", "Album"]}},
+        b"SELECT a.Title, ar.Name FROM Album a JOIN Artist ar ON a.ArtistId = ar.ArtistId",
+    ),
+    (
+        {"verbs": ["select"], "tables": {"allow": ["Track", "Genre", "MediaType"]}},
+        b"SELECT t.Name, g.Name FROM Track t JOIN Genre g ON g.GenreId = t.GenreId LIMIT 5",
+    ),
 ]
 
 
@@ -130,6 +136,7 @@ def run_batch(plans: list[list[Matcher]], b: int, steps: int, nw: int) -> tuple[
         guide_mod._copy_rows = native
     t_nat = median_us(batched, steps)
     return t_row, t_py, t_nat
+
 
 if __name__ == "__main__":
     main()

@@ -73,10 +73,39 @@ def test_chunked_feeding_agrees(name: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([
-    b"select", b" ", b"*", b"from", b"t", b"a", b",", b"where", b"=", b"<", b"<=", b"1",
-    b"e", b"'", b"x", b"(", b")", b";", b"--", b"\n", b"count", b'"', b"delete", b"and",
-]), max_size=14))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"select",
+                b" ",
+                b"*",
+                b"from",
+                b"t",
+                b"a",
+                b",",
+                b"where",
+                b"=",
+                b"<",
+                b"<=",
+                b"1",
+                b"e",
+                b"'",
+                b"x",
+                b"(",
+                b")",
+                b";",
+                b"--",
+                b"\n",
+                b"count",
+                b'"',
+                b"delete",
+                b"and",
+            ]
+        ),
+        max_size=14,
+    )
+)
 def test_random_fragment_strings_agree(parts: list[bytes]) -> None:
     w = b"".join(parts)
     for g in GRAMMARS.values():

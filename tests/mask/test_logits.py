@@ -35,6 +35,7 @@ def test_numpy_rows_and_batches(vocab: int, width: int) -> None:
 @pytest.mark.parametrize("vocab,width", [(1, 1), (33, 33), (100, 100), (77, 96)])
 def test_torch_matches_numpy(vocab: int, width: int) -> None:
     import torch  # in the [dev] extra: CI has it, so no skip
+
     rng = np.random.default_rng(1000 + vocab)
     logits, masks, expect = _case(rng, vocab, width)
     t = torch.from_numpy(logits.copy())

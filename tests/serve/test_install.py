@@ -54,7 +54,9 @@ def _index_reachable() -> str | None:
     try:
         out = subprocess.run(
             [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         out = ""
@@ -74,9 +76,22 @@ def test_vllm_extra_resolves_from_the_index(tmp_path: Path) -> None:
     req = vllm_requirement()
     report = tmp_path / "report.json"
     p = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-         "--quiet", "--disable-pip-version-check", "--report", str(report), str(req)],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--report",
+            str(report),
+            str(req),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert p.returncode == 0, p.stderr[-3000:]
     got = {

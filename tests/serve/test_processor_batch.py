@@ -61,8 +61,11 @@ def test_accept_rejects_and_sync_rolls_back(reg, refs) -> None:
     bm.fill([3])
     for t in toks[:6]:
         bm.accept(3, t)
-    bad = int(np.flatnonzero(~np.unpackbits(ref[6].view(np.uint8), bitorder="little")
-                             .astype(bool)[: G.vocab().size])[0])
+    bad = int(
+        np.flatnonzero(
+            ~np.unpackbits(ref[6].view(np.uint8), bitorder="little").astype(bool)[: G.vocab().size]
+        )[0]
+    )
     with pytest.raises(TokenRejected):
         bm.accept(3, bad)
     bm.sync(3, toks[:4])  # the engine's committed history is shorter: roll back
