@@ -78,6 +78,7 @@ lint: ruff mypy imports stubtest rust-lint ## ruff, mypy, the import-layer contr
 
 ruff:
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check grid_sql tests bench examples
 
 fmt: ## format Python (ruff format) and Rust (cargo fmt) sources in place
 	$(VENV)/bin/ruff format .
