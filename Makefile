@@ -81,7 +81,7 @@ ruff:
 	$(VENV)/bin/ruff format --check grid_sql tests bench examples
 
 fmt: ## format Python (ruff format) and Rust (cargo fmt) sources in place
-	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff format grid_sql tests bench examples
 	$(CARGO) fmt --all --manifest-path $(CARGO_MANIFEST)
 
 mypy:
