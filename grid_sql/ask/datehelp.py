@@ -1,0 +1,67 @@
+"""A prompt line of the dialect's date functions and casts, for questions about dates.
+
+Why (issue #25 §4): on defog's PostgreSQL questions the date category is where the default
+model failed most (date_functions: 26 of 35 executed, 5 right): it wrote other dialects'
+date functions (``DATEADD``, ``YEAR(x)``) and compared dates with text. The prompt gave it
+no help with this dialect's idioms. The line is shown only where the question needs dates,
+so the other questions' prompts stay as they were (and keep their measured behaviour):
+
+* the question says so: a date word (``year``, ``month``, ``since``, ``ago``, a month's
+  name, ...) or a four-digit year;
+* or a column the question names (its words overlap the column's) has a date or time type.
+
+The idioms come from the dialect object (:attr:`grid_sql.dialect.Dialect.date_idioms`) and
+name only functions the role may call (``Policy.allowed_functions``): the prompt never
+suggests what the grammar would then refuse.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..dialect import Dialect
+from ..policy.model import Policy
+from ..schema.model import SchemaSnapshot
+from .prompt import visible_tables, words
+
+__all__ = ["DATE_WORDS", "date_line", "is_date_type", "needs_dates"]
+
+# stems as ``prompt.words`` spells them (plural ``s`` removed)
+DATE_WORDS = frozenset(
+    """date dated day daily week weekly month monthly year yearly annual annually quarter
+    quarterly time when since ago recent recently today yesterday tomorrow hour minute
+    weekday weekend birthday anniversary duration timestamp earliest latest oldest newest
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec ytd mtd""".split()
+)
+_YEAR = re.compile(r"\b(1[89]|20)\d\d\b")
+_DATE_TYPE = re.compile(r"date|time|interval", re.IGNORECASE)
+
+
+def is_date_type(type_name: str) -> bool:
+    """A catalog type string that holds dates, times or intervals (``timestamp without time
+    zone``, ``DATE``, ``DATETIME``, ``interval``)."""
+    return bool(_DATE_TYPE.search(type_name))
+
+
+def needs_dates(question: str, snapshot: SchemaSnapshot, policy: Policy) -> bool:
+    """True when the question asks about dates: its words, or a date-typed column it names."""
+    qwords = words(question)
+    if qwords & DATE_WORDS or _YEAR.search(question):
+        return True
+    for table in visible_tables(snapshot, policy):
+        for col in table.columns:
+            if is_date_type(col.type) and words(col.name) & qwords:
+                return True
+    return False
+
+
+def date_line(question: str, snapshot: SchemaSnapshot, policy: Policy) -> str | None:
+    """The dialect's date and cast line for ``question``, or None when it needs no dates
+    (or the role may call none of the idioms' functions)."""
+    if not needs_dates(question, snapshot, policy):
+        return None
+    dialect = Dialect.find(snapshot.dialect)
+    if dialect is None:
+        return None
+    return dialect.date_prompt_line(policy.allowed_functions)
