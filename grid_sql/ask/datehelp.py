@@ -8,7 +8,10 @@ so the other questions' prompts stay as they were (and keep their measured behav
 
 * the question says so: a date word (``year``, ``month``, ``since``, ``ago``, a month's
   name, ...) or a four-digit year;
-* or a column the question names (its words overlap the column's) has a date or time type.
+* or a column the question names (its words overlap the column's) has a date or time type;
+
+and only where the role can read some date- or time-typed column: a catalog that keeps its
+dates as numbers or text gets no date functions suggested.
 
 The idioms come from the dialect object (:attr:`grid_sql.dialect.Dialect.date_idioms`) and
 name only functions the role may call (``Policy.allowed_functions``): the prompt never
@@ -45,15 +48,22 @@ def is_date_type(type_name: str) -> bool:
 
 
 def needs_dates(question: str, snapshot: SchemaSnapshot, policy: Policy) -> bool:
-    """True when the question asks about dates: its words, or a date-typed column it names."""
+    """True when the question asks about dates (its words, or a date-typed column it names)
+    and the role can read a date-typed column at all: where dates are stored as numbers or
+    text (defog's ``atis`` times are BIGINT) the date functions would only mislead (measured:
+    ``EXTRACT(MINUTE FROM arrival_time)`` on a BIGINT, bench/RESULTS-defog.md)."""
+    dated = [
+        col
+        for table in visible_tables(snapshot, policy)
+        for col in table.columns
+        if is_date_type(col.type)
+    ]
+    if not dated:
+        return False
     qwords = words(question)
     if qwords & DATE_WORDS or _YEAR.search(question):
         return True
-    for table in visible_tables(snapshot, policy):
-        for col in table.columns:
-            if is_date_type(col.type) and words(col.name) & qwords:
-                return True
-    return False
+    return any(words(col.name) & qwords for col in dated)
 
 
 def date_line(question: str, snapshot: SchemaSnapshot, policy: Policy) -> str | None:

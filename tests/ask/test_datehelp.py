@@ -11,13 +11,13 @@ from grid_sql.policy import AppPolicy, narrow, sqlite_baseline
 from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
 
 
-def _snapshot(dialect: str, default: str) -> SchemaSnapshot:
+def _snapshot(dialect: str, default: str, shipped_type: str = "TIMESTAMP") -> SchemaSnapshot:
     orders = TableInfo(
         "orders",
         columns=(
             ColumnInfo("id", "BIGINT"),
             ColumnInfo("customer", "TEXT"),
-            ColumnInfo("shipped_at", "TIMESTAMP WITHOUT TIME ZONE"),
+            ColumnInfo("shipped_at", shipped_type),
             ColumnInfo("amount", "NUMERIC"),
         ),
     )
@@ -66,6 +66,13 @@ def test_a_date_typed_column_the_question_names(pg):
     assert needs_dates("Which orders are shipped?", snap, pol)
     assert not needs_dates("Which customer spent the most?", snap, pol)
     assert date_line("Which customer spent the most?", snap, pol) is None
+
+
+def test_no_line_where_no_column_holds_dates():
+    snap = _snapshot("postgresql", "public", shipped_type="BIGINT")  # epoch seconds
+    pol = _policy(snap)
+    assert not needs_dates("How many orders were shipped each month?", snap, pol)
+    assert date_line("Orders in 2021?", snap, pol) is None
 
 
 def test_the_prompt_carries_it_only_for_date_questions(pg):
