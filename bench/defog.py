@@ -338,9 +338,12 @@ def evaluate(
     def asker_for(db: str, date_help: bool) -> Any:
         if (db, date_help) not in askers:
             askers[db, date_help] = Asker(
-                reader_url(db), model=backend, audit=False, max_tokens=max_tokens,
+                reader_url(db),
+                model=backend,
+                audit=False,
+                max_tokens=max_tokens,
                 date_help=date_help,
-            )  # fmt: skip
+            )
         return askers[db, date_help]
 
     for q in questions:
@@ -408,7 +411,7 @@ def _pct(k: int, n: int) -> str:
     return f"{k}/{n} = {100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
-def report(model: str, command: str) -> str:
+def report(model: str, command: str, notes: str = "") -> str:
     import platform
 
     recs = read_records(out_path(model))
@@ -498,6 +501,8 @@ def report(model: str, command: str) -> str:
         "mask alone",
         "- big-catalog arm (11 databases in one, 2,000 distractors): not done",
     ]
+    if notes.strip():
+        lines += ["", "## Notes", "", notes.strip()]
     return "\n".join(lines) + "\n"
 
 
@@ -557,11 +562,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--until", default=None, help="stop starting questions after HH:MM UTC")
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
     args = ap.parse_args(argv)
     if args.report:
-        text = report(args.model, "nice python bench/defog.py --per-category 4; "
-                      "nice python bench/defog.py --until 03:50")  # fmt: skip
+        notes = Path(args.notes).read_text() if args.notes else ""
+        text = report(args.model, "nice python bench/defog.py --until HH:MM", notes)
         Path(args.out).write_text(text)
         print(text)
         return 0
