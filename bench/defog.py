@@ -5,21 +5,23 @@ Questions: ``questions_gen_postgres.csv`` of defog sql-eval (210 questions over 
 6 categories; ``/work/shared/data/defog_sql_eval``), on the ``defog_<db>`` databases that
 ``scripts/services.sh start`` loads into the local PostgreSQL. Every statement, generated or
 gold, runs as ``grid_defog_reader``: a LOGIN role the harness creates (idempotently, with the
-service superuser) with CONNECT on those databases and SELECT on their tables, nothing else
-(TEMPORARY is revoked from PUBLIC there, so the role cannot create temp tables either).
+service superuser) with CONNECT on those databases, USAGE on their schemas (reading a table
+needs it) and SELECT on their tables, nothing else (TEMPORARY is revoked from PUBLIC there,
+so the role cannot create temp tables either).
 
 Arms (same model, same prompt: ``Asker.messages``):
 
 * ``constrained`` — ``Asker.ask`` with every default (scoped role grammar, bind on close,
-  autofix, one repair round, a database refusal repaired with its message and a type hint,
-  date help on): the pipeline a user gets. The Asker's role policy is read from the server
-  (the reader's grants), audit off.
+  autofix, one repair round, a database refusal repaired with its message and a type hint)
+  and ``date_help=True`` (the default while this ran; off since, by this run's §4
+  figures). The Asker's role policy is read from the server (the reader's grants), audit
+  off.
 * ``unconstrained`` — greedy decoding from the same backend with no mask (``bench/
   spider_eval.py``'s ``run_unconstrained``: stop at ``;``, an end token or the budget), its
   statement executed once; no checker, no repair.
-* ``nodate`` — ``constrained`` with ``Asker(date_help=False)``, on the ``date_functions``
-  questions only (§4's paired measurement). Where the date line would not be shown the prompt
-  is identical and decoding greedy, so nothing is generated: the record says
+* ``nodate`` — ``constrained`` with ``Asker(date_help=False)`` (now the default), on the
+  ``date_functions`` questions only (§4's paired measurement). Where the date line would
+  not be shown the prompt is identical and decoding greedy, so nothing is generated: the record says
   ``same_prompt`` and the report takes the ``constrained`` outcome.
 
 Correctness is sql-eval's rule (``bench/sqleval_rule.py``: any accepted gold alternative,
@@ -438,7 +440,7 @@ def report(model: str, command: str, notes: str = "") -> str:
         "| arm | executes [95% Wilson] | EX (sql-eval rule) [95% Wilson] | dead ends |",
         "|---|---|---|---|",
     ]
-    for name, rs in (("constrained (default Asker)", c), ("unconstrained", u)):
+    for name, rs in (("constrained (Asker, date_help=True)", c), ("unconstrained", u)):
         ex = sum(bool(r["executes"]) for r in rs)
         ok = sum(bool(r["correct"]) for r in rs)
         dead = sum(bool(r.get("dead_end")) for r in rs)
@@ -490,9 +492,9 @@ def report(model: str, command: str, notes: str = "") -> str:
         f"Python {platform.python_version()}",
         f"- model {model} (GGUF, llama.cpp, greedy), max_tokens 256; records "
         f"`{out_path(model).relative_to(ROOT)}` (git-ignored)",
-        "- role: `grid_defog_reader`, LOGIN with CONNECT + SELECT on the `defog_*` databases "
-        "(TEMPORARY revoked from PUBLIC there); gold and generated SQL both run as it, 10 s "
-        "timeout",
+        "- role: `grid_defog_reader`, LOGIN with CONNECT, schema USAGE and SELECT on the "
+        "`defog_*` databases (TEMPORARY revoked from PUBLIC there); gold and generated SQL "
+        "both run as it, 10 s timeout",
         "- EX: sql-eval's rule (`bench/sqleval_rule.py`, from defog-ai/sql-eval "
         "`eval/eval.py` at 079e59c2): any accepted gold alternative, `{a, b}` subsets, extra "
         "columns allowed, row order only for the order_by category or ordering words",
@@ -523,7 +525,7 @@ def _date_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
         "| prompt | executes | EX |",
         "|---|---|---|",
     ]
-    for name, rs in (("with date line (default)", on), ("without (date_help=False)", off)):
+    for name, rs in (("with date line", on), ("without (date_help=False, the default)", off)):
         ex = sum(bool(r["executes"]) for r in rs)
         ok = sum(bool(r["correct"]) for r in rs)
         out.append(f"| {name} | {_pct(ex, len(rs))} | {_pct(ok, len(rs))} |")

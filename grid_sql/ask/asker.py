@@ -140,7 +140,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         n_gpu_layers: int | None = None,
         device: str | None = None,
         live_grants: float | None = 5.0,
-        date_help: bool = True,
+        date_help: bool = False,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -177,7 +177,9 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         grammar are derived anew (``grid_sql.ask.live``); None: never.
 
         ``date_help``: a question about dates gets one prompt line of the dialect's date
-        functions and casts (``grid_sql.ask.datehelp``; measured in bench/RESULTS-defog.md)."""
+        functions and casts (``grid_sql.ask.datehelp``). Off by default: on defog's
+        date_functions questions (Qwen2.5-Coder-1.5B) it lost, EX 2/10 with it against 3/10
+        without, executes 7/10 against 9/10 (bench/RESULTS-defog.md)."""
         self.backend_options = BackendOptions.resolve(
             n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, device=device
         )

@@ -16,6 +16,12 @@ dates as numbers or text gets no date functions suggested.
 The idioms come from the dialect object (:attr:`grid_sql.dialect.Dialect.date_idioms`) and
 name only functions the role may call (``Policy.allowed_functions``): the prompt never
 suggests what the grammar would then refuse.
+
+Measured (bench/RESULTS-defog.md, Qwen2.5-Coder-1.5B): on defog's date_functions questions
+the line lost (one right answer and two executing ones fewer of ten: the model reached for
+``DATE_TRUNC``/interval arithmetic where plain date subtraction was right), so
+``Asker(date_help=...)`` is off by default; the line stays available to measure on other
+models.
 """
 
 from __future__ import annotations
