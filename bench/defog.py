@@ -317,9 +317,16 @@ def out_path(model: str) -> Path:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
+    """The run's records: ``X.jsonl``, else the committed ``X.jsonl.gz`` (bench/README.md)."""
+    import gzip
+
+    if path.exists():
+        text = path.read_text()
+    elif path.with_suffix(".jsonl.gz").exists():
+        text = gzip.decompress(path.with_suffix(".jsonl.gz").read_bytes()).decode()
+    else:
         return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
 
 
 def evaluate(
@@ -491,7 +498,8 @@ def report(model: str, command: str, notes: str = "") -> str:
         f"- host: {platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs, shared), "
         f"Python {platform.python_version()}",
         f"- model {model} (GGUF, llama.cpp, greedy), max_tokens 256; records "
-        f"`{out_path(model).relative_to(ROOT)}` (git-ignored)",
+        f"`{out_path(model).relative_to(ROOT)}` (git-ignored; committed gzip-compressed as "
+        "`.jsonl.gz`, which `--report` reads when the `.jsonl` is absent)",
         "- role: `grid_defog_reader`, LOGIN with CONNECT, schema USAGE and SELECT on the "
         "`defog_*` databases (TEMPORARY revoked from PUBLIC there); gold and generated SQL "
         "both run as it, 10 s timeout",

@@ -178,8 +178,8 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
 
         ``date_help``: a question about dates gets one prompt line of the dialect's date
         functions and casts (``grid_sql.ask.datehelp``). Off by default: on defog's
-        date_functions questions (Qwen2.5-Coder-1.5B) it lost, EX 2/10 with it against 3/10
-        without, executes 7/10 against 9/10 (bench/RESULTS-defog.md)."""
+        date_functions questions (Qwen2.5-Coder-1.5B) it lost, EX 2/12 with it against 3/12
+        without, executes 9/12 against 11/12 (bench/RESULTS-defog.md)."""
         self.backend_options = BackendOptions.resolve(
             n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, device=device
         )

@@ -18,7 +18,7 @@ name only functions the role may call (``Policy.allowed_functions``): the prompt
 suggests what the grammar would then refuse.
 
 Measured (bench/RESULTS-defog.md, Qwen2.5-Coder-1.5B): on defog's date_functions questions
-the line lost (one right answer and two executing ones fewer of ten: the model reached for
+the line lost (one right answer and two executing ones fewer of twelve: the model reached for
 ``DATE_TRUNC``/interval arithmetic where plain date subtraction was right), so
 ``Asker(date_help=...)`` is off by default; the line stays available to measure on other
 models.
