@@ -139,6 +139,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         n_gpu_layers: int | None = None,
         device: str | None = None,
         live_grants: float | None = 5.0,
+        date_help: bool = False,
     ) -> None:
         """``scopes``: scope-aware column masks (``docs/scope.md``); ``bind_select_list``:
         with them, a FROM clause cannot close while a column the select list names (``T2.x``,
@@ -177,7 +178,12 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
 
         ``live_grants``: at most every this many seconds, before a question, a cheap catalog
         fingerprint tells whether the rights or the schema changed, and if so the policy and
-        grammar are derived anew (``grid_sql.ask.live``); None: never."""
+        grammar are derived anew (``grid_sql.ask.live``); None: never.
+
+        ``date_help``: a question about dates gets one prompt line of the dialect's date
+        functions and casts (``grid_sql.ask.datehelp``). Off by default: on defog's
+        date_functions questions (Qwen2.5-Coder-1.5B) it lost, EX 2/12 with it against 3/12
+        without, executes 9/12 against 11/12 (bench/RESULTS-defog.md)."""
         self.backend_options = BackendOptions.resolve(
             n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, device=device
         )
@@ -202,6 +208,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         self.bind_on_close = bind_on_close
         self.examples = tuple(examples)
         self.example_values = example_values
+        self.date_help = date_help
         self._values: dict[tuple[str, str], TableValues] | None = None
         self._model_arg = model
         self._backend: Backend | None = None
@@ -366,7 +373,15 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         policy = self._mode(writes).policy
         budget = budget or asker_budget(self, self.max_tokens, self.repair, load=False)
         values = self._column_values()
-        return build_messages(q, self.snapshot, policy, examples=ex, values=values, budget=budget)
+        return build_messages(
+            q,
+            self.snapshot,
+            policy,
+            examples=ex,
+            values=values,
+            budget=budget,
+            date_help=self.date_help,
+        )
 
     def _column_values(self) -> dict[tuple[str, str], TableValues] | None:
         """The prompt's example values (``example_values``), read once per Asker under the

@@ -93,7 +93,13 @@ class TurnContext:
         policy = asker._mode(writes).policy
         rank = " ".join([*(t.question for t in self.window), question])
         msgs = build_messages(
-            rank, asker.snapshot, policy, examples=ex, values=asker._column_values(), budget=budget
+            rank,
+            asker.snapshot,
+            policy,
+            examples=ex,
+            values=asker._column_values(),
+            budget=budget,
+            date_help=asker.date_help,
         )
         tail = msgs.pop()  # the question, spelled for ranking; rebuilt below
         assert tail["role"] == "user"

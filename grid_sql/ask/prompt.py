@@ -136,13 +136,19 @@ def build_messages(
     max_chars: int = DEFAULT_MAX_CHARS,
     values: Mapping[tuple[str, str], Mapping[str, ColumnValues]] | None = None,
     budget: PromptBudget | None = None,
+    date_help: bool = False,
 ) -> list[Message]:
     """Chat messages: system rules with the schema, few-shot pairs, then the question.
 
     ``samples`` (table name → rows) is opt-in and appended as SQL comments under the schema;
     ``values`` (opt-in) puts example values of columns into their CREATE TABLE lines;
-    ``budget``: the whole prompt fits ``budget.first`` tokens (the schema shrinks to fit).
+    ``budget``: the whole prompt fits ``budget.first`` tokens (the schema shrinks to fit);
+    ``date_help``: a question about dates gets the dialect's date and cast line under the
+    rules (:mod:`grid_sql.ask.datehelp`).
     """
+    from .datehelp import date_line
+
+    rules = date_line(question, snapshot, policy) if date_help else None
 
     def build(room: int | None) -> list[Message]:
         schema = schema_text(
@@ -155,7 +161,7 @@ def build_messages(
             room=room,
             count=budget.count_text if budget is not None else None,
         )
-        return _assemble(question, schema, snapshot, policy, examples, samples)
+        return _assemble(question, schema, snapshot, policy, examples, samples, rules)
 
     if budget is None:
         return build(None)
@@ -171,6 +177,7 @@ def _assemble(
     policy: Policy,
     examples: Sequence[Example],
     samples: Mapping[str, Sequence[Sequence[object]]] | None,
+    rules: str | None = None,
 ) -> list[Message]:
     if samples:
         extra = []
@@ -178,7 +185,8 @@ def _assemble(
             extra.append(f"-- sample rows of {table}:")
             extra.extend(f"--   {tuple(r)!r}" for r in rows)
         schema += "\n\n" + "\n".join(extra)
-    system = f"{_system(snapshot, policy)}\n\nDatabase schema:\n{schema}"
+    head = _system(snapshot, policy) if rules is None else f"{_system(snapshot, policy)} {rules}"
+    system = f"{head}\n\nDatabase schema:\n{schema}"
     msgs: list[Message] = [{"role": "system", "content": system}]
     for ex in examples:
         msgs.append({"role": "user", "content": _user(ex.question)})

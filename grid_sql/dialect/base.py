@@ -144,6 +144,12 @@ class Dialect:
     (T-SQL ``dateadd``, ``isnull``, Oracle ``sysdate``, ...), keyed by its lower-case name;
     the repair round's hint when the mask blocked the model's favourite."""
 
+    date_idioms: ClassVar[tuple[tuple[frozenset[str], str], ...]] = ()
+    """Prompt help for questions about dates (issue #25 §4): (the function names an idiom
+    calls, how this dialect spells it). A small model writes another dialect's date
+    functions, or compares a date with text, unless it is shown this one's; an idiom is shown
+    only when the role may call every function it names (:meth:`date_prompt_line`)."""
+
     # ------------------------------------------------------------------ aggregates
     distinct_takes_one_expression: ClassVar[bool] = True
     """``count(DISTINCT a, b)`` is an error (MySQL/MariaDB accept it)."""
@@ -328,6 +334,14 @@ class Dialect:
         :meth:`linked_functions` says exists where it can say."""
         linked = self.linked_functions()
         return self.functions if linked is None else self.functions & linked
+
+    def date_prompt_line(self, allowed: frozenset[str]) -> str | None:
+        """One prompt line of this dialect's date functions and cast syntax, naming only
+        functions in ``allowed`` (the role's allow-list); None when no idiom is left."""
+        shown = [text for names, text in self.date_idioms if names <= allowed]
+        if not shown:
+            return None
+        return f"{self.label} dates and casts: " + "; ".join(shown) + "."
 
     # ------------------------------------------------------------------ execution
     @contextlib.contextmanager

@@ -99,6 +99,14 @@ class MySQL(Dialect):
         "datepart": "EXTRACT(YEAR FROM x)",
         "getutcdate": "UTC_TIMESTAMP()",
     }
+    date_idioms: ClassVar[tuple[tuple[frozenset[str], str], ...]] = (
+        (frozenset({"year", "month"}), "YEAR(col), MONTH(col)"),
+        (frozenset({"date_format"}), "DATE_FORMAT(col, '%Y-%m')"),
+        (frozenset({"date_sub", "curdate"}), "DATE_SUB(CURDATE(), INTERVAL 30 DAY)"),
+        (frozenset({"datediff"}), "DATEDIFF(a, b)"),
+        (frozenset(), "compare with '2020-01-01'"),
+        (frozenset(), "casts: CAST(x AS DATE), CAST(x AS CHAR)"),
+    )
     distinct_takes_one_expression = False
 
     grant_source = "show_grants"

@@ -146,6 +146,14 @@ class PostgreSQL(Dialect):
         "sysdate": "now()",
         "getutcdate": "now()",
     }
+    date_idioms: ClassVar[tuple[tuple[frozenset[str], str], ...]] = (
+        (frozenset({"extract"}), "EXTRACT(YEAR FROM col)"),
+        (frozenset({"date_trunc"}), "DATE_TRUNC('month', col)"),
+        (frozenset({"to_char"}), "TO_CHAR(col, 'YYYY-MM')"),
+        (frozenset(), "CURRENT_DATE - INTERVAL '30 days'"),
+        (frozenset(), "compare with DATE '2020-01-01'"),
+        (frozenset(), "casts: CAST(x AS DATE) or x::date, x::text before LIKE"),
+    )
 
     grant_source = "privilege_functions"
     audit_store = True

@@ -118,6 +118,13 @@ class SQLite(Dialect):
         "sysdate": "datetime('now')",
         "getutcdate": "datetime('now')",
     }
+    date_idioms: ClassVar[tuple[tuple[frozenset[str], str], ...]] = (
+        (frozenset(), "dates are text 'YYYY-MM-DD'"),
+        (frozenset({"strftime"}), "strftime('%Y', col)"),
+        (frozenset({"date"}), "date('now', '-30 days')"),
+        (frozenset({"julianday"}), "julianday(a) - julianday(b)"),
+        (frozenset(), "casts: CAST(x AS INTEGER)"),
+    )
     grant_source = "none"
     audit_store = True
     sync_drivers: ClassVar[dict[str, str]] = {"aiosqlite": "pysqlite"}

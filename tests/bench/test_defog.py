@@ -1,0 +1,148 @@
+"""bench/defog.py and its sql-eval correctness rule (bench/sqleval_rule.py).
+
+The rule tests are model-free: hand-made results for each convention, then real defog gold
+rows read from the local PostgreSQL (``db``). The harness run itself needs the 1.5B model
+and hours of CPU: it is the benchmark (bench/RESULTS-defog.md), not a test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str) -> ModuleType:
+    sys.path.insert(0, str(REPO / "bench"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+rule = _load("sqleval_rule")
+R = rule.Result.of
+
+
+def test_minimal_queries_expand_alternatives_and_column_subsets():
+    q = "SELECT {a.x, a.y}, COUNT(*) FROM a GROUP BY {};SELECT b.z FROM b;"
+    assert rule.minimal_queries(q) == [
+        "SELECT a.x, COUNT(*) FROM a GROUP BY a.x",
+        "SELECT a.y, COUNT(*) FROM a GROUP BY a.y",
+        "SELECT a.x, a.y, COUNT(*) FROM a GROUP BY a.x, a.y",
+        "SELECT b.z FROM b",
+    ]
+
+
+def test_equal_sets_rows_any_order_duplicates_ignored():
+    gold = R(["n", "c"], [("a", 1), ("b", 2)])
+    assert rule.correct([gold], R(["n", "c"], [("b", 2), ("a", 1), ("a", 1)]), "group_by", "q?")
+    assert not rule.correct([gold], R(["n", "c"], [("a", 1)]), "group_by", "q?")
+    assert not rule.correct([gold], R(["n", "c"], [("a", 1), ("b", 3)]), "group_by", "q?")
+
+
+def test_extra_columns_are_allowed_missing_ones_are_not():
+    gold = R(["name"], [("a",), ("b",)])
+    assert rule.correct([gold], R(["id", "nm"], [(1, "a"), (2, "b")]), "table_join", "q")
+    assert not rule.correct([R(["n", "c"], [("a", 1)])], R(["n"], [("a",)]), "ratio", "q")
+
+
+def test_numbers_decimal_and_tolerance():
+    import decimal
+
+    gold = R(["r"], [(decimal.Decimal("0.3333333"),)])
+    assert rule.correct([gold], R(["ratio"], [(1 / 3,)]), "ratio", "q")
+    assert not rule.correct([gold], R(["ratio"], [(0.34,)]), "ratio", "q")
+
+
+def test_row_order_counts_only_for_ordering_questions():
+    gold = R(["name", "total"], [("b", 9), ("a", 5), ("c", 1)])  # ORDER BY total DESC
+    flipped = R(["name", "total"], [("c", 1), ("a", 5), ("b", 9)])  # ascending instead
+    assert rule.correct([gold], flipped, "group_by", "Total per name?")
+    assert not rule.correct([gold], flipped, "order_by", "Total per name?")
+    assert not rule.correct([gold], flipped, "group_by", "Sort names by total")
+    assert rule.correct([gold], gold, "order_by", "q")
+
+
+def test_empty_results_and_duplicate_names():
+    assert rule.correct([R(["a"], [])], R(["b"], []), "ratio", "q")  # same shape, no rows
+    assert not rule.correct([R(["a"], [])], R(["a", "b"], []), "ratio", "q")
+    dup = R(["name", "name"], [("x", "y"), ("z", "w")])
+    assert not rule.correct([R(["name"], [("x",), ("z",)])], dup, "table_join", "q")
+
+
+def test_any_alternative_counts():
+    a, b = R(["x"], [(1,)]), R(["x"], [(2,)])
+    assert rule.correct([a, b], R(["x"], [(2,)]), "ratio", "q")
+
+
+@pytest.mark.db
+def test_the_rule_on_real_defog_gold_rows():
+    """Every question's gold (first alternative, braces filled) is correct against its own
+    accepted alternatives; the gold with a row dropped or a column's values changed is not."""
+    import re
+
+    if not os.environ.get("GRID_SQL_PG_URL"):
+        pytest.skip("GRID_SQL_PG_URL not set (scripts/services.sh)")
+    defog = _load("defog")
+    questions = defog.load_questions()
+    defog.ensure_role(sorted({q.db for q in questions}))
+    dropped = changed = 0
+    for q in questions:
+        golds, failed = defog.gold_results(q)
+        assert golds and failed == 0, q.qid
+        last = ""
+
+        def fill(m: re.Match[str]) -> str:
+            nonlocal last
+            last = m.group(1) if m.group(1).strip() else last
+            return last
+
+        full = defog.run_sql(q.db, re.sub(r"\{([^{}]*)\}", fill, q.gold.split(";")[0]))
+        assert rule.correct(golds, full, q.category, q.question), q.qid
+        if len(golds) == 1 and len(set(golds[0].rows)) > 1:
+            g = golds[0]
+            cut = rule.Result(g.columns, tuple(dict.fromkeys(g.rows))[:-1])
+            assert not rule.correct(golds, cut, q.category, q.question), q.qid
+            dropped += 1
+            bumped = rule.Result(g.columns, tuple(("~", *r[1:]) for r in g.rows))
+            if bumped.rows != g.rows and all(len(set(c)) > 1 for c in zip(*g.rows, strict=True)):
+                assert not rule.correct(golds, bumped, q.category, q.question), q.qid
+                changed += 1
+    assert dropped > 50 and changed > 10
+
+
+def test_stratified_order_covers_every_category_first():
+    defog = _load("defog")
+    qs = defog.load_questions()
+    first = defog.stratified(qs, 2)
+    assert len(first) == 12
+    assert [q.category for q in first[:6]] == list(defog.CATEGORIES)
+    full = defog.stratified(qs, None)
+    assert sorted(q.qid for q in full) == list(range(len(qs)))
+    assert [q.qid for q in full[:12]] == [q.qid for q in first]
+
+
+@pytest.mark.db
+def test_the_reader_role_can_only_read():
+    if not os.environ.get("GRID_SQL_PG_URL"):
+        pytest.skip("GRID_SQL_PG_URL not set (scripts/services.sh)")
+    defog = _load("defog")
+    defog.ensure_role(["academic", "ewallet"])
+    assert defog.run_sql("ewallet", "SELECT count(*) AS n FROM consumer_div.users").rows
+    for sql in (
+        "CREATE TEMP TABLE t (x int)",
+        "CREATE TABLE t (x int)",
+        "DELETE FROM author",
+        "SELECT pg_read_file('/etc/passwd')",
+    ):
+        with pytest.raises(defog.ExecError):
+            defog.run_sql("academic", sql)
