@@ -31,7 +31,7 @@ import re
 from ..dialect import Dialect
 from ..policy.model import Policy
 from ..schema.model import SchemaSnapshot
-from .prompt import visible_tables, words
+from .tables import visible_tables, words
 
 __all__ = ["DATE_WORDS", "date_line", "is_date_type", "needs_dates"]
 
