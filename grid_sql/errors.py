@@ -113,7 +113,15 @@ class WriteRefused(PolicyViolation):
 
 
 class ExecutionError(GridSQLError):
-    """The database rejected or failed a statement; its transaction was rolled back."""
+    """The database rejected or failed a statement; its transaction was rolled back.
+
+    ``sql`` is the statement the database refused and ``audit_ids`` the records of its
+    generation, set by :meth:`Asker.ask` (the caller must be able to show and audit what was
+    refused, as for a :class:`PolicyViolation`); both stay empty where the statement was the
+    caller's own (``run_sql``, DB-API ``execute``)."""
+
+    sql: str | None = None
+    audit_ids: tuple[str, ...] = ()
 
 
 class StatementTimeout(ExecutionError):

@@ -610,7 +610,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             res = run(gen.sql)
         except ExecutionError as exc:
             if not self._may_repair_execution(gen, exc, allow_writes, options):
-                raise
+                raise _refused_statement(exc, gen) from exc.__cause__
             # the database refused a statement the checker passed (`count(DISTINCT a, b)`,
             # a parser stack overflow): its message goes back for the unused repair round
             again = self.generate_sql(
@@ -620,9 +620,14 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
                 **dict(options),
             )
             if same_statement(again.sql, gen.sql, self.dialect):  # nothing new to try
-                raise ExecutionError(
-                    f"{exc} (the repair round wrote the same statement again; not run twice)"
-                ) from exc
+                same = _refused_statement(
+                    ExecutionError(
+                        f"{exc} (the repair round wrote the same statement again; not run twice)"
+                    ),
+                    gen,  # the statement the database refused; the retry was not run
+                )
+                same.audit_ids = (*gen.audit_ids, *again.audit_ids)
+                raise same from exc
             again.repairs = [*gen.repairs, *again.repairs]
             again.audit_ids = [*gen.audit_ids, *again.audit_ids]
             for k, v in gen.timings.items():
@@ -631,7 +636,10 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             again.tokens += gen.tokens
             gen = again
             on_sql(gen)
-            res = run(gen.sql)
+            try:
+                res = run(gen.sql)
+            except ExecutionError as exc2:
+                raise _refused_statement(exc2, gen) from exc2.__cause__
         timings = dict(gen.timings)
         timings["execution"] = res.seconds
         timings["total"] = time.perf_counter() - t_start
@@ -743,3 +751,10 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             },
             preview=res.preview,
         )
+
+
+def _refused_statement(exc: ExecutionError, gen: GeneratedSQL) -> ExecutionError:
+    """``exc`` naming the generated statement the database refused and its audit records."""
+    exc.sql = gen.sql
+    exc.audit_ids = tuple(gen.audit_ids)
+    return exc

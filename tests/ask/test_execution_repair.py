@@ -27,8 +27,9 @@ def asker(tmp_path_factory, smollm2):
 
 def test_checker_passes_what_the_database_refuses(asker):
     assert asker._mode(False).checker.check(REFUSED) == []
-    with pytest.raises(ExecutionError, match="wrong number of arguments"):
+    with pytest.raises(ExecutionError, match="wrong number of arguments") as err:
         asker.run_sql(REFUSED)
+    assert err.value.sql is None  # the caller's own statement: nothing to name
 
 
 def test_database_refusal_goes_back_for_the_repair_round(asker, monkeypatch):
@@ -47,6 +48,7 @@ def test_database_refusal_goes_back_for_the_repair_round(asker, monkeypatch):
         res = asker.ask(QUESTION)
     except ExecutionError as exc:  # the repaired statement was refused too: typed, not retried
         assert "the database rejected the statement" in str(exc)
+        assert exc.sql in made and exc.audit_ids  # the refused statement, named and audited
         res = None
     assert len(calls) == 2, calls  # the first round, then the repair round with the message
     assert "refused" not in calls[0]

@@ -81,3 +81,6 @@ def test_an_identical_retry_is_not_run_twice(tmp_path, smollm2, monkeypatch):
     assert len(made) == 2 and same_statement(made[0], made[1], "sqlite")
     assert "not run twice" in str(err.value)
     assert ran == made[:1]  # the database saw the statement once
+    # the error names the refused statement and both generations' audit records
+    assert err.value.sql == made[0]
+    assert len(err.value.audit_ids) >= 2 and all(err.value.audit_ids)
