@@ -640,22 +640,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
                 res = run(gen.sql)
             except ExecutionError as exc2:
                 raise _refused_statement(exc2, gen) from exc2.__cause__
-        timings = dict(gen.timings)
-        timings["execution"] = res.seconds
-        timings["total"] = time.perf_counter() - t_start
-        return AskResult(
-            question=gen.question,
-            sql=gen.sql,
-            columns=res.columns,
-            rows=res.rows,
-            truncated=res.truncated,
-            rowcount=res.rowcount,
-            stop_reason=gen.stop_reason,
-            audit_id=gen.audit_id,
-            repairs=gen.repairs,
-            timings=timings,
-            preview=res.preview,
-        )
+        return AskResult.answered(gen, res, t_start)
 
     def _execute(
         self,

@@ -14,6 +14,7 @@ import datetime as _dt
 import decimal
 import html
 import re
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure
 
     from .chart import Chart
+    from .execute import Execution
     from .preview import WritePreview
 
 
@@ -147,6 +149,28 @@ class AskResult:
     timings: dict[str, float] = field(default_factory=dict)
     preview: WritePreview | None = None
     show_chart: bool = field(default=False, compare=False)
+
+    @classmethod
+    def answered(cls, gen: GeneratedSQL, ran: Execution, started: float) -> AskResult:
+        """The answer of ``gen`` once it ran: its timings plus the execution and the total
+        since ``started`` (``time.perf_counter()``). One constructor for every path that
+        generates then executes (the Asker, the SQLAlchemy session), so they report alike."""
+        timings = dict(gen.timings)
+        timings["execution"] = ran.seconds
+        timings["total"] = time.perf_counter() - started
+        return cls(
+            question=gen.question,
+            sql=gen.sql,
+            columns=ran.columns,
+            rows=ran.rows,
+            truncated=ran.truncated,
+            rowcount=ran.rowcount,
+            stop_reason=gen.stop_reason,
+            audit_id=gen.audit_id,
+            repairs=list(gen.repairs),
+            timings=timings,
+            preview=ran.preview,
+        )
 
     @property
     def dry_run(self) -> bool:

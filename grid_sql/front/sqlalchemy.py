@@ -165,21 +165,7 @@ def ask_on(asker: Asker, conn: sa.Connection, question: str, **options: Any) -> 
             timeout_s=float(options.get("timeout_s", asker.timeout_s)),
         )
         outcome.rowcount = ran.rowcount
-    timings = dict(generated.timings)
-    timings["execution"] = ran.seconds
-    timings["total"] = time.perf_counter() - t0
-    return AskResult(
-        question=generated.question,
-        sql=generated.sql,
-        columns=ran.columns,
-        rows=ran.rows,
-        truncated=ran.truncated,
-        rowcount=ran.rowcount,
-        stop_reason=generated.stop_reason,
-        audit_id=generated.audit_id,
-        repairs=list(generated.repairs),
-        timings=timings,
-    )
+    return AskResult.answered(generated, ran, t0)
 
 
 def ask(target: Session | sa.Engine | sa.Connection, question: str, **options: Any) -> AskResult:
