@@ -176,8 +176,8 @@ def bench_grammar(repeats: int) -> dict[str, Any]:
     from lark.load_grammar import load_grammar
 
     from grid_sql.grammar import Grammar
-    from grid_sql.grammar.cache import ENV
     from grid_sql.grammar.dialects import dialects_dir
+    from grid_sql.store import ENV
 
     d = dialects_dir()
     path = d / "sqlite.lark"
@@ -686,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
     gram = bench_grammar(args.repeats)
     import tempfile
 
-    from grid_sql.grammar.cache import ENV
+    from grid_sql.store import ENV
 
     old_env = os.environ.get(ENV)
     with tempfile.TemporaryDirectory(prefix="grid-compile-tries-") as tmp:

@@ -4,7 +4,8 @@ Reading a dialect's ``.lark`` files through lark (parse the grammar of grammars,
 ``%import``/``%override``/``%extend``, expand ``[x]``/``x*``) costs ~0.3 s of CPU per
 dialect and process, most of a cold compile once the LALR(1) tables are built in Rust. The
 result — terminals with their regexes and the resolved BNF rules — is small, so it is kept
-as a content-addressed JSON entry:
+as a content-addressed JSON entry in the one on-disk store (``grid_sql/store.py``, which
+owns the root, the layout and atomic writes):
 
     $GRID_SQL_CACHE_DIR (default ~/.cache/grid-sql)/grammars/v1/<key[:2]>/<key>.json
 
@@ -21,19 +22,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import struct
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..store import cache_root, sharded, write_atomic
+
 if TYPE_CHECKING:
     from .ir import Grammar
 
 STORE_FORMAT = 1
-ENV = "GRID_SQL_CACHE_DIR"
 
 
 @dataclass
@@ -49,89 +48,10 @@ class StoreStats:
 STATS = StoreStats()
 
 
-def cache_root() -> Path | None:
-    """``$GRID_SQL_CACHE_DIR`` or ``~/.cache/grid-sql``; None when disabled (``off``)."""
-    env = os.environ.get(ENV)
-    if env is not None and env.strip().lower() in ("", "0", "off", "none"):
-        return None
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "grid-sql"
-
-
 def store_dir() -> Path | None:
     """Root of the grammar store, or None when disabled (``GRID_SQL_CACHE_DIR=off``)."""
     base = cache_root()
     return None if base is None else base / "grammars" / f"v{STORE_FORMAT}"
-
-
-def write_atomic(p: Path, data: bytes) -> bool:
-    """Write ``data`` to ``p`` via a temporary file and rename; False if the disk refuses."""
-    tmp: str | None = None
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, p)
-        tmp = None
-        return True
-    except OSError:
-        return False
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-
-
-def parts_digest(parts: Sequence[bytes], person: bytes) -> str:
-    """BLAKE2b-256 over length-prefixed ``parts`` (``person`` separates the entry kinds)."""
-    h = hashlib.blake2b(digest_size=32, person=person)
-    for part in parts:
-        h.update(struct.pack("<Q", len(part)))
-        h.update(part)
-    return h.hexdigest()
-
-
-def write_framed(
-    p: Path, magic: bytes, head: dict[str, Any], parts: Sequence[bytes], person: bytes
-) -> bool:
-    """Write a binary store entry: ``magic``, a JSON head (with the parts' lengths and
-    digest added), then the parts; atomically (see :func:`write_atomic`)."""
-    full = dict(head, lengths=[len(x) for x in parts], digest=parts_digest(parts, person))
-    blob = json.dumps(full, sort_keys=True).encode()
-    return write_atomic(p, magic + struct.pack("<I", len(blob)) + blob + b"".join(parts))
-
-
-def read_framed(
-    p: Path, magic: bytes, n_parts: int, person: bytes
-) -> tuple[dict[str, Any], list[bytes]] | None:
-    """The (head, parts) of an entry written by :func:`write_framed`, or None when it is
-    absent, unreadable, truncated, of another kind or fails its digest. The caller still
-    checks the head's own fields (format, key, layout) and the parts' shapes."""
-    try:
-        data = p.read_bytes()
-    except OSError:
-        return None
-    try:
-        if not data.startswith(magic):
-            return None
-        off = len(magic)
-        (n_head,) = struct.unpack_from("<I", data, off)
-        off += 4
-        head = json.loads(data[off : off + n_head])
-        off += n_head
-        lengths = [int(x) for x in head["lengths"]]
-        if len(lengths) != n_parts or min(lengths, default=0) < 0:
-            return None
-        if len(data) != off + sum(lengths):
-            return None
-        parts: list[bytes] = []
-        for n in lengths:
-            parts.append(data[off : off + n])
-            off += n
-        if parts_digest(parts, person) != head["digest"]:
-            return None
-        return head, parts
-    except (ValueError, KeyError, TypeError, struct.error):
-        return None
 
 
 def _lark_version() -> str:
@@ -184,7 +104,7 @@ def source_key(
 
 
 def entry_path(root: Path, key: str) -> Path:
-    return root / key[:2] / f"{key}.json"
+    return sharded(root, key, ".json")
 
 
 def encode(grammar: Grammar, key: str) -> str:

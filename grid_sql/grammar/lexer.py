@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import GrammarError
+from ..store import entry_path, read_framed, write_framed
 from .fingerprint import fingerprint
 
 if TYPE_CHECKING:
@@ -138,12 +139,7 @@ _Raw = tuple[bytes, bytes, bytes, int, int]
 
 
 def _entry_path(key: str) -> Path | None:
-    from .cache import cache_root
-
-    root = cache_root()
-    if root is None:
-        return None
-    return root / "lexers" / f"v{_STORE_FORMAT}" / key[:2] / f"{key}.bin"
+    return entry_path("lexers", _STORE_FORMAT, key, ".bin")
 
 
 def _kernel_version() -> str:
@@ -156,8 +152,6 @@ _PERSON = b"grid-sql-lexdfa"
 
 
 def _store(key: str, raw: _Raw) -> None:
-    from .cache import write_framed
-
     p = _entry_path(key)
     if p is None:
         return
@@ -174,8 +168,6 @@ def _store(key: str, raw: _Raw) -> None:
 
 def _load_stored(key: str) -> _Raw | None:
     """The stored automaton for ``key``, or None (absent, disabled, damaged, foreign)."""
-    from .cache import read_framed
-
     p = _entry_path(key)
     if p is None:
         return None

@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from grid_sql.errors import TokenizerError
 from grid_sql.mask.vocab import Vocabulary
+from grid_sql.store import entry_path, read_framed, write_framed
 
 __all__ = ["NODE_DTYPE", "TokenTrie", "get_token_trie"]
 
@@ -427,20 +428,13 @@ _STORE_FORMAT = 1
 
 
 def _entry_path(vocab_fp: str) -> Path | None:
-    from grid_sql.grammar.cache import cache_root
-
-    root = cache_root()
-    if root is None:
-        return None
-    return root / "tries" / f"v{_STORE_FORMAT}" / vocab_fp[:2] / f"{vocab_fp}.bin"
+    return entry_path("tries", _STORE_FORMAT, vocab_fp, ".bin")
 
 
 _PERSON = b"grid-sql-trie"
 
 
 def _store(trie: TokenTrie) -> None:
-    from grid_sql.grammar.cache import write_framed
-
     p = _entry_path(trie.vocab_fingerprint)
     if p is None:
         return
@@ -455,8 +449,6 @@ def _store(trie: TokenTrie) -> None:
 
 def _load_stored(vocabulary: Vocabulary) -> TokenTrie | None:
     """The stored trie of ``vocabulary``, or None (absent, disabled, damaged, foreign)."""
-    from grid_sql.grammar.cache import read_framed
-
     p = _entry_path(vocabulary.fingerprint)
     if p is None:
         return None

@@ -29,7 +29,6 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -49,6 +48,7 @@ from ..mask.guide import Guide
 from ..mask.vocab import Vocabulary
 from ..policy.model import Policy
 from ..schema.model import SchemaSnapshot
+from ..store import sharded, write_atomic
 
 SPEC_VERSION = 1
 STORE_FORMAT = 1
@@ -234,7 +234,8 @@ def grid_args(spec: GuideSpec, *, by_fingerprint: bool = False) -> dict[str, str
 
 
 class GuideStore:
-    """Content-addressed artifacts: ``DIR/v1/<fp[:2]>/<fp>.json``, written atomically.
+    """Content-addressed artifacts: ``DIR/v1/<fp[:2]>/<fp>.json``, written atomically by the
+    one on-disk store (``grid_sql/store.py``) under a directory the operator chooses.
 
     Each holds the spec, the L1 dialect fingerprint it was derived with and the role grammar
     as the audit archive encodes it (rebuilt only if it hashes to its own fingerprint).
@@ -244,9 +245,12 @@ class GuideStore:
         self.root = Path(root) / f"v{STORE_FORMAT}"
 
     def path(self, fp: str) -> Path:
-        return self.root / fp[:2] / f"{fp}.json"
+        return sharded(self.root, fp, ".json")
 
-    def write(self, spec: GuideSpec, grammar: Grammar) -> None:
+    def write(self, spec: GuideSpec, grammar: Grammar) -> bool:
+        """Archive ``grammar`` under ``spec``'s fingerprint through the store's atomic write;
+        False when the disk refuses (a read-only or full store only costs the next start a
+        rebuild, as for the grammar, lexer and trie entries: serving does not fail on it)."""
         from ..audit.artifacts import grammar_artifact
 
         art = grammar_artifact(grammar)
@@ -260,16 +264,7 @@ class GuideStore:
         }
         text = _canon(body)
         doc = {"sha256": hashlib.sha256(text.encode()).hexdigest(), "body": body}
-        p = self.path(spec.fingerprint)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(_canon(doc))
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        return write_atomic(self.path(spec.fingerprint), _canon(doc).encode("utf-8"))
 
     def spec(self, fp: str) -> GuideSpec | None:
         """The spec stored under ``fp`` (None if absent or unreadable)."""
@@ -318,6 +313,7 @@ class RegistryStats:
     hits: int = 0  # guide already compiled in memory
     joined: int = 0  # callers that joined a build in flight
     failures: int = 0  # builds that raised
+    write_failures: int = 0  # built grammars the disk store refused to keep
     evictions: int = 0
 
 
@@ -475,8 +471,8 @@ class GuideRegistry:
         if grammar is None:
             grammar = spec.build_grammar()
             self.stats.builds += 1
-            if self.store is not None:
-                self.store.write(spec, grammar)
+            if self.store is not None and not self.store.write(spec, grammar):
+                self.stats.write_failures += 1
         guide = Guide(grammar, vocab, cache=self.cache)
         if self.warm:  # the first step's mask, off the engine thread
             m = guide.matcher()

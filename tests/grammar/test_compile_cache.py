@@ -19,13 +19,14 @@ from grid_sql.grammar.dialects import dialects_dir
 from grid_sql.mask import trie as trie_mod
 from grid_sql.mask.trie import TokenTrie
 from grid_sql.mask.vocab import Vocabulary
+from grid_sql.store import ENV
 
 from .toy_grammars import CRUD
 
 
 @pytest.fixture
 def gstore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(store.ENV, str(tmp_path))
+    monkeypatch.setenv(ENV, str(tmp_path))
     root = store.store_dir()
     assert root is not None and root.is_relative_to(tmp_path)
     return root
@@ -135,14 +136,14 @@ def test_failed_load_is_not_stored(gstore: Path) -> None:
 
 
 def test_disabled_and_unwritable_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(store.ENV, "off")
+    monkeypatch.setenv(ENV, "off")
     assert store.store_dir() is None
     s0 = stats()
     Grammar.from_lark(CRUD, "start")
     assert delta(s0) == {}
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    monkeypatch.setenv(store.ENV, str(blocker))
+    monkeypatch.setenv(ENV, str(blocker))
     s1 = stats()
     g = Grammar.from_lark(CRUD, "start")  # cannot write: still a correct grammar
     d1 = delta(s1)

@@ -189,6 +189,20 @@ def test_store_reload_instead_of_rebuild(tmp_path) -> None:
     assert _masks_equal(loaded, built, G.tokens(G.SQL["artists"][0]))
 
 
+def test_store_refusing_writes_does_not_fail_the_build(tmp_path) -> None:
+    """The registry writes through the one on-disk store: a disk that refuses the entry (here
+    the store directory is a file) costs a later start a rebuild, never this request."""
+    blocker = tmp_path / "store"
+    blocker.write_bytes(b"not a directory")
+    vocab = G.vocab()
+    s = G.spec("artists")
+    with GuideRegistry(store=blocker) as reg:
+        guide = reg.get(s, vocab)
+        assert (reg.stats.builds, reg.stats.write_failures, reg.stats.failures) == (1, 1, 0)
+    assert _masks_equal(guide, guide, G.tokens(G.SQL["artists"][0]))
+    assert blocker.read_bytes() == b"not a directory"
+
+
 @pytest.mark.parametrize("damage", ["garbage", "payload", "stale"])
 def test_store_corrupt_entry_rebuilt(tmp_path, damage) -> None:
     vocab = G.vocab()
