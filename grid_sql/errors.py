@@ -7,6 +7,9 @@ configuration mistake from a model failure and nothing gets executed on error.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any, Self
+
 
 class GridSQLError(Exception):
     """Base class of every error raised by grid-sql."""
@@ -69,7 +72,29 @@ class PolicyError(GridSQLError):
     """A policy (grants or application config) is invalid, e.g. names an unknown table."""
 
 
-class PolicyViolation(GridSQLError):
+class AboutStatement:
+    """What an error about a generated statement carries, with one type wherever it is raised
+    (a policy refusal, a statement that cannot be run, a database refusal): ``sql`` the
+    statement, ``audit_ids`` the audit records of its generation (oldest first), ``repairs``
+    the refused earlier attempts (``grid_sql.ask.result.Repair``). A caller shows and audits
+    what was refused the same way whichever error it caught; all stay empty where the
+    statement was the caller's own (``run_sql``, DB-API ``execute``) or none was written."""
+
+    sql: str | None = None
+    audit_ids: tuple[str, ...] = ()
+    repairs: tuple[Any, ...] = ()
+
+    def about(
+        self, sql: str | None, audit_ids: Iterable[str] = (), repairs: Iterable[Any] = ()
+    ) -> Self:
+        """This error, naming ``sql``, its audit records and its earlier attempts."""
+        self.sql = sql
+        self.audit_ids = tuple(audit_ids)
+        self.repairs = tuple(repairs)
+        return self
+
+
+class PolicyViolation(AboutStatement, GridSQLError):
     """A statement violates the role's policy (raised by the post-parse checker)."""
 
     def __init__(
@@ -103,7 +128,7 @@ class ModelError(GridSQLError):
     """A model file is missing, corrupt or cannot be loaded by its backend."""
 
 
-class StatementError(GridSQLError):
+class StatementError(AboutStatement, GridSQLError):
     """SQL handed to execution is not exactly one parseable statement (nothing was run)."""
 
 
@@ -112,16 +137,12 @@ class WriteRefused(PolicyViolation):
     opt in with ``allow_writes=True``. Nothing was run."""
 
 
-class ExecutionError(GridSQLError):
+class ExecutionError(AboutStatement, GridSQLError):
     """The database rejected or failed a statement; its transaction was rolled back.
 
-    ``sql`` is the statement the database refused and ``audit_ids`` the records of its
-    generation, set by :meth:`Asker.ask` (the caller must be able to show and audit what was
-    refused, as for a :class:`PolicyViolation`); both stay empty where the statement was the
-    caller's own (``run_sql``, DB-API ``execute``)."""
-
-    sql: str | None = None
-    audit_ids: tuple[str, ...] = ()
+    :meth:`Asker.ask` names the refused statement and its audit records
+    (:class:`AboutStatement`), as for a :class:`PolicyViolation`; they stay empty where the
+    statement was the caller's own (``run_sql``, DB-API ``execute``)."""
 
 
 class StatementTimeout(ExecutionError):

@@ -455,7 +455,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             start, rounds = 1, 2
         asked = question_intents(q, self.snapshot, mode.policy)  # names a denied object
         if asked and self.on_denied == "refuse":
-            raise refusal(asked, None, [])  # before generating: nothing to seal or run
+            raise refusal(asked, None)  # before generating: nothing to seal or run
         last: tuple[str, list[Violation], list[str]] | None = None
         for rnd in range(start, rounds):
             gen, mode = self._generate_or_fall_back(msgs, max_tokens, mode, on_step, repairs, rnd)
@@ -480,7 +480,9 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             retry = bool(idioms) and rnd + 1 < rounds
             audit_id = self._seal(gen, q, mode, flags=gen.flags, previous=previous)
             if wanted and self.on_denied == "refuse":
-                raise refusal(wanted, gen.sql, audit_ids + ([audit_id] if audit_id else []))
+                raise refusal(wanted, gen.sql).about(
+                    gen.sql, [*audit_ids, *filter(None, [audit_id])], repairs
+                )
             if audit_id is not None:
                 audit_ids.append(audit_id)
             if fix is not None and fix.fixed is not None and not retry:
@@ -533,10 +535,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
                 f"the generated statement cannot be executed{after} and was not run:\n"
                 f"{sql}\n{listed}"
             )
-            err.sql = sql  # type: ignore[attr-defined]
-        err.repairs = repairs  # type: ignore[union-attr]
-        err.audit_ids = audit_ids  # type: ignore[union-attr]
-        raise err
+        raise err.about(sql, audit_ids, repairs)
 
     def repair_messages(
         self, question: str, sql: str, *, allow_writes: bool | None = None
@@ -610,7 +609,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             res = run(gen.sql)
         except ExecutionError as exc:
             if not self._may_repair_execution(gen, exc, allow_writes, options):
-                raise _refused_statement(exc, gen) from exc.__cause__
+                raise exc.about(gen.sql, gen.audit_ids, gen.repairs) from exc.__cause__
             # the database refused a statement the checker passed (`count(DISTINCT a, b)`,
             # a parser stack overflow): its message goes back for the unused repair round
             again = self.generate_sql(
@@ -620,14 +619,10 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
                 **dict(options),
             )
             if same_statement(again.sql, gen.sql, self.dialect):  # nothing new to try
-                same = _refused_statement(
-                    ExecutionError(
-                        f"{exc} (the repair round wrote the same statement again; not run twice)"
-                    ),
-                    gen,  # the statement the database refused; the retry was not run
-                )
-                same.audit_ids = (*gen.audit_ids, *again.audit_ids)
-                raise same from exc
+                same = ExecutionError(
+                    f"{exc} (the repair round wrote the same statement again; not run twice)"
+                )  # names the statement the database refused; the retry was not run
+                raise same.about(gen.sql, [*gen.audit_ids, *again.audit_ids], gen.repairs) from exc
             again.repairs = [*gen.repairs, *again.repairs]
             again.audit_ids = [*gen.audit_ids, *again.audit_ids]
             for k, v in gen.timings.items():
@@ -639,7 +634,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             try:
                 res = run(gen.sql)
             except ExecutionError as exc2:
-                raise _refused_statement(exc2, gen) from exc2.__cause__
+                raise exc2.about(gen.sql, gen.audit_ids, gen.repairs) from exc2.__cause__
         return AskResult.answered(gen, res, t_start)
 
     def _execute(
@@ -717,8 +712,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
                 list(found),
                 sql=sql,
             )
-            err.audit_ids = [audit_id] if audit_id else []  # type: ignore[attr-defined]
-            raise err
+            raise err.about(sql, filter(None, [audit_id]))
         res = self._execute(sql, allow_writes, row_limit, timeout_s, audit_id, dry_run)
         return AskResult(
             question="",
@@ -736,10 +730,3 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             },
             preview=res.preview,
         )
-
-
-def _refused_statement(exc: ExecutionError, gen: GeneratedSQL) -> ExecutionError:
-    """``exc`` naming the generated statement the database refused and its audit records."""
-    exc.sql = gen.sql
-    exc.audit_ids = tuple(gen.audit_ids)
-    return exc

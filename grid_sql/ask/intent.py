@@ -197,7 +197,7 @@ def needs_of(wanted: Sequence[DeniedIntent]) -> list[str]:
     return sorted({n for w in wanted for n in w.needs})
 
 
-def refusal(wanted: Sequence[DeniedIntent], sql: str | None, audit_ids: list[str]) -> PolicyRefusal:
+def refusal(wanted: Sequence[DeniedIntent], sql: str | None) -> PolicyRefusal:
     """The refusal of a question that needs denied objects (issue #30): what it needs, that
     the role cannot read it, nothing executed; the statement the mask let through instead is
     kept on the error for the caller who wants to see it, never run."""
@@ -212,12 +212,10 @@ def refusal(wanted: Sequence[DeniedIntent], sql: str | None, audit_ids: list[str
         )
         if x
     )
-    err = PolicyRefusal(
+    return PolicyRefusal(
         f"this question needs {', '.join(needs)}, which the role may not read ({why}); "
         "nothing was executed. Ask for data the role can read, "
         "or use a role with access (on_denied='answer_allowed_part' answers what is allowed).",
         needs,
         sql=sql,
     )
-    err.audit_ids = audit_ids  # type: ignore[attr-defined]
-    return err

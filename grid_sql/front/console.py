@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from ..errors import AboutStatement
+
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 
@@ -59,18 +61,18 @@ def token_progress(max_tokens: int, label: str = "generating") -> Iterator[Calla
 def error_payload(exc: BaseException, question: str | None = None) -> dict[str, Any]:
     """The ``--json`` object for a failure: same keys as a result, ``error`` set."""
     violations = [getattr(v, "message", str(v)) for v in getattr(exc, "violations", []) or []]
-    repairs = [r.to_dict() for r in getattr(exc, "repairs", []) or []]
-    audit_ids = list(getattr(exc, "audit_ids", []) or [])
+    about = exc if isinstance(exc, AboutStatement) else AboutStatement()
+    audit_ids = list(about.audit_ids)
     return {
         "question": question,
-        "sql": getattr(exc, "sql", None),
+        "sql": about.sql,
         "columns": [],
         "rows": [],
         "truncated": False,
         "rowcount": 0,
         "audit_id": audit_ids[-1] if audit_ids else None,
         "audit_ids": audit_ids,
-        "repairs": repairs,
+        "repairs": [r.to_dict() for r in about.repairs],
         "violations": violations,
         "error": str(exc),
         "error_type": type(exc).__name__,

@@ -446,9 +446,8 @@ class ServerGeneration(GenerationStrategy):
                 f"the server's answer is not a complete statement of the role's language "
                 f"({self.mode} mode; {why}) and was not run:\n{gen.sql}"
             )
-            err.sql = gen.sql  # type: ignore[attr-defined]
             err.mode = self.mode  # type: ignore[attr-defined]
-            raise err
+            raise err.about(gen.sql)
         return gen
 
     def generate(self, request: GenerationRequest) -> AskGeneration:

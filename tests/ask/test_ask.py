@@ -181,8 +181,8 @@ def test_ask_end_to_end_with_smollm2(shop_asker, audit_store, question):
     except (PolicyViolation, StatementError) as exc:
         # refused after the repair round: nothing ran, and both attempts were audited
         assert seen == [] and exc.sql
-        assert len(exc.audit_ids) == 2  # type: ignore[attr-defined]
-        for aid in exc.audit_ids:  # type: ignore[attr-defined]
+        assert len(exc.audit_ids) == 2
+        for aid in exc.audit_ids:
             assert audit_store.get(aid).question == question
         return
     assert StopReason(res.stop_reason) in set(StopReason)

@@ -47,6 +47,6 @@ def test_without_autofix_the_refusal_is_unchanged(asker):
     with pytest.raises(PolicyViolation) as info:
         asker.generate_sql(QUESTION, autofix=False, repair=False)
     err = info.value
-    assert err.sql.rstrip(";").strip() == WRONG  # type: ignore[attr-defined]
+    assert err.sql.rstrip(";").strip() == WRONG
     assert [v.kind for v in err.violations] == ["unknown_column"]
-    assert [r.kind for r in err.repairs] == ["checker"]  # type: ignore[attr-defined]
+    assert [r.kind for r in err.repairs] == ["checker"]

@@ -133,4 +133,4 @@ def test_a_question_naming_a_denied_object_is_refused_before_generating(asker: A
         asker.generate_sql("What are the email addresses of our customers in Brazil?")
     assert info.value.needs == ["Customer.Email", "Employee.Email"]
     assert "the question asks for email" in str(info.value)
-    assert info.value.sql is None and info.value.audit_ids == []  # type: ignore[attr-defined]
+    assert info.value.sql is None and info.value.audit_ids == ()

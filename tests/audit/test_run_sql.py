@@ -54,7 +54,7 @@ def test_run_sql_is_sealed_with_its_outcome_and_verifies(asker: Asker) -> None:
 def test_refused_and_failing_statements_are_on_record(asker: Asker) -> None:
     with pytest.raises(PolicyViolation) as refused:
         asker.run_sql("SELECT FirstName, LastName FROM Employee")
-    (rid,) = refused.value.audit_ids  # type: ignore[attr-defined]
+    (rid,) = refused.value.audit_ids
     store = asker.audit
     assert store is not None
     rec = store.get(rid)

@@ -82,6 +82,7 @@ def test_jupyter_prints_the_reason(
     ip.run_line_magic("load_ext", "grid_sql")
     magics = ip.magics_manager.registry["GridMagics"]
     magics.asker = Asker(chinook_copy, model=qwen05, policy=POLICY, audit=False)
+    magics.conversation = magics.asker.conversation()  # what %grid_connect sets up
     assert ip.run_line_magic("ask", f"--out answer {QUESTION}") is None
     out = capsys.readouterr().out
     assert "refused: this question needs " in out and "Employee.BirthDate" in out
