@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,16 +105,13 @@ def distractor_names(n: int, shared: Sequence[str], seed: int = 25) -> list[str]
     return out
 
 
-def add_distractors(db: Path, n: int, *, shared: Sequence[str] = (), seed: int = 25) -> list[str]:
-    """Add ``n`` empty distractor tables to the SQLite file ``db`` (3 to 12 columns each, an
-    integer primary key, some foreign keys to earlier distractors); their names."""
+def distractor_ddl(
+    names: Sequence[str], qualify: Callable[[str], str] = str, seed: int = 25
+) -> list[str]:
+    """``CREATE TABLE`` statements of the distractors ``names`` (3 to 12 columns each, an
+    integer primary key, some foreign keys to earlier distractors), in SQL that SQLite and
+    PostgreSQL both read; ``qualify`` gives a table's name as written (a schema prefix)."""
     rng = random.Random(seed + 1)
-    names = distractor_names(n, shared, seed)
-    existing = {
-        r[0].lower()
-        for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type='table'")
-    }
-    names = [x for x in names if x.lower() not in existing]
     stmts = []
     for i, name in enumerate(names):
         cols = [f"{name}_id INTEGER PRIMARY KEY"]
@@ -122,8 +119,21 @@ def add_distractors(db: Path, n: int, *, shared: Sequence[str] = (), seed: int =
         cols += [f"{c} {t}" for c, t in picked]
         if i > 10 and rng.random() < 0.3:
             other = names[rng.randrange(i)]
-            cols.append(f"{other}_id INTEGER REFERENCES {other}({other}_id)")
-        stmts.append(f"CREATE TABLE {name} ({', '.join(cols)});")
+            cols.append(f"{other}_id INTEGER REFERENCES {qualify(other)}({other}_id)")
+        stmts.append(f"CREATE TABLE {qualify(name)} ({', '.join(cols)});")
+    return stmts
+
+
+def add_distractors(db: Path, n: int, *, shared: Sequence[str] = (), seed: int = 25) -> list[str]:
+    """Add ``n`` empty distractor tables (:func:`distractor_ddl`) to the SQLite file ``db``;
+    their names."""
+    names = distractor_names(n, shared, seed)
+    existing = {
+        r[0].lower()
+        for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type='table'")
+    }
+    names = [x for x in names if x.lower() not in existing]
+    stmts = distractor_ddl(names, seed=seed)
     con = sqlite3.connect(db)
     try:
         con.executescript("BEGIN;\n" + "\n".join(stmts) + "\nCOMMIT;")

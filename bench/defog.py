@@ -24,6 +24,12 @@ Arms (same model, same prompt: ``Asker.messages``):
   not be shown the prompt is identical and decoding greedy, so nothing is generated: the record says
   ``same_prompt`` and the report takes the ``constrained`` outcome.
 
+* ``big`` — ``constrained`` on the big catalog (``bench/defog_big.py``): the 11 databases in
+  one PostgreSQL database, a schema each, plus 2,000 distractor tables; one Asker over all of
+  it (schema linking and the prompt budget choose what the model sees). Its answers run there,
+  the gold on the question's own database (the same rows). Asked for by name
+  (``--arms big``); it builds ``defog_big`` first.
+
 Correctness is sql-eval's rule (``bench/sqleval_rule.py``: any accepted gold alternative,
 ``{a, b}`` column subsets, extra columns allowed, row order only for ordering questions);
 each gold alternative runs with sql-eval's 10 s timeout (one that fails is skipped and
@@ -68,7 +74,9 @@ QUESTIONS = DATA / "questions" / "questions_gen_postgres.csv"
 ROLE = "grid_defog_reader"
 ROLE_PASSWORD = "grid-defog-reader"
 CATEGORIES = ("date_functions", "group_by", "order_by", "ratio", "table_join", "instruct")
-ARMS = ("constrained", "unconstrained", "nodate")
+ARMS = ("constrained", "unconstrained", "nodate", "big")
+DEFAULT_ARMS = ARMS[:3]  # "big" builds its database first: asked for by name
+DISTRACTORS = 2000
 TIMEOUT_S = 10.0  # sql-eval's query timeout
 RESULTS = BENCH / "results"
 
@@ -237,11 +245,13 @@ def gold_results(q: Question) -> tuple[list[rule.Result], int]:
     return _GOLD[q.qid]
 
 
-def score(q: Question, sql: str | None) -> dict[str, Any]:
+def score(q: Question, sql: str | None, where: str | None = None) -> dict[str, Any]:
+    """sql-eval's verdict on ``sql``, run in database ``where`` (default: the question's own;
+    the big arm's answers run in the big catalog), against the gold on the question's own."""
     if not sql:
         return {"executes": False, "correct": False}
     try:
-        res = run_sql(q.db, sql)
+        res = run_sql(where or q.db, sql)
     except ExecError as exc:
         return {"executes": False, "correct": False, "exec_error": str(exc)}
     golds, failed = gold_results(q)
@@ -250,7 +260,7 @@ def score(q: Question, sql: str | None) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the arms
-def run_asker(asker: Any, q: Question) -> dict[str, Any]:
+def run_asker(asker: Any, q: Question, where: str | None = None) -> dict[str, Any]:
     from grid_sql.errors import GridSQLError, MaskError
 
     t0 = time.perf_counter()
@@ -275,7 +285,7 @@ def run_asker(asker: Any, q: Question) -> dict[str, Any]:
         }
     rec["seconds"] = round(time.perf_counter() - t0, 2)
     if rec["error_type"] is None:
-        rec.update(score(q, rec["sql"]))
+        rec.update(score(q, rec["sql"], where))
     else:
         rec.update(executes=False, correct=False)
     return rec
@@ -337,6 +347,11 @@ def evaluate(
 
     questions = stratified(load_questions(), per_category)
     ensure_role(sorted({q.db for q in questions}))
+    if "big" in arms:
+        from defog_big import BIG, ensure_big
+
+        dbs = sorted({q.db for q in load_questions()})
+        ensure_big(lambda d: _conninfo(admin_url(), d), DATA, dbs, DISTRACTORS, ROLE)
     path = out_path(model)
     path.parent.mkdir(parents=True, exist_ok=True)
     done = {(r["qid"], r["arm"]) for r in read_records(path)}
@@ -366,6 +381,8 @@ def evaluate(
             line = date_line(q.text, asker.snapshot, asker.policy)
             if arm == "constrained":
                 rec = run_asker(asker, q)
+            elif arm == "big":  # one Asker over the whole catalog, same options
+                rec = run_asker(asker_for(BIG, True), q, where=BIG)
             elif arm == "unconstrained":
                 rec = run_free(backend, asker, q, max_tokens)
             elif line is None:  # nodate, and the prompt is the same: greedy = same answer
@@ -568,7 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--per-category", type=int, default=None)
-    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    ap.add_argument("--arms", nargs="+", default=list(DEFAULT_ARMS), choices=ARMS)
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--until", default=None, help="stop starting questions after HH:MM UTC")
     ap.add_argument("--report", action="store_true")

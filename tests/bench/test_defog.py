@@ -146,3 +146,49 @@ def test_the_reader_role_can_only_read():
     ):
         with pytest.raises(defog.ExecError):
             defog.run_sql("academic", sql)
+
+
+@pytest.mark.db
+def test_the_big_catalog_holds_every_database_in_its_schema_and_the_distractors():
+    """bench/defog_big.py on a small layout (2 databases, 60 distractors, its own database
+    name): each database's rows in its schema (ewallet keeps consumer_div), the distractors
+    spread over the schemas, the reader may read and nothing more, and a second call with
+    the same layout keeps the database instead of rebuilding it."""
+    if not os.environ.get("GRID_SQL_PG_URL"):
+        pytest.skip("GRID_SQL_PG_URL not set (scripts/services.sh)")
+    import psycopg
+
+    defog = _load("defog")
+    big = _load("defog_big")
+    dbs = ["academic", "ewallet"]
+    defog.ensure_role(dbs)
+
+    def conninfo(d: str) -> str:
+        return str(defog._conninfo(defog.admin_url(), d))
+
+    name = "defog_big_test"
+    schemas = big.ensure_big(conninfo, defog.DATA, dbs, 60, defog.ROLE, database=name)
+    assert schemas == ["academic", "consumer_div"]
+    with psycopg.connect(conninfo(name)) as con:
+        oid = con.execute("SELECT oid FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        counts = dict(
+            con.execute(
+                "SELECT table_schema, count(*) FROM information_schema.tables "
+                "WHERE table_schema = ANY(%s) GROUP BY 1",
+                ([*schemas, "warehouse"],),
+            ).fetchall()
+        )
+    assert sum(counts.values()) == 15 + 9 + 60 and set(counts) == {*schemas, "warehouse"}
+    per_db = defog.run_sql("academic", "SELECT count(*) AS n FROM author").rows
+    with psycopg.connect(
+        defog._conninfo(defog.admin_url(), name, defog.ROLE, defog.ROLE_PASSWORD), autocommit=True
+    ) as con:
+        assert tuple(con.execute("SELECT count(*) FROM academic.author").fetchall()) == per_db
+        assert con.execute("SELECT count(*) FROM consumer_div.users").fetchone()[0] > 0
+        for sql in ("CREATE TABLE academic.t (x int)", "DELETE FROM academic.author"):
+            with pytest.raises(psycopg.Error):
+                con.execute(sql)
+    big.ensure_big(conninfo, defog.DATA, dbs, 60, defog.ROLE, database=name)
+    with psycopg.connect(conninfo(name)) as con:  # same layout: kept, not rebuilt
+        again = con.execute("SELECT oid FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    assert again == oid
