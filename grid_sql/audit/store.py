@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Engine
 
 from ..decode.records import StepKind, StepRecord
@@ -48,8 +47,23 @@ ENV_VAR = "GRID_SQL_AUDIT_DB"
 APPEND_ONLY_MESSAGE = "grid-sql audit store is append-only"
 
 _T = TypeVar("_T")
-_BLOB = sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
-_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
+
+
+def _payload_types() -> tuple[sa.types.TypeEngine[Any], sa.types.TypeEngine[Any]]:
+    """The (text, binary) payload column types: the defaults, with each dialect's
+    :attr:`~grid_sql.dialect.Dialect.audit_long_types` as the variant for its names (the
+    registry keys are SQLAlchemy's dialect names), so the store never names a dialect."""
+    text: sa.types.TypeEngine[Any] = sa.Text()
+    blob: sa.types.TypeEngine[Any] = sa.LargeBinary()
+    for d in Dialect.registered():
+        if d.audit_long_types is not None:
+            long_text, long_blob = d.audit_long_types
+            text = text.with_variant(long_text(), d.name, *d.aliases)
+            blob = blob.with_variant(long_blob(), d.name, *d.aliases)
+    return text, blob
+
+
+_TEXT, _BLOB = _payload_types()
 
 
 def default_path() -> Path:

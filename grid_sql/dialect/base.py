@@ -184,6 +184,10 @@ class Dialect:
     pre-ping or network timeouts, and the file is what the caller names."""
     audit_store: ClassVar[bool] = False
     """The audit store can enforce append-only on this dialect (the ``audit_*`` methods)."""
+    audit_long_types: ClassVar[tuple[type[Any], type[Any]] | None] = None
+    """SQLAlchemy (text, binary) column types for the audit store's payloads where the
+    engine's ``Text``/``LargeBinary`` are too small for an archived grammar or vocabulary
+    (MySQL's hold 64 KB: LONGTEXT/LONGBLOB); None: the defaults."""
 
     _registry: ClassVar[dict[str, Dialect]] = {}
 
@@ -244,6 +248,11 @@ class Dialect:
         in registration order."""
         _load_builtins()
         return tuple(dict.fromkeys((*_BUILTINS, *(d.name for d in Dialect._registry.values()))))
+
+    @classmethod
+    def registered(cls) -> tuple[Dialect, ...]:
+        """Every registered dialect once (aliases folded), in :meth:`names` order."""
+        return tuple(cls.get(n) for n in cls.names())
 
     def __repr__(self) -> str:
         return f"<Dialect {self.name}>"

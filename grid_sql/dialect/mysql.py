@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as sa_mysql
 from sqlalchemy.engine import Connection
 
 from ..errors import AuditError
@@ -114,6 +115,7 @@ class MySQL(Dialect):
     ddl_commits_implicitly = True
     kill_capped_reads = True
     audit_store = True
+    audit_long_types = (sa_mysql.LONGTEXT, sa_mysql.LONGBLOB)
     sync_drivers: ClassVar[dict[str, str]] = {"aiomysql": "pymysql", "asyncmy": "pymysql"}
 
     # Truncated incorrect value (1292), incorrect datetime value for a function (1411),

@@ -140,3 +140,25 @@ def test_engine_options_per_driver() -> None:
     assert Dialect.get("sqlite").engine_options(lite, 3.0, {"echo": True}) == {"echo": True}
     assert Dialect.get("sqlite").missing_database_file(lite) is not None
     assert Dialect.get("sqlite").missing_database_file(sa.make_url("sqlite://")) is None
+
+
+def test_audit_payload_types_come_from_the_dialects() -> None:
+    """The audit store's payload columns take each dialect's ``audit_long_types`` as the
+    variant for its names (MySQL and MariaDB: LONGTEXT/LONGBLOB, whose TEXT/BLOB hold 64 KB),
+    the defaults elsewhere; the store itself names no dialect."""
+    from sqlalchemy.dialects import mysql, postgresql, sqlite
+
+    from grid_sql.audit.store import _BLOB, _TEXT
+    from grid_sql.dialect import Dialect
+
+    assert [d.name for d in Dialect.registered() if d.audit_long_types] == ["mysql"]
+    assert (
+        str(_TEXT.compile(dialect=mysql.dialect())),
+        str(_BLOB.compile(dialect=mysql.dialect())),
+    ) == ("LONGTEXT", "LONGBLOB")
+    maria = mysql.dialect()
+    maria.name = "mariadb"  # what SQLAlchemy's MariaDB connections report
+    assert str(_TEXT.compile(dialect=maria)) == "LONGTEXT"
+    for other in (postgresql.dialect(), sqlite.dialect()):
+        assert str(_TEXT.compile(dialect=other)) == "TEXT"
+    assert str(_BLOB.compile(dialect=postgresql.dialect())) == "BYTEA"
