@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..decode.options import BackendOptions
+from ..dialect import Dialect
 from ..errors import (
     ConnectionConfigError,
     EmptyLanguageError,
@@ -44,6 +45,7 @@ from ..errors import (
 )
 from ..grammar import Grammar
 from ..mask.guide import Guide
+from ..parser.incremental import accepts
 from ..policy.autofix import AutofixResult, autofix
 from ..policy.checker import Checker, Violation, proposed_fix
 from ..policy.config import AppPolicy, explicit_verbs_only, narrow
@@ -86,7 +88,8 @@ from .prompt import (
 from .result import AskResult, GeneratedSQL, Repair
 from .retry import same_statement
 from .steps import GenerationSteps
-from .typehints import type_hint
+from .typefix import type_fix
+from .typehints import error_codes, type_hint
 from .values import TableValues
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -608,6 +611,19 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         try:
             res = run(gen.sql)
         except ExecutionError as exc:
+            fixed = self._type_fixed(gen, exc, allow_writes, options)
+            if fixed is not None:  # a type error with one reading: fixed without the model
+                sql, audit_id, repair = fixed
+                try:
+                    res = self._execute(sql, allow_writes, row_limit, timeout_s, audit_id, dry_run)
+                except ExecutionError:
+                    pass  # the fix did not help: the model's repair round, with the first error
+                else:
+                    gen.repairs = [*gen.repairs, repair]
+                    gen.audit_ids = [*gen.audit_ids, *filter(None, [audit_id])]
+                    gen.sql, gen.audit_id = sql, audit_id or gen.audit_id
+                    on_sql(gen)
+                    return AskResult.answered(gen, res, t_start)
             if not self._may_repair_execution(gen, exc, allow_writes, options):
                 raise exc.about(gen.sql, gen.audit_ids, gen.repairs) from exc.__cause__
             # the database refused a statement the checker passed (`count(DISTINCT a, b)`,
@@ -663,6 +679,33 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             )
             outcome.rowcount, outcome.dry_run = res.rowcount, res.preview is not None
         return res
+
+    def _type_fixed(
+        self, gen: GeneratedSQL, exc: ExecutionError, allow_writes: bool, options: dict[str, Any]
+    ) -> tuple[str, str | None, Repair] | None:
+        """The deterministic fix of a type error the database reported (grid_sql/ask/typefix.py)
+        as (fixed statement, its audit id, its repair entry), or None: not a type error,
+        autofix off, a write, no certain fix, or the fixed statement is outside the role's
+        language or refused by the checker. The fixed statement is sealed like a ``run_sql``
+        statement (text, checker verdict, policy and schema) before it runs."""
+        state, errno = error_codes(exc)
+        d = Dialect.lookup(self.dialect)
+        if allow_writes or not bool(options.get("autofix", self.autofix)):
+            return None
+        if not d.is_type_error(state, errno):
+            return None
+        fix = type_fix(gen.sql, self.snapshot, d)
+        if fix is None:
+            return None
+        mode = self._mode(allow_writes)
+        if not accepts(mode.grammar, fix.sql.encode()) or mode.checker.check(fix.sql):
+            return None
+        edits = [
+            {"start": a, "end": b, "old": old, "new": new, "kind": "typefix", "reason": why}
+            for a, b, old, new, why in fix.edits
+        ]
+        repair = Repair(gen.sql, [str(exc)], 0, kind="typefix", edits=edits)
+        return fix.sql, self._seal_statement(fix.sql, [], allow_writes), repair
 
     def _may_repair_execution(
         self,

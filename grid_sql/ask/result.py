@@ -36,8 +36,10 @@ class Repair:
     order; the violations are the one-sentence messages quoted back to the model. ``kind`` is
     ``"checker"`` when the statement went back to the model, ``"execution"`` when the
     database refused a checked statement and its message went back, ``"autofix"`` when the
-    checker's deterministic fixes resolved every violation instead: ``edits`` then lists each
-    text edit (``start``, ``end``, ``old``, ``new``, ``kind``, ``reason``) applied to ``sql``.
+    checker's deterministic fixes resolved every violation instead, ``"typefix"`` when the
+    database reported a type error that has one reading and the fixed statement ran instead
+    of a repair round (grid_sql/ask/typefix.py): ``edits`` then lists each text edit
+    (``start``, ``end``, ``old``, ``new``, ``kind``, ``reason``) applied to ``sql``.
     """
 
     sql: str

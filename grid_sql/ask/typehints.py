@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..dialect import Dialect
 
-__all__ = ["TYPE_HINTS", "type_hint"]
+__all__ = ["TYPE_HINTS", "error_codes", "type_hint"]
 
 # The codes and the hint text are the dialect's (``Dialect.is_type_error``,
 # ``Dialect.type_error_hint``); this table is kept for callers and tests.
@@ -25,7 +25,7 @@ TYPE_HINTS: dict[str, str] = {
 }
 
 
-def _code(exc: BaseException) -> tuple[str | None, int | None]:
+def error_codes(exc: BaseException) -> tuple[str | None, int | None]:
     """(SQLSTATE, MySQL errno) of the driver error behind an ExecutionError, if any."""
     cause = exc.__cause__
     orig = getattr(cause, "orig", None) or cause
@@ -40,5 +40,5 @@ def type_hint(dialect: str, exc: BaseException) -> str | None:
     d = Dialect.lookup(dialect)
     if d.type_error_hint is None:
         return None
-    state, errno = _code(exc)
+    state, errno = error_codes(exc)
     return d.type_error_hint if d.is_type_error(state, errno) else None

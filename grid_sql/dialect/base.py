@@ -158,6 +158,10 @@ class Dialect:
     (SQLite)."""
 
     # ------------------------------------------------------------------ errors
+    strict_comparison_types: ClassVar[bool] = False
+    """Comparing text with a number, or LIKE on a non-text column, is an error rather than an
+    implicit conversion (PostgreSQL): such type errors get the deterministic fixes of
+    ``grid_sql/ask/typefix.py`` before the repair round."""
     type_error_hint: ClassVar[str | None] = None
     """One line for the repair round after a type error (:meth:`is_type_error`): how this
     dialect spells casts, date parts and date arithmetic; None where there are no type

@@ -169,6 +169,7 @@ class PostgreSQL(Dialect):
     type_error_states: ClassVar[frozenset[str]] = frozenset(
         {"42883", "42804", "42846", "22007", "22008", "22P02"}
     )
+    strict_comparison_types = True
     type_error_hint = (
         "PostgreSQL is strict about types: LIKE and text functions need text "
         "(CAST(col AS TEXT) LIKE '2020%'); compare a date or timestamp with a date literal "

@@ -1,0 +1,189 @@
+"""Deterministic fixes for the type errors a strict database reported (issue #25 §3).
+
+Why: on defog's PostgreSQL questions the statements the database refused were type errors,
+and the repair round mostly wrote the same statement again (a small model does not act on
+"operator does not exist: text = bigint", nor on the dialect's hint). Two of those errors have
+exactly one reading, which the column types alone decide, so no model is needed:
+
+* **text compared for equality with a number** (``text = bigint``): a text column equal to
+  (or ``IN``) an integer column, an integer literal, or an ``IN (SELECT int_col ...)``. The
+  number side is written as text: a literal is quoted (``zip = 12345`` -> ``zip = '12345'``),
+  a column is cast (``T1.business_id = CAST(T2.bid AS TEXT)``). Casting the text side to a
+  number instead could fail on rows that are not numbers; equality of a number's text with a
+  text value is what a join on mismatched key types means. Ordering comparisons (``<``) are
+  left alone: on text they compare letters, not numbers, so the reading is not certain.
+* **LIKE on a column that is not text** (``date ~~ unknown``): the column is cast to text
+  (``CAST(order_date AS TEXT) LIKE '2020%'``), the only way the pattern can apply.
+
+The fix is applied only when the database reported a type error (the dialect's codes:
+``Dialect.is_type_error``) on a dialect that does not convert implicitly
+(``Dialect.strict_comparison_types``), as exact text edits at the tokens' positions (the
+model's formatting is kept), and only if re-parsing the edited statement gives exactly the
+tree the same change makes in sqlglot (so an edit can never land anywhere else). The caller
+then checks it again (role grammar and checker) before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
+from ..dialect import Dialect
+from ..policy.findings import apply_edits
+from ..schema.model import SchemaSnapshot
+
+__all__ = ["TypeFix", "type_fix"]
+
+_TEXT = exp.DataType.TEXT_TYPES
+_NUMBER = exp.DataType.INTEGER_TYPES
+
+
+@dataclass(frozen=True)
+class TypeFix:
+    """A statement with its type errors fixed: ``sql``, and each edit as ``(start, end, old,
+    new, reason)`` over the original text."""
+
+    sql: str
+    edits: tuple[tuple[int, int, str, str, str], ...]
+
+
+def _type(node: exp.Expr) -> object:
+    """The annotated type's kind (a ``DataType.Type``), None when not annotated."""
+    t = node.type
+    return None if t is None else t.this
+
+
+def _pos(node: exp.Expr) -> tuple[str, int]:
+    """A column's or literal's identity across copies of a tree: its kind and the offset of
+    its token in the text (sqlglot keeps token positions in the nodes' meta)."""
+    meta = (node.this if isinstance(node, exp.Column) else node).meta
+    return type(node).__name__, int(meta.get("start", -1))
+
+
+def _span(sql: str, col: exp.Column) -> tuple[int, int] | None:
+    """[start, end) of a column reference (qualifier included) in ``sql``, from the tokens'
+    positions sqlglot keeps; None if they are missing."""
+    name = col.this.meta
+    if "start" not in name or "end" not in name:
+        return None
+    start, end = name["start"], name["end"] + 1
+    table = col.args.get("table")
+    if isinstance(table, exp.Identifier):
+        if "start" not in table.meta:
+            return None
+        start = table.meta["start"]
+    if start > 0 and sql[start - 1] == '"' and sql[end : end + 1] == '"':
+        start, end = start - 1, end + 1  # a quoted identifier: its quotes belong to it
+    return start, end
+
+
+def _as_text(node: exp.Expr) -> exp.Expr | None:
+    """The edit that writes a number-typed ``node`` as text: a quoted literal or a cast."""
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return exp.Literal.string(node.this)
+    if isinstance(node, exp.Column):
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("TEXT"))
+    return None
+
+
+def _mismatches(tree: exp.Expr) -> Iterator[tuple[exp.Expr, str]]:
+    """(node to write as text, reason) for every certain type mismatch in an annotated tree."""
+    for node in tree.find_all(exp.EQ, exp.NEQ, exp.In, exp.Like, exp.ILike):
+        if isinstance(node, (exp.Like, exp.ILike)):
+            left = node.this
+            t = _type(left)
+            if isinstance(left, exp.Column) and t is not None and t not in _TEXT:
+                if t != exp.DataType.Type.UNKNOWN:
+                    yield left, f"LIKE needs text, this column is {str(t).rsplit('.', 1)[-1]}"
+            continue
+        if isinstance(node, exp.In):
+            left = node.this
+            if _type(left) not in _TEXT:
+                continue
+            query = node.args.get("query")
+            sides = list(node.expressions)
+            if isinstance(query, exp.Subquery) and isinstance(query.this, exp.Select):
+                sides = list(query.this.expressions)[:1] if len(query.this.expressions) == 1 else []
+            for side in (x.unalias() for x in sides):  # qualify aliases a projection
+                if _type(side) in _NUMBER:
+                    yield side, "a number compared with a text column"
+            continue
+        a, b = node.this, node.expression
+        for text_side, num_side in ((a, b), (b, a)):
+            if _type(text_side) in _TEXT and _type(num_side) in _NUMBER:
+                yield num_side, "a number compared with a text column"
+
+
+def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> TypeFix | None:
+    """``sql`` with its certain type mismatches written out (module doc), or None when there
+    is none, the dialect converts types itself, or an edit cannot be placed exactly."""
+    d = Dialect.lookup(dialect)
+    if not d.strict_comparison_types:
+        return None
+    read = d.sqlglot_read
+    mapping: dict[str, object] = {
+        s.name: {t.name: {c.name: c.type or "UNKNOWN" for c in t.columns} for t in s.tables}
+        for s in snapshot.schemas
+    }
+    try:
+        original = sqlglot.parse_one(sql, read=read)
+        annotated = annotate_types(
+            qualify(
+                original.copy(),
+                schema=mapping,
+                dialect=read,
+                db=snapshot.default_schema,
+                validate_qualify_columns=False,
+                identify=False,
+                expand_stars=False,
+            ),
+            schema=mapping,
+            dialect=read,
+        )
+    except (ParseError, TokenError, RecursionError, ValueError, KeyError):
+        return None
+    by_pos = {_pos(n): n for n in original.find_all(exp.Column, exp.Literal)}
+    edits: list[tuple[int, int, str, str, str]] = []
+    expected = original.copy()
+    targets: list[tuple[exp.Expr, exp.Expr]] = []
+    for node, reason in _mismatches(annotated):
+        meta = (node.this if isinstance(node, exp.Column) else node).meta
+        orig = by_pos.get(_pos(node))
+        new = None if orig is None else _as_text(orig)
+        if orig is None or new is None:
+            return None  # a mismatch we cannot write exactly: leave it to the repair round
+        if isinstance(orig, exp.Column):
+            span = _span(sql, orig)
+        else:
+            span = (meta["start"], meta["end"] + 1) if "end" in meta else None
+        if span is None:
+            return None
+        old = sql[span[0] : span[1]]
+        text = f"CAST({old} AS TEXT)" if isinstance(orig, exp.Column) else new.sql(dialect=read)
+        edits.append((span[0], span[1], old, text, f"{old}: {reason}"))
+        targets.append((orig, new))
+    if not edits:
+        return None
+    fixed = apply_edits(sql, [(s, e, t) for s, e, _, t, _ in edits])
+    if fixed is None:
+        return None
+    twins: dict[tuple[str, int], exp.Expr] = {
+        _pos(n): n for n in expected.find_all(exp.Column, exp.Literal)
+    }
+    for target, change in targets:  # the same change in the tree: the edits must give it
+        twin = twins.get(_pos(target))
+        if twin is None:
+            return None
+        twin.replace(change.copy())
+    try:
+        if sqlglot.parse_one(fixed, read=read).sql(dialect=read) != expected.sql(dialect=read):
+            return None
+    except (ParseError, TokenError, RecursionError):
+        return None
+    return TypeFix(fixed, tuple(edits))

@@ -1,0 +1,154 @@
+"""Deterministic fixes for the type errors PostgreSQL reports (grid_sql/ask/typefix.py, issue
+#25 §3): text compared with a number, LIKE on a non-text column. Pure cases first, then on the
+real server with defog's yelp database (``review.business_id`` is text, ``business.bid`` a
+bigint: the join defog's questions ask for), then the whole ``ask`` path with a real model."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import sqlalchemy as sa
+
+from grid_sql.ask.typefix import type_fix
+from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+
+
+def _t(name: str, *cols: tuple[str, str]) -> TableInfo:
+    return TableInfo(name, columns=tuple(ColumnInfo(c, t) for c, t in cols))
+
+
+SNAP = SchemaSnapshot(
+    dialect="postgresql",
+    default_schema="public",
+    schemas=(
+        SchemaInfo(
+            "public",
+            (
+                _t("review", ("rid", "bigint"), ("business_id", "text"), ("year", "bigint")),
+                _t("business", ("bid", "bigint"), ("state", "text"), ("zip", "text")),
+                _t("orders", ("order_date", "date"), ("total", "numeric")),
+            ),
+        ),
+    ),
+)
+
+FIXED = [
+    (
+        "SELECT COUNT(*) FROM review AS T1 JOIN business AS T2 ON T1.business_id = T2.bid",
+        "SELECT COUNT(*) FROM review AS T1 JOIN business AS T2 ON T1.business_id = "
+        "CAST(T2.bid AS TEXT)",
+    ),
+    (
+        "SELECT COUNT(*) FROM review WHERE business_id IN (SELECT bid FROM business) AND year = 2",
+        "SELECT COUNT(*) FROM review WHERE business_id IN (SELECT CAST(bid AS TEXT) FROM business)"
+        " AND year = 2",
+    ),
+    (
+        "SELECT state FROM business WHERE zip = 94110 OR zip IN (1, 2)",
+        "SELECT state FROM business WHERE zip = '94110' OR zip IN ('1', '2')",
+    ),
+    (
+        "SELECT total FROM orders WHERE order_date LIKE '2020%'",
+        "SELECT total FROM orders WHERE CAST(order_date AS TEXT) LIKE '2020%'",
+    ),
+    (  # a quoted identifier keeps its quotes inside the cast; the other side's order kept
+        'SELECT 1 FROM review r, business b WHERE b.bid <> r."business_id" AND 7 = b.zip',
+        'SELECT 1 FROM review r, business b WHERE CAST(b.bid AS TEXT) <> r."business_id" '
+        "AND '7' = b.zip",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "fixed"), FIXED)
+def test_certain_mismatches_are_written_as_text(sql: str, fixed: str) -> None:
+    fix = type_fix(sql, SNAP, "postgresql")
+    assert fix is not None and fix.sql == fixed
+    for start, end, old, _new, reason in fix.edits:
+        assert sql[start:end] == old and reason.startswith(old)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT state FROM business WHERE zip > 5",  # ordering text vs number: not certain
+        "SELECT state FROM business WHERE bid = 5",  # no mismatch
+        "SELECT state FROM business WHERE zip = '5'",
+        "SELECT state FROM business WHERE zip = -5",  # not a plain literal: left to the model
+        "SELECT total FROM orders WHERE CAST(order_date AS TEXT) LIKE '2020%'",
+        "SELECT nonsense FROM",  # does not parse
+    ],
+)
+def test_nothing_uncertain_is_touched(sql: str) -> None:
+    assert type_fix(sql, SNAP, "postgresql") is None
+
+
+def test_dialects_that_convert_get_no_fix() -> None:
+    sql = "SELECT state FROM business WHERE zip = 94110"
+    assert type_fix(sql, SNAP, "mysql") is None and type_fix(sql, SNAP, "sqlite") is None
+
+
+def _yelp_url() -> str:
+    url = os.environ.get("GRID_SQL_PG_URL")
+    if not url:
+        pytest.skip("GRID_SQL_PG_URL not set (scripts/services.sh)")
+    return sa.make_url(url).set(database="defog_yelp").render_as_string(hide_password=False)
+
+
+JOIN = (
+    "SELECT COUNT(*) FROM review AS T1 INNER JOIN business AS T2 ON T1.business_id = T2.bid "
+    "WHERE T2.state = 'CA'"
+)
+IN_SUB = "SELECT rid FROM review WHERE business_id IN (SELECT bid FROM business WHERE bid = 3)"
+
+
+def test_the_fixed_statements_run_on_postgresql() -> None:
+    from grid_sql.ask.execute import execute
+    from grid_sql.ask.typehints import type_hint
+    from grid_sql.errors import ExecutionError
+    from grid_sql.schema.introspect import introspect
+
+    engine = sa.create_engine(_yelp_url())
+    try:
+        with engine.connect() as conn:
+            snap = introspect(conn)
+        for sql in (
+            JOIN,
+            "SELECT COUNT(*) FROM review WHERE business_id IN (SELECT bid FROM business)",
+        ):
+            with pytest.raises(ExecutionError) as err:
+                execute(engine, sql)
+            assert type_hint("postgresql", err.value) is not None  # 42883, a type error
+            fix = type_fix(sql, snap, "postgresql")
+            assert fix is not None, sql
+            execute(engine, fix.sql)  # runs now
+    finally:
+        engine.dispose()
+
+
+def test_ask_runs_the_fixed_statement_and_audits_it(tmp_path, smollm2) -> None:
+    """The whole path: the model copies its few-shot example (a join of text with bigint),
+    PostgreSQL refuses it with a type error, the fix runs instead of a repair round, and the
+    fixed statement is sealed (checker verdict, policy, schema) and its outcome chained."""
+    from grid_sql.ask.asker import Asker
+    from grid_sql.ask.prompt import Example
+    from grid_sql.audit import AuditStore
+
+    question = "Which reviews mention the business with id 3?"
+    store = AuditStore(tmp_path / "audit.sqlite")
+    asker = Asker(
+        _yelp_url(), model=smollm2, audit=store, max_tokens=64, examples=[Example(question, IN_SUB)]
+    )
+    res = asker.ask(question)
+    fixed = type_fix(IN_SUB, asker.snapshot, "postgresql")
+    assert fixed is not None
+    first = res.repairs[0]
+    assert first.sql.rstrip(";") == IN_SUB, "the model did not copy its example"
+    assert first.kind == "typefix" and "operator does not exist" in first.violations[0]
+    assert [e["old"] for e in first.edits] == ["bid"]
+    assert res.sql == fixed.sql and res.columns == ["rid"]
+    generated, statement = store.ids()  # the generation (its refusal chained), then the fix
+    assert res.audit_id == statement
+    assert fixed.sql in str(store.get(statement)) and IN_SUB in str(store.get(generated))
+    outcomes = {e.audit_id: e.body() for e in store.chain() if e.kind == "outcome"}
+    assert outcomes[generated]["ran"] is False and outcomes[statement]["ran"] is True
