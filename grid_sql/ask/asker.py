@@ -88,7 +88,7 @@ from .prompt import (
 from .result import AskResult, GeneratedSQL, Repair
 from .retry import same_statement
 from .steps import GenerationSteps
-from .typefix import type_fix
+from .typefix import type_fix, zero_division_fix
 from .typehints import error_codes, type_hint
 from .values import TableValues
 
@@ -683,7 +683,8 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
     def _type_fixed(
         self, gen: GeneratedSQL, exc: ExecutionError, allow_writes: bool, options: dict[str, Any]
     ) -> tuple[str, str | None, Repair] | None:
-        """The deterministic fix of a type error the database reported (grid_sql/ask/typefix.py)
+        """The deterministic fix of a type error or a division by zero the database reported
+        (grid_sql/ask/typefix.py)
         as (fixed statement, its audit id, its repair entry), or None: not a type error,
         autofix off, a write, no certain fix, or the fixed statement is outside the role's
         language or refused by the checker. The fixed statement is sealed like a ``run_sql``
@@ -692,9 +693,12 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
         d = Dialect.lookup(self.dialect)
         if allow_writes or not bool(options.get("autofix", self.autofix)):
             return None
-        if not d.is_type_error(state, errno):
+        if d.is_type_error(state, errno):
+            fix = type_fix(gen.sql, self.snapshot, d)
+        elif d.is_division_by_zero(state, errno):
+            fix = zero_division_fix(gen.sql, d)
+        else:
             return None
-        fix = type_fix(gen.sql, self.snapshot, d)
         if fix is None:
             return None
         mode = self._mode(allow_writes)

@@ -15,7 +15,16 @@ exactly one reading, which the column types alone decide, so no model is needed:
 * **LIKE on a column that is not text** (``date ~~ unknown``): the column is cast to text
   (``CAST(order_date AS TEXT) LIKE '2020%'``), the only way the pattern can apply.
 
-The fix is applied only when the database reported a type error (the dialect's codes:
+and one error that SQL itself gives a value for:
+
+* **division by zero** (PostgreSQL's 22012, where SQLite and MySQL return NULL): every
+  denominator that is not a non-zero number becomes ``NULLIF(denominator, 0)``, so a ratio
+  over an empty group is NULL, SQL's "no value" (defog's own gold ratios are written so).
+  A denominator's extent is not in sqlglot's token positions (a function call's name and
+  parentheses are not), so this fix regenerates the statement with sqlglot and says so in its
+  one edit; the role grammar and the checker judge the result as for the others.
+
+The fixes are applied only when the database reported that error (the dialect's codes:
 ``Dialect.is_type_error``) on a dialect that does not convert implicitly
 (``Dialect.strict_comparison_types``), as exact text edits at the tokens' positions (the
 model's formatting is kept), and only if re-parsing the edited statement gives exactly the
@@ -38,7 +47,7 @@ from ..dialect import Dialect
 from ..policy.findings import apply_edits
 from ..schema.model import SchemaSnapshot
 
-__all__ = ["TypeFix", "type_fix"]
+__all__ = ["TypeFix", "type_fix", "zero_division_fix"]
 
 _TEXT = exp.DataType.TEXT_TYPES
 _NUMBER = exp.DataType.INTEGER_TYPES
@@ -187,3 +196,28 @@ def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> Type
     except (ParseError, TokenError, RecursionError):
         return None
     return TypeFix(fixed, tuple(edits))
+
+
+def zero_division_fix(sql: str, dialect: str | Dialect) -> TypeFix | None:
+    """``sql`` with every denominator ``NULLIF(d, 0)`` (module doc), or None when there is no
+    division to guard or the statement does not parse."""
+    d = Dialect.lookup(dialect)
+    read = d.sqlglot_read
+    try:
+        tree = sqlglot.parse_one(sql, read=read)
+    except (ParseError, TokenError, RecursionError):
+        return None
+    changed = False
+    for div in list(tree.find_all(exp.Div)):
+        den = div.expression
+        if isinstance(den, exp.Nullif) or (
+            isinstance(den, exp.Literal) and not den.is_string and float(den.this) != 0
+        ):
+            continue
+        den.replace(exp.Nullif(this=den.copy(), expression=exp.Literal.number(0)))
+        changed = True
+    if not changed:
+        return None
+    fixed = tree.sql(dialect=read)
+    reason = "division by zero: each denominator d is written NULLIF(d, 0) (regenerated)"
+    return TypeFix(fixed, ((0, len(sql), sql, fixed, reason),))

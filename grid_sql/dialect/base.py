@@ -381,6 +381,11 @@ class Dialect:
         refused a statement for its types (:attr:`type_error_hint` then applies)."""
         return False
 
+    def is_division_by_zero(self, sqlstate: str | None, errno: int | None) -> bool:
+        """The server refused a statement because a denominator was zero (PostgreSQL's 22012;
+        SQLite and MySQL return NULL instead), which ``grid_sql/ask/typefix.py`` fixes."""
+        return False
+
     # ------------------------------------------------------------------ connecting
     def missing_database_file(self, url: URL) -> Path | None:
         """The file ``url`` names when it does not exist and connecting would create it;

@@ -152,3 +152,56 @@ def test_ask_runs_the_fixed_statement_and_audits_it(tmp_path, smollm2) -> None:
     assert fixed.sql in str(store.get(statement)) and IN_SUB in str(store.get(generated))
     outcomes = {e.audit_id: e.body() for e in store.chain() if e.kind == "outcome"}
     assert outcomes[generated]["ran"] is False and outcomes[statement]["ran"] is True
+
+
+@pytest.mark.parametrize(
+    ("sql", "fixed"),
+    [
+        (
+            "SELECT CAST(SUM(CASE WHEN x > 4 THEN 1 ELSE 0 END) AS REAL) / COUNT(*) FROM t",
+            "SELECT CAST(SUM(CASE WHEN x > 4 THEN 1 ELSE 0 END) AS REAL) / NULLIF(COUNT(*), 0) "
+            "FROM t",
+        ),
+        ("SELECT a / 2, b / (c - d), e / NULLIF(f, 0) FROM t",
+         "SELECT a / 2, b / NULLIF((c - d), 0), e / NULLIF(f, 0) FROM t"),
+        ("SELECT a / 0 FROM t", "SELECT a / NULLIF(0, 0) FROM t"),
+    ],
+)  # fmt: skip
+def test_denominators_are_guarded(sql: str, fixed: str) -> None:
+    from grid_sql.ask.typefix import zero_division_fix
+
+    fix = zero_division_fix(sql, "postgresql")
+    assert fix is not None and fix.sql == fixed
+    assert fix.edits[0][:3] == (0, len(sql), sql)  # one edit: the regenerated statement
+
+
+def test_nothing_to_guard() -> None:
+    from grid_sql.ask.typefix import zero_division_fix
+
+    assert zero_division_fix("SELECT a / 2, b / NULLIF(c, 0) FROM t", "postgresql") is None
+    assert zero_division_fix("SELECT FROM WHERE", "postgresql") is None
+
+
+RATIO_QUESTION = "What is the ratio of reviews to businesses in the state XX?"
+RATIO = "SELECT COUNT(*) / (SELECT COUNT(*) FROM business WHERE state = 'XX') FROM review"
+
+
+def test_a_ratio_over_nothing_is_null_not_an_error(smollm2) -> None:
+    """PostgreSQL refuses the division by zero (22012); the guarded statement runs and says
+    there is no ratio (NULL), as SQLite and MySQL would have answered at once."""
+    from grid_sql.ask.asker import Asker
+    from grid_sql.ask.prompt import Example
+
+    asker = Asker(
+        _yelp_url(),
+        model=smollm2,
+        audit=False,
+        max_tokens=64,
+        examples=[Example(RATIO_QUESTION, RATIO)],
+    )
+    res = asker.ask(RATIO_QUESTION)
+    first = res.repairs[0]
+    assert first.sql.rstrip(";").startswith("SELECT COUNT(*) / (SELECT COUNT(*) FROM business")
+    assert first.kind == "typefix" and "division by zero" in first.violations[0]
+    assert "NULLIF((SELECT COUNT(*) FROM business WHERE state = 'XX'), 0)" in res.sql
+    assert res.rows == [(None,)]
