@@ -410,6 +410,98 @@ def evaluate(
             )
 
 
+def rerun_refused(model: str, max_tokens: int, until: float) -> None:
+    """The constrained answers the database refused (``ExecutionError``), asked again with
+    the checkout's code: arm ``rerun``, with the commit of the first answer. Shows what a
+    change to the execution-repair path (``grid_sql/ask/typefix.py``) does to exactly those
+    questions; the headline keeps each question's first answer."""
+    from grid_sql.ask.asker import Asker, load_backend
+
+    path = out_path(model)
+    recs = read_records(path)
+    done = {r["qid"] for r in recs if r["arm"] == "rerun"}
+    first = {r["qid"]: r for r in recs if r["arm"] == "constrained"}
+    todo = [r for q, r in sorted(first.items()) if r.get("error_type") == "ExecutionError"]
+    qs = {q.qid: q for q in load_questions()}
+    backend = load_backend(model)
+    commit = _commit()
+    for r in todo:
+        if r["qid"] in done:
+            continue
+        if time.time() > until:
+            return
+        q = qs[r["qid"]]
+        asker = Asker(
+            reader_url(q.db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
+        )
+        rec = {
+            "qid": q.qid,
+            "db": q.db,
+            "category": q.category,
+            "arm": "rerun",
+            "model": model,
+            "commit": commit,
+            "first_commit": r["commit"],
+            **run_asker(asker, q),
+        }
+        with path.open("a") as fh:
+            fh.write(json.dumps(rec, default=str) + "\n")
+        print(f"rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
+
+
+def _big_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
+    ids = sorted(set(by["big"]) & set(by["constrained"]))
+    if not ids:
+        return ["", "## Big catalog", "", "(not run: `--arms big`)"]
+    out = [
+        "",
+        "## Big catalog: the 11 databases in one, a schema each, + 2,000 distractors (paired)",
+        "",
+        f"{len(ids)} questions asked on `defog_big` (about 2,110 tables; `bench/defog_big.py`) "
+        "and on their own database, same options.",
+        "",
+        "| catalog | executes | EX | dead ends |",
+        "|---|---|---|---|",
+    ]
+    for name, arm in (("own database", "constrained"), ("big catalog", "big")):
+        rs = [by[arm][i] for i in ids]
+        ex = sum(bool(r["executes"]) for r in rs)
+        ok = sum(bool(r["correct"]) for r in rs)
+        dead = sum(bool(r.get("dead_end")) for r in rs)
+        out.append(f"| {name} | {_pct(ex, len(rs))} | {_pct(ok, len(rs))} | {dead} |")
+    a = [bool(by["big"][i]["correct"]) for i in ids]
+    b = [bool(by["constrained"][i]["correct"]) for i in ids]
+    lo, hi = paired_bootstrap(a, b)
+    diff = 100 * (sum(a) - sum(b)) / len(ids)
+    out += ["", f"EX big − own: {diff:+.1f} points (95% paired bootstrap [{100 * lo:+.1f}, "
+            f"{100 * hi:+.1f}]).", ""]  # fmt: skip
+    return out
+
+
+def _rerun_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
+    ids = sorted(by["rerun"])
+    if not ids:
+        return []
+    commits = sorted({by["rerun"][i]["commit"] for i in ids})
+    out = [
+        "",
+        "## The database's refusals, asked again (`--rerun-refused`)",
+        "",
+        f"The {len(ids)} constrained answers the database refused, asked again at "
+        f"{', '.join(commits)} (deterministic fixes of type errors and divisions by zero, "
+        "`grid_sql/ask/typefix.py`). Not in the headline, which keeps the first answers.",
+        "",
+        "| q | category | first answer | asked again | repairs |",
+        "|---|---|---|---|---|",
+    ]
+    for i in ids:
+        r, f = by["rerun"][i], by["constrained"].get(i, {})
+        then = (f.get("error") or "")[:70].replace("|", "/")
+        now = "EX" if r["correct"] else "executes" if r["executes"] else r.get("error_type")
+        out.append(f"| {i} | {r['category']} | {then} | {now} | {', '.join(r['repairs'])} |")
+    return out
+
+
 # --------------------------------------------------------------------------- report
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     from spider_eval import wilson as w
@@ -526,8 +618,8 @@ def report(model: str, command: str, notes: str = "") -> str:
         "- the constrained arm repairs (one round, database message + type hint); the "
         "unconstrained arm does not: the difference is the pipeline a user gets, not the "
         "mask alone",
-        "- big-catalog arm (11 databases in one, 2,000 distractors): not done",
     ]
+    lines += _big_section(by) + _rerun_section(by)
     if notes.strip():
         lines += ["", "## Notes", "", notes.strip()]
     return "\n".join(lines) + "\n"
@@ -589,6 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--until", default=None, help="stop starting questions after HH:MM UTC")
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--rerun-refused", action="store_true", help="see rerun_refused()")
     ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
     args = ap.parse_args(argv)
@@ -606,6 +699,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         now = dt.datetime.now(dt.UTC)
         stop = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
         until = stop.timestamp()
+    if args.rerun_refused:
+        rerun_refused(args.model, args.max_tokens, until)
+        return 0
     evaluate(args.model, args.per_category, args.arms, args.max_tokens, until)
     return 0
 
