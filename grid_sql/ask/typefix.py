@@ -14,6 +14,10 @@ exactly one reading, which the column types alone decide, so no model is needed:
   left alone: on text they compare letters, not numbers, so the reading is not certain.
 * **LIKE on a column that is not text** (``date ~~ unknown``): the column is cast to text
   (``CAST(order_date AS TEXT) LIKE '2020%'``), the only way the pattern can apply.
+* **days between two dates taken as an interval** (``EXTRACT(DAY FROM d1 - d2)`` with both
+  DATE columns: ``extract(unknown, integer)``): on PostgreSQL the difference of two dates is
+  already the number of days, so the EXTRACT is dropped (``(d1 - d2)``). The call's extent
+  is not in the token positions, so this one regenerates the statement (below).
 
 and one error that SQL itself gives a value for:
 
@@ -129,6 +133,19 @@ def _mismatches(tree: exp.Expr) -> Iterator[tuple[exp.Expr, str]]:
                 yield num_side, "a number compared with a text column"
 
 
+def _date_differences(tree: exp.Expr) -> Iterator[exp.Column]:
+    """The first column of every ``EXTRACT(DAY FROM date_col - date_col)`` (its handle in
+    the original tree)."""
+    for node in tree.find_all(exp.Extract):
+        diff = node.expression
+        unit = node.this.name.upper() if isinstance(node.this, (exp.Var, exp.Identifier)) else ""
+        if unit != "DAY" or not isinstance(diff, exp.Sub):
+            continue
+        a, b = diff.this, diff.expression
+        if all(isinstance(x, exp.Column) and _type(x) == exp.DataType.Type.DATE for x in (a, b)):
+            yield a
+
+
 def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> TypeFix | None:
     """``sql`` with its certain type mismatches written out (module doc), or None when there
     is none, the dialect converts types itself, or an edit cannot be placed exactly."""
@@ -177,8 +194,27 @@ def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> Type
         text = f"CAST({old} AS TEXT)" if isinstance(orig, exp.Column) else new.sql(dialect=read)
         edits.append((span[0], span[1], old, text, f"{old}: {reason}"))
         targets.append((orig, new))
-    if not edits:
+    days = list(_date_differences(annotated))
+    if not edits and not days:
         return None
+    if days:  # regenerate: every change made in the tree, one edit for the statement
+        nodes = {_pos(n): n for n in expected.find_all(exp.Column, exp.Literal)}
+        for target, change in targets:
+            twin = nodes.get(_pos(target))
+            if twin is None:
+                return None
+            twin.replace(change.copy())
+        for first in days:
+            twin = nodes.get(_pos(first))
+            extract = None if twin is None else twin.find_ancestor(exp.Extract)
+            if extract is None:
+                return None
+            extract.replace(exp.Paren(this=extract.expression.copy()))
+        new_sql = expected.sql(dialect=read)
+        reasons = [r for *_, r in edits] + [
+            "EXTRACT(DAY FROM date - date): the difference of two dates is already days"
+        ]
+        return TypeFix(new_sql, ((0, len(sql), sql, new_sql, "; ".join(reasons)),))
     fixed = apply_edits(sql, [(s, e, t) for s, e, _, t, _ in edits])
     if fixed is None:
         return None
@@ -186,10 +222,10 @@ def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> Type
         _pos(n): n for n in expected.find_all(exp.Column, exp.Literal)
     }
     for target, change in targets:  # the same change in the tree: the edits must give it
-        twin = twins.get(_pos(target))
-        if twin is None:
+        same = twins.get(_pos(target))
+        if same is None:
             return None
-        twin.replace(change.copy())
+        same.replace(change.copy())
     try:
         if sqlglot.parse_one(fixed, read=read).sql(dialect=read) != expected.sql(dialect=read):
             return None

@@ -205,3 +205,56 @@ def test_a_ratio_over_nothing_is_null_not_an_error(smollm2) -> None:
     assert first.kind == "typefix" and "division by zero" in first.violations[0]
     assert "NULLIF((SELECT COUNT(*) FROM business WHERE state = 'XX'), 0)" in res.sql
     assert res.rows == [(None,)]
+
+
+def test_days_between_two_dates_drop_the_extract() -> None:
+    """``EXTRACT(DAY FROM d1 - d2)`` on two DATE columns is ``extract(unknown, integer)`` on
+    PostgreSQL (a date difference is already days): the EXTRACT goes, everywhere it occurs,
+    with the other fixes in the same (regenerated) statement; a timestamp operand is left."""
+    snap = SchemaSnapshot(
+        dialect="postgresql",
+        default_schema="public",
+        schemas=(
+            SchemaInfo(
+                "public",
+                (_t("staff", ("name", "text"), ("hired", "date"), ("left_on", "date"),
+                    ("seen", "timestamp"), ("zip", "text")),),
+            ),
+        ),
+    )  # fmt: skip
+    sql = (
+        "SELECT name, EXTRACT(DAY FROM left_on - hired) AS days FROM staff WHERE zip = 5 "
+        "ORDER BY EXTRACT(DAY FROM left_on - hired)"
+    )
+    fix = type_fix(sql, snap, "postgresql")
+    assert fix is not None
+    assert fix.sql == (
+        "SELECT name, (left_on - hired) AS days FROM staff WHERE zip = '5' "
+        "ORDER BY (left_on - hired)"
+    )
+    assert len(fix.edits) == 1 and "already days" in fix.edits[0][4]
+    assert type_fix("SELECT EXTRACT(DAY FROM seen - hired) FROM staff", snap, "postgresql") is None
+
+
+def test_the_extract_fix_runs_on_postgresql() -> None:
+    from grid_sql.ask.execute import execute
+    from grid_sql.errors import ExecutionError
+    from grid_sql.schema.introspect import introspect
+
+    url = sa.make_url(_yelp_url()).set(database="defog_car_dealership")
+    engine = sa.create_engine(url)
+    sql = (
+        "SELECT first_name, EXTRACT(DAY FROM termination_date - hire_date) AS days "
+        "FROM salespersons WHERE termination_date IS NOT NULL"
+    )
+    try:
+        with engine.connect() as conn:
+            snap = introspect(conn)
+        with pytest.raises(ExecutionError, match="extract"):
+            execute(engine, sql)
+        fix = type_fix(sql, snap, "postgresql")
+        assert fix is not None
+        rows = execute(engine, fix.sql).rows
+        assert rows and all(isinstance(days, int) for _, days in rows)
+    finally:
+        engine.dispose()
