@@ -3,8 +3,9 @@
 Paper Proposition 11: column-level rights cannot be judged while decoding, because the SELECT
 list comes before FROM and alias binding is context-sensitive. So once a statement is complete
 we parse it with sqlglot, resolve every alias, CTE and subquery scope against the schema
-snapshot (``optimizer.qualify`` + ``optimizer.scope``), expand ``*`` and ``t.*``, and compare
-each table and column reference with the effective :class:`Policy`.
+snapshot (a query: the one resolver of ``policy/resolve.py``, shared with schema conformance;
+DML: ``optimizer.qualify``), expand ``*`` and ``t.*``, and compare each table and column
+reference with the effective :class:`Policy`.
 
 Every finding is structured data (:class:`Violation`) with a one-sentence ``message`` that a
 repair prompt can quote back to the model; nothing here executes SQL.

@@ -14,11 +14,11 @@ and the columns the table does have, and a ``fix`` that is one short concrete in
 ("replace `T2.name` with `T1.name`"), because small models follow those best in the repair
 round.
 
-Why a separate pass from the policy checker's sqlglot ``qualify``: qualify stops at the first
-unknown qualified column with a message that names neither the table nor the alias, and it
-quietly picks one table for an ambiguous bare name. Here nothing is guessed: a name that
-cannot be judged (a source whose columns are unknown, e.g. ``SELECT *`` in a derived table)
-is left alone, so gold SQL is never flagged; the policy checker still fails closed on it.
+The names are resolved by :class:`grid_sql.policy.resolve.Resolver`, the one resolver the
+policy checker's rights walk also reads (the checker hands the same instance in): this pass
+words the bindings that name nothing (``unknown_alias``, ``missing``, ``ambiguous``). Nothing
+is guessed: a name that cannot be judged (a source whose columns are unknown, e.g.
+``SELECT *`` in a derived table) is left alone, so gold SQL is never flagged.
 
 Suggestions (other tables' columns, close names) only ever mention what the role may read,
 so a repair message never discloses a hidden column.
