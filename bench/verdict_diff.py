@@ -15,6 +15,7 @@ sentence and bypass query wrapped in six DML/CREATE shapes under a role allowed 
     PYTHONPATH=. python bench/verdict_diff.py dump OLD.json      # in the old checkout
     PYTHONPATH=. python bench/verdict_diff.py dump NEW.json      # in the new one
     python bench/verdict_diff.py compare OLD.json NEW.json
+    PYTHONPATH=. python bench/verdict_diff.py time               # checker time, Spider gold
 """
 
 from __future__ import annotations
@@ -142,6 +143,34 @@ def dump(out_path: str) -> None:
     print(f"{len(out)} checks -> {out_path}", file=sys.stderr)
 
 
+def timing(repeats: int) -> None:
+    """Wall time of checking the 972 Spider dev gold statements (unrestricted role; best of
+    ``repeats``), the checker's cost on a request path."""
+    import time
+
+    import grid_sql
+    from grid_sql.policy import Checker, sqlite_baseline
+    from grid_sql.schema import introspect
+    from tests.policy import test_checker as tc
+
+    gold = tc._spider_gold()
+    checkers: dict[str, Checker] = {}
+    for db, _ in gold:
+        if db not in checkers:
+            snap = introspect(f"sqlite:///{SPIDER / 'database' / db / f'{db}.sqlite'}")
+            checkers[db] = Checker(snap, sqlite_baseline(snap))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for db, sql in gold:
+            checkers[db].check(sql)
+        best = min(best, time.perf_counter() - start)
+    print(
+        f"{grid_sql.__file__}: {len(gold)} checks, best of {repeats}: {best:.2f} s "
+        f"({best / len(gold) * 1000:.2f} ms per statement)"
+    )
+
+
 def compare(old_path: str, new_path: str, show: int) -> None:
     old = json.loads(Path(old_path).read_text())
     new = json.loads(Path(new_path).read_text())
@@ -178,9 +207,13 @@ def main() -> None:
     c.add_argument("old")
     c.add_argument("new")
     c.add_argument("--show", type=int, default=0, help="print this many verdict changes")
+    t = sub.add_parser("time", help="checker wall time over the Spider dev gold SQL")
+    t.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     if args.cmd == "dump":
         dump(args.out)
+    elif args.cmd == "time":
+        timing(args.repeats)
     else:
         compare(args.old, args.new, args.show)
 
