@@ -3,8 +3,9 @@
 Paper Proposition 11: column-level rights cannot be judged while decoding, because the SELECT
 list comes before FROM and alias binding is context-sensitive. So once a statement is complete
 we parse it with sqlglot, resolve every alias, CTE and subquery scope against the schema
-snapshot (``optimizer.qualify`` + ``optimizer.scope``), expand ``*`` and ``t.*``, and compare
-each table and column reference with the effective :class:`Policy`.
+snapshot (a query: the one resolver of ``policy/resolve.py``, shared with schema conformance;
+DML: ``optimizer.qualify``), expand ``*`` and ``t.*``, and compare each table and column
+reference with the effective :class:`Policy`.
 
 Every finding is structured data (:class:`Violation`) with a one-sentence ``message`` that a
 repair prompt can quote back to the model; nothing here executes SQL.
@@ -33,6 +34,7 @@ from grid_sql.errors import PolicyViolation
 from grid_sql.policy.aggregates import aggregate_misuse
 from grid_sql.policy.conformance import (
     Finding,
+    Resolver,
     SchemaView,
     apply_edits,
     check_query,
@@ -409,27 +411,21 @@ class _Run(ScopeRules, DmlRules):
             return  # nothing resolvable inside; the verb check above already failed it
         if isinstance(stmt, exp.Drop | exp.Alter | exp.Grant | exp.Revoke):
             return  # DDL: verb-level only (the grants of the server decide object ownership)
-        schema_found = self._conformance(stmt)
-        before = len(self.out)
-        self._resolve(stmt)
-        if schema_found:
-            # The conformance findings say precisely what qualify's resolution could only
-            # say vaguely (or not at all, when it stopped at the first unknown name).
-            self.out[before:] = [
-                v
-                for v in self.out[before:]
-                if v.kind not in ("unknown_column", "unknown_table")
-                and not v.message.startswith("The statement's names could not be resolved")
-            ]
+        resolver = self._conformance(stmt)
+        self._resolve(stmt, resolver)
 
-    def _conformance(self, stmt: exp.Expr) -> bool:
-        """Schema conformance of a query and the dialect's functions; True if anything found."""
+    def _conformance(self, stmt: exp.Expr) -> Resolver | None:
+        """Schema conformance of a query and the dialect's functions. For a query, the
+        resolver whose bindings conformance judged names by: the rights walk reads the same
+        ones (None when the query's scopes could not be built: reported, fail closed)."""
         found: list[Finding] = dialect_functions(stmt, self.sql, self.c.dialect)
+        resolver: Resolver | None = None
         if isinstance(stmt, exp.Query):
             if self.c.d.unknown_quoted_names_are_strings:
                 stmt = self._quoted_string_fallback(stmt)
             try:
-                found += check_query(stmt, self.sql, self.c._view)
+                resolver = Resolver(stmt, self.sql, self.c._view)
+                found += check_query(stmt, self.sql, self.c._view, resolver)
                 found += aggregate_misuse(stmt, self.sql, self.c.dialect)
             except OptimizeError as exc:  # e.g. a set operation over a bare literal
                 self.add(
@@ -439,10 +435,10 @@ class _Run(ScopeRules, DmlRules):
                         why="the checker cannot verify what it cannot resolve (fail closed)",
                     )
                 )
-                return True
+                resolver = None
         for f in found:
             self.add(_violation(f))
-        return any(f.kind not in ("unknown_function", "aggregate_misuse") for f in found)
+        return resolver
 
     def _verb(self, stmt: exp.Expr) -> str:
         return statement_verb(stmt)

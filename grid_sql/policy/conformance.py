@@ -14,11 +14,11 @@ and the columns the table does have, and a ``fix`` that is one short concrete in
 ("replace `T2.name` with `T1.name`"), because small models follow those best in the repair
 round.
 
-Why a separate pass from the policy checker's sqlglot ``qualify``: qualify stops at the first
-unknown qualified column with a message that names neither the table nor the alias, and it
-quietly picks one table for an ambiguous bare name. Here nothing is guessed: a name that
-cannot be judged (a source whose columns are unknown, e.g. ``SELECT *`` in a derived table)
-is left alone, so gold SQL is never flagged; the policy checker still fails closed on it.
+The names are resolved by :class:`grid_sql.policy.resolve.Resolver`, the one resolver the
+policy checker's rights walk also reads (the checker hands the same instance in): this pass
+words the bindings that name nothing (``unknown_alias``, ``missing``, ``ambiguous``). Nothing
+is guessed: a name that cannot be judged (a source whose columns are unknown, e.g.
+``SELECT *`` in a derived table) is left alone, so gold SQL is never flagged.
 
 Suggestions (other tables' columns, close names) only ever mention what the role may read,
 so a repair message never discloses a hidden column.
@@ -29,9 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sqlglot import exp
-from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope
 
 from grid_sql.schema.model import TableInfo
 
@@ -49,6 +47,7 @@ from .findings import (  # noqa: F401 - re-exported
     FindingKind,
     apply_edits,
 )
+from .resolve import Binding, Resolver  # noqa: F401 - re-exported: the shared resolver
 from .sources import (  # noqa: F401 - SchemaView, owner_info, quote_name re-exported
     SchemaView,
     _alias_text,
@@ -68,13 +67,12 @@ from .sources import (  # noqa: F401 - SchemaView, owner_info, quote_name re-exp
 
 
 class _Conformance(ConformanceMessages):
-    def __init__(self, view: SchemaView, sql: str) -> None:
-        self.view = view
-        self.sql = sql
+    def __init__(self, resolver: Resolver) -> None:
+        self.r = resolver
+        self.view = resolver.view
+        self.sql = resolver.sql
         self.out: list[Finding] = []
         self._seen: set[tuple[object, ...]] = set()
-        self._sources: dict[int, dict[str, _Source]] = {}
-        self.dml_ctes: set[str] = set()  # CTEs with a DML body: sqlglot gives them no scope
         self._swap: dict[int, tuple[_Source, TableInfo]] = {}
         self.certain: list[CertainEdit] = []  # fixes the schema alone decides (autofix)
 
@@ -89,71 +87,8 @@ class _Conformance(ConformanceMessages):
 
     # ---------------------------------------------------------------- sources
     def sources(self, scope: Scope) -> dict[str, _Source]:
-        cached = self._sources.get(id(scope))
-        if cached is not None:
-            return cached
-        out: dict[str, _Source] = {}
-        for alias, (node, src) in scope.selected_sources.items():
-            key = self.view.key(alias)
-            if isinstance(src, Scope):
-                out[key] = _Source(
-                    alias, key, outputs=self._outputs(src), written=_alias_text(node, self.sql)
-                )
-            elif isinstance(src, exp.Table):
-                if isinstance(src.this, exp.Func) or not isinstance(src.this, exp.Identifier):
-                    out[key] = _Source(alias, key, opaque=True)
-                    continue
-                found = self.view.table(
-                    self.view.ident(src.this), src.db if src.args.get("db") else None
-                )
-                if found is None:
-                    if self.view.d.dual_table and src.name.lower() == "dual":
-                        continue
-                    if not src.args.get("db") and self.view.ident(src.this) in self.dml_ctes:
-                        out[key] = _Source(alias, key, opaque=True)
-                        continue
-                    out[key] = _Source(alias, key, opaque=True)
-                    self._unknown_table(src)
-                    continue
-                pos, snip = _span(src.this, self.sql)
-                out[key] = _Source(
-                    alias,
-                    key,
-                    schema=found[0],
-                    info=found[1],
-                    end=_item_end(src, self.sql),
-                    span=(pos, pos + len(snip)) if pos is not None and snip else None,
-                    written=_alias_text(src, self.sql),
-                )
-            else:
-                out[key] = _Source(alias, key, opaque=True)
-        self._sources[id(scope)] = out
-        return out
-
-    def _outputs(self, scope: Scope) -> set[str] | None:
-        """Column keys a derived table or CTE exposes (None when ``*`` hides them)."""
-        expr = scope.expression
-        holder = expr.parent
-        alias = holder.args.get("alias") if isinstance(holder, exp.CTE | exp.Subquery) else None
-        if isinstance(alias, exp.TableAlias) and alias.columns:
-            return {self.view.ident(c) for c in alias.columns}
-        while isinstance(expr, exp.SetOperation):
-            expr = expr.this
-        if isinstance(expr, exp.Subquery):
-            expr = expr.unnest()
-        if not isinstance(expr, exp.Select):
-            return None
-        names: set[str] = set()
-        for p in expr.expressions:
-            if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star):
-                return None
-            if isinstance(p, exp.Alias):
-                names.add(self.view.ident(p.args.get("alias")))
-            elif isinstance(p, exp.Column):
-                names.add(self.view.ident(p.this))
-            else:
-                names.add(self.view.key(p.sql()))  # engine-named expression column
-        return names
+        """The FROM items of ``scope``, as the shared resolver built them."""
+        return self.r.sources(scope)
 
     def _unknown_table(self, table: exp.Table) -> None:
         name = table.name
@@ -178,17 +113,9 @@ class _Conformance(ConformanceMessages):
     def scope(self, scope: Scope) -> None:
         own = self.sources(scope)
         expr = scope.expression
-        select_aliases: set[str] = set()
-        if isinstance(expr, exp.Select):
-            select_aliases = {
-                self.view.ident(e.args.get("alias"))
-                for e in expr.expressions
-                if isinstance(e, exp.Alias)
-            }
-        self._wrong_table(scope, own, select_aliases)
-        for col in scope.find_all(exp.Column):
-            if not isinstance(col.this, exp.Identifier | exp.Star):
-                continue
+        self._wrong_table(scope, own, self.r.output_aliases(scope))
+        self._positions(scope)
+        for col in self.r.columns(scope):
             if col.args.get("catalog"):
                 continue  # catalog.schema.table.column: left to the policy checker
             if col.args.get("db"):
@@ -199,7 +126,48 @@ class _Conformance(ConformanceMessages):
             elif isinstance(col.this, exp.Identifier):
                 if isinstance(expr, exp.SetOperation):
                     continue  # ORDER BY of a UNION names output columns
-                self._bare(scope, own, col, select_aliases)
+                self._bare(scope, col)
+
+    def _positions(self, scope: Scope) -> None:
+        """``GROUP BY n`` / ``ORDER BY n`` / ``DISTINCT ON (n)`` past the end of the SELECT
+        list name no output column (every engine refuses them). A list with ``*`` is left
+        alone: its width is the FROM items' columns, known only when all of them are."""
+        expr = scope.expression
+        if not isinstance(expr, exp.Select | exp.SetOperation):
+            return
+        selects = expr.selects
+        if any(
+            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in selects
+        ):
+            return
+        lists: list[exp.Expr] = []
+        group = expr.args.get("group")
+        if isinstance(group, exp.Group):
+            lists.extend(group.expressions)
+        order = expr.args.get("order")
+        if isinstance(order, exp.Order):
+            lists.extend(o.this if isinstance(o, exp.Ordered) else o for o in order.expressions)
+        distinct = expr.args.get("distinct")
+        on = distinct.args.get("on") if isinstance(distinct, exp.Distinct) else None
+        if isinstance(on, exp.Expr):
+            lists.extend(on.expressions)
+        for node in lists:
+            if not (isinstance(node, exp.Literal) and node.is_int) or int(node.this) <= len(
+                selects
+            ):
+                continue
+            pos, snip = _span(node, self.sql)
+            self.add(
+                Finding(
+                    "unknown_column",
+                    f"`{node.this}` refers to output column {node.this}, but the SELECT list has "
+                    f"{len(selects)} column{'s' if len(selects) != 1 else ''}.",
+                    f"refer to a column of the SELECT list (1 to {len(selects)}) or name it",
+                    column=node.this,
+                    position=pos,
+                    snippet=snip,
+                )
+            )
 
     def _wrong_table(self, scope: Scope, own: dict[str, _Source], aliases: set[str]) -> None:
         """A one-table query none of whose columns the table has, all of which one other
@@ -237,59 +205,36 @@ class _Conformance(ConformanceMessages):
     def _chain(
         self, scope: Scope, node: exp.Expr | None = None
     ) -> Iterable[tuple[Scope, dict[str, _Source]]]:
-        """The scopes a name written at ``node`` (in ``scope``) may resolve in, innermost
-        first. SQLite resolves the GROUP BY and ORDER BY of a SELECT against that SELECT
-        alone (resolve.c: "The ORDER BY and GROUP BY clauses may not refer to terms in
-        outer queries"), which also hides the outer levels from subqueries nested there."""
-        s: Scope | None = scope
-        at: exp.Expr | None = node
-        cut = node is not None and self.view.d.group_order_see_own_select_only
-        while s is not None:
-            yield s, self.sources(s)
-            if cut and at is not None and _in_group_or_order(at, s):
-                return
-            at = s.expression
-            s = s.parent
+        """The scopes a name at ``node`` may resolve in (:meth:`Resolver.chain`)."""
+        return self.r.chain(scope, node)
 
     def _qualified(self, scope: Scope, col: exp.Column) -> None:
-        qual = self.view.ident(col.args["table"])
-        src = next((srcs[qual] for _, srcs in self._chain(scope, col) if qual in srcs), None)
+        b = self.r.bind(scope, col)
         written, pos = _written(col, self.sql)
-        if src is None:
+        if b.kind == "unknown_alias":
             if isinstance(col.this, exp.Star):
-                return  # `x.*` of an unknown alias: the policy checker reports it
+                return  # `x.*` of an unknown alias: the policy checker's rights walk reports it
             self._unknown_alias(scope, col, written, pos)
             return
-        if isinstance(col.this, exp.Star):
+        if b.kind != "missing":
             return
+        (src,) = b.sources
         key = self.view.ident(col.this)
-        if src.provides(self.view, key) is not False:
-            return
         self._requalify(scope, col, src, key, pos)
         self._missing(scope, col, src, key, written, pos)
 
-    def _bare(
-        self, scope: Scope, own: dict[str, _Source], col: exp.Column, aliases: set[str]
-    ) -> None:
-        key = self.view.ident(col.this)
-        written, pos = _written(col, self.sql)
-        first = True
-        for s, srcs in self._chain(scope, col):
-            verdicts = [(src, src.provides(self.view, key)) for src in srcs.values()]
-            if any(v is None for _, v in verdicts):
-                return  # a source with unknown columns might provide it
-            hits = [src for src, v in verdicts if v]
-            if len(hits) == 1:
-                return
-            if len(hits) > 1:
-                if first and not _shared_by_join(s.expression, key, self.view):
-                    self._ambiguous(col, hits, written, pos)
-                    self._equal_qualify(s, hits, key, written, pos)
-                return
-            if first and key in aliases:
-                return  # an output alias (ORDER BY/GROUP BY/HAVING; SQLite also WHERE)
-            first = False
-        self._missing(scope, col, None, key, written, pos)
+    def _bare(self, scope: Scope, col: exp.Column) -> None:
+        b = self.r.bind(scope, col)
+        if b.kind == "missing":
+            key = self.view.ident(col.this)
+            written, pos = _written(col, self.sql)
+            self._missing(scope, col, None, key, written, pos)
+        elif b.kind == "ambiguous" and b.first:
+            assert b.level is not None
+            key = self.view.ident(col.this)
+            written, pos = _written(col, self.sql)
+            self._ambiguous(col, list(b.sources), written, pos)
+            self._equal_qualify(b.level, list(b.sources), key, written, pos)
 
     # ---------------------------------------------------------------- certain fixes
     def _requalify(
@@ -419,9 +364,14 @@ class _Conformance(ConformanceMessages):
 
 
 # --------------------------------------------------------------------------- entry point
-def check_query(query: exp.Expr, sql: str, view: SchemaView) -> list[Finding]:
-    """Schema findings for one parsed query (a SELECT, set operation or WITH query)."""
-    return _check(query, sql, view).out
+def check_query(
+    query: exp.Expr, sql: str, view: SchemaView, resolver: Resolver | None = None
+) -> list[Finding]:
+    """Schema findings for one parsed query (a SELECT, set operation or WITH query).
+
+    ``resolver``: a fresh :class:`Resolver` of ``query`` to share with the caller (the
+    policy checker then reads the same bindings); built here when not given."""
+    return _check(query, sql, view, resolver).out
 
 
 def certain_fixes(query: exp.Expr, sql: str, view: SchemaView) -> list[CertainEdit]:
@@ -431,27 +381,22 @@ def certain_fixes(query: exp.Expr, sql: str, view: SchemaView) -> list[CertainEd
     return _check(query, sql, view).certain
 
 
-def _check(query: exp.Expr, sql: str, view: SchemaView) -> _Conformance:
-    if view.fold_bare:  # PostgreSQL: fold unquoted names once, then compare exactly
-        query = normalize_identifiers(query.copy(), dialect=view.d.sqlglot)
-    run = _Conformance(view, sql)
-    run.dml_ctes = {
-        view.key(cte.alias_or_name)
-        for cte in query.find_all(exp.CTE)
-        if isinstance(cte.this, exp.Insert | exp.Update | exp.Delete | exp.Merge)
-    }
-    for scope in traverse_scope(query):
-        try:
-            scope.selected_sources  # noqa: B018 - sqlglot raises here on a reused name
-        except OptimizeError as exc:
-            name = str(exc).split(": ", 1)[-1]
+def _check(
+    query: exp.Expr, sql: str, view: SchemaView, resolver: Resolver | None = None
+) -> _Conformance:
+    if resolver is None:
+        resolver = Resolver(query, sql, view)
+    run = _Conformance(resolver)
+    resolver.unknown_table = run._unknown_table
+    for scope, duplicate in resolver.scopes():
+        if duplicate is not None:
             run.add(
                 Finding(
                     "duplicate_alias",
-                    f"`{name}` names two FROM items of one query; no column can be read "
+                    f"`{duplicate}` names two FROM items of one query; no column can be read "
                     "through it unambiguously.",
-                    f"give each FROM item its own alias (e.g. `{name}2` for the second).",
-                    table=name,
+                    f"give each FROM item its own alias (e.g. `{duplicate}2` for the second).",
+                    table=duplicate,
                 )
             )
             continue  # its columns cannot be resolved

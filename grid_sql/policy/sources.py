@@ -93,6 +93,8 @@ class _Source:
     end: int | None = None  # offset just after the FROM item's text (name or alias)
     span: tuple[int, int] | None = None  # the table name as written
     written: str | None = None  # the alias (or bare table name) exactly as the query spells it
+    node: exp.Table | None = None  # the FROM item's table node (base tables, opaque items)
+    unknown: bool = False  # a table name the snapshot does not have (reported once)
 
     def provides(self, view: SchemaView, column: str) -> bool | None:
         """True/False, or None when this source's columns are unknown."""
