@@ -16,7 +16,8 @@ and SQL, so "those" has a referent. What the model is shown of earlier turns, an
 
 The window is bounded (``max_turns`` and ``max_chars`` of history text; the oldest turns are
 dropped first), so a long session neither outgrows the model's context nor slows every
-prefill. The schema shown is ranked against the whole window's questions, so the tables the
+prefill; with a prompt budget the thread is counted first and the schema fitted around it
+(and a thread over half the prompt loses its oldest turns). The schema shown is ranked against the whole window's questions, so the tables the
 thread is about stay described in full on a large schema.
 
 Audit: each turn's generations are sealed with ``previous`` = the audit id of the previous
@@ -30,7 +31,7 @@ refused question produced no SQL to build on (its records are still sealed, with
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError
@@ -91,7 +92,17 @@ class TurnContext:
         question with the previous turn's column names before it."""
         ex = asker.examples if examples is None else tuple(examples)
         policy = asker._mode(writes).policy
-        rank = " ".join([*(t.question for t in self.window), question])
+        window = list(self.window)
+        thread = _thread(window, question)
+        if budget is not None:
+            # The thread is counted before the schema is fitted (the schema shrinks to leave
+            # it room, so the whole prompt still fits the context); a thread that would take
+            # more than half the prompt loses its oldest turns first.
+            while window and budget.count_messages(thread) > budget.first // 2:
+                window.pop(0)
+                thread = _thread(window, question)
+            budget = replace(budget, first=budget.first - budget.count_messages(thread[:-1]))
+        rank = " ".join([*(t.question for t in window), question])
         msgs = build_messages(
             rank,
             asker.snapshot,
@@ -103,13 +114,20 @@ class TurnContext:
         )
         tail = msgs.pop()  # the question, spelled for ranking; rebuilt below
         assert tail["role"] == "user"
-        note = ""
-        for turn in self.window:
-            msgs.append({"role": "user", "content": f"{note}Question: {turn.question}"})
-            msgs.append({"role": "assistant", "content": turn.sql})
-            note = _columns_note(turn)
-        msgs.append({"role": "user", "content": f"{note}Question: {question}"})
-        return msgs
+        return msgs + thread
+
+
+def _thread(window: Sequence[Turn], question: str) -> list[Message]:
+    """The earlier turns as user/assistant exchanges, then the new question, each question
+    with the previous turn's column names before it."""
+    out: list[Message] = []
+    note = ""
+    for turn in window:
+        out.append({"role": "user", "content": f"{note}Question: {turn.question}"})
+        out.append({"role": "assistant", "content": turn.sql})
+        note = _columns_note(turn)
+    out.append({"role": "user", "content": f"{note}Question: {question}"})
+    return out
 
 
 class Conversation:

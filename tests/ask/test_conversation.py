@@ -71,6 +71,34 @@ def test_window_drops_the_oldest_turns_first(chinook_copy: Path) -> None:
         asker.stream("x", on_step=print)
 
 
+def test_the_thread_is_counted_before_the_schema_is_fitted(chinook_copy: Path) -> None:
+    """With a prompt budget (the Asker always has one), the earlier turns take their room
+    first and the schema shrinks around them: the whole follow-up prompt fits. Fitting the
+    schema alone and appending the thread after it (as before) overflows the same budget."""
+    from grid_sql.ask.budget import by_bytes
+
+    asker = Asker(chinook_copy, audit=False)
+    budget = by_bytes(n_ctx=3072, max_tokens=128, repair=True)
+    conv = asker.conversation(max_turns=6, max_chars=10_000)
+    cols = ", ".join(f"Customer.{c}" for c in ("FirstName", "LastName", "Company", "Address"))
+    for i in range(3):
+        sql = f"SELECT {cols} FROM Customer WHERE Country = 'Country number {i}' ORDER BY 1"
+        conv.record(_result(f"Who are the customers of country {i}?", sql, ["a", "b"], []))
+    ctx = conv.context()
+    msgs = ctx.messages(asker, FOLLOW_UP, None, False, budget)
+    assert budget.count_messages(msgs) <= budget.first
+    assert [m["role"] for m in msgs[-7:]] == ["user", "assistant"] * 3 + ["user"]
+    alone = asker.messages(FOLLOW_UP, budget=budget)[:-1]  # the schema fitted without the thread
+    thread = msgs[-7:]
+    assert budget.count_messages(alone + thread) > budget.first
+    # a thread over half the prompt loses its oldest turns first
+    tiny = by_bytes(n_ctx=2048, max_tokens=128, repair=True)
+    kept = ctx.messages(asker, FOLLOW_UP, None, False, tiny)
+    assert tiny.count_messages(kept) <= tiny.first
+    asked = [m["content"] for m in kept if m["role"] == "user"]
+    assert "country 0" not in " ".join(asked) and asked[-1].endswith(FOLLOW_UP)
+
+
 # ------------------------------------------------------------------ the real model
 @pytest.fixture(scope="module")
 def chinook_asker(qwen: object, tmp_path_factory: pytest.TempPathFactory) -> Asker:
