@@ -32,7 +32,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..decode.options import BackendOptions
-from ..dialect import Dialect
 from ..errors import (
     ConnectionConfigError,
     EmptyLanguageError,
@@ -41,11 +40,9 @@ from ..errors import (
     PolicyViolation,
     SchemaError,
     StatementError,
-    StatementTimeout,
 )
 from ..grammar import Grammar
 from ..mask.guide import Guide
-from ..parser.incremental import accepts
 from ..policy.autofix import AutofixResult, autofix
 from ..policy.checker import Checker, Violation, proposed_fix
 from ..policy.config import AppPolicy, explicit_verbs_only, narrow
@@ -70,6 +67,7 @@ from .components import (  # noqa: F401 - re-exported: grid_sql.ask.asker is the
     load_backend,
     role_grammar_for,
 )
+from .execrepair import ExecutionRepair
 from .execute import bind_parameters, execute
 from .generation import GenerationMode, GenerationStrategy
 from .idioms import catalog_names, idiom_flags, idiom_hints
@@ -86,10 +84,7 @@ from .prompt import (
     repair_tables,
 )
 from .result import AskResult, GeneratedSQL, Repair
-from .retry import same_statement
 from .steps import GenerationSteps
-from .typefix import type_fix, zero_division_fix
-from .typehints import error_codes, type_hint
 from .values import TableValues
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -113,7 +108,7 @@ def asker_budget(asker: Any, max_tokens: int, repair: bool, *, load: bool) -> Pr
     return for_backend(backend, n_ctx, max_tokens, repair)
 
 
-class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
+class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps, ExecutionRepair):
     """Binds a database, its role policy, a model backend and an audit store."""
 
     def __init__(
@@ -610,47 +605,19 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
 
         try:
             res = run(gen.sql)
-        except ExecutionError as exc:
-            fixed = self._type_fixed(gen, exc, allow_writes, options)
-            if fixed is not None:  # a type error with one reading: fixed without the model
-                sql, audit_id, repair = fixed
-                try:
-                    res = self._execute(sql, allow_writes, row_limit, timeout_s, audit_id, dry_run)
-                except ExecutionError:
-                    pass  # the fix did not help: the model's repair round, with the first error
-                else:
-                    gen.repairs = [*gen.repairs, repair]
-                    gen.audit_ids = [*gen.audit_ids, *filter(None, [audit_id])]
-                    gen.sql, gen.audit_id = sql, audit_id or gen.audit_id
-                    on_sql(gen)
-                    return AskResult.answered(gen, res, t_start)
-            if not self._may_repair_execution(gen, exc, allow_writes, options):
-                raise exc.about(gen.sql, gen.audit_ids, gen.repairs) from exc.__cause__
-            # the database refused a statement the checker passed (`count(DISTINCT a, b)`,
-            # a parser stack overflow): its message goes back for the unused repair round
-            again = self.generate_sql(
+        except ExecutionError as exc:  # grid_sql/ask/execrepair.py: a fix, a repair, or this
+            return self._answer_refused(
                 question,
+                gen,
+                exc,
                 allow_writes=allow_writes,
-                refused=(gen.sql, [str(exc), *filter(None, [type_hint(self.dialect, exc)])]),
-                **dict(options),
+                options=options,
+                run=lambda sql, audit_id: self._execute(
+                    sql, allow_writes, row_limit, timeout_s, audit_id, dry_run
+                ),
+                on_sql=on_sql,
+                t_start=t_start,
             )
-            if same_statement(again.sql, gen.sql, self.dialect):  # nothing new to try
-                same = ExecutionError(
-                    f"{exc} (the repair round wrote the same statement again; not run twice)"
-                )  # names the statement the database refused; the retry was not run
-                raise same.about(gen.sql, [*gen.audit_ids, *again.audit_ids], gen.repairs) from exc
-            again.repairs = [*gen.repairs, *again.repairs]
-            again.audit_ids = [*gen.audit_ids, *again.audit_ids]
-            for k, v in gen.timings.items():
-                if k != "total":
-                    again.timings[k] = again.timings.get(k, 0.0) + v
-            again.tokens += gen.tokens
-            gen = again
-            on_sql(gen)
-            try:
-                res = run(gen.sql)
-            except ExecutionError as exc2:
-                raise exc2.about(gen.sql, gen.audit_ids, gen.repairs) from exc2.__cause__
         return AskResult.answered(gen, res, t_start)
 
     def _execute(
@@ -679,54 +646,6 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps):
             )
             outcome.rowcount, outcome.dry_run = res.rowcount, res.preview is not None
         return res
-
-    def _type_fixed(
-        self, gen: GeneratedSQL, exc: ExecutionError, allow_writes: bool, options: dict[str, Any]
-    ) -> tuple[str, str | None, Repair] | None:
-        """The deterministic fix of a type error or a division by zero the database reported
-        (grid_sql/ask/typefix.py)
-        as (fixed statement, its audit id, its repair entry), or None: not a type error,
-        autofix off, a write, no certain fix, or the fixed statement is outside the role's
-        language or refused by the checker. The fixed statement is sealed like a ``run_sql``
-        statement (text, checker verdict, policy and schema) before it runs."""
-        state, errno = error_codes(exc)
-        d = Dialect.lookup(self.dialect)
-        if allow_writes or not bool(options.get("autofix", self.autofix)):
-            return None
-        if d.is_type_error(state, errno):
-            fix = type_fix(gen.sql, self.snapshot, d)
-        elif d.is_division_by_zero(state, errno):
-            fix = zero_division_fix(gen.sql, d)
-        else:
-            return None
-        if fix is None:
-            return None
-        mode = self._mode(allow_writes)
-        if not accepts(mode.grammar, fix.sql.encode()) or mode.checker.check(fix.sql):
-            return None
-        edits = [
-            {"start": a, "end": b, "old": old, "new": new, "kind": "typefix", "reason": why}
-            for a, b, old, new, why in fix.edits
-        ]
-        repair = Repair(gen.sql, [str(exc)], 0, kind="typefix", edits=edits)
-        return fix.sql, self._seal_statement(fix.sql, [], allow_writes), repair
-
-    def _may_repair_execution(
-        self,
-        gen: GeneratedSQL,
-        exc: ExecutionError,
-        allow_writes: bool,
-        options: dict[str, Any],
-    ) -> bool:
-        """Whether a statement the database refused gets the repair round: repair on, the
-        round not spent on the checker's violations, read-only (the refused statement
-        changed nothing: its read-only transaction was rolled back), and not a time-out (a
-        slow statement is not a wrong one)."""
-        if isinstance(exc, StatementTimeout) or allow_writes:
-            return False
-        if not bool(options.get("repair", self.repair)):
-            return False
-        return not any(r.kind in ("checker", "execution", "idiom") for r in gen.repairs)
 
     def run_sql(self, sql: str, **options: Any) -> AskResult:
         """Run a hand-written statement under the same rules as a generated one.

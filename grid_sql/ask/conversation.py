@@ -17,8 +17,9 @@ and SQL, so "those" has a referent. What the model is shown of earlier turns, an
 The window is bounded (``max_turns`` and ``max_chars`` of history text; the oldest turns are
 dropped first), so a long session neither outgrows the model's context nor slows every
 prefill; with a prompt budget the thread is counted first and the schema fitted around it
-(and a thread over half the prompt loses its oldest turns). The schema shown is ranked against the whole window's questions, so the tables the
-thread is about stay described in full on a large schema.
+(a thread over half the prompt loses its oldest turns). The schema shown is ranked against
+the whole window's questions, so the tables the thread is about stay described in full on a
+large schema.
 
 Audit: each turn's generations are sealed with ``previous`` = the audit id of the previous
 answered turn (:meth:`grid_sql.audit.log.AuditLog.seal`), so an auditor can walk the thread
@@ -101,7 +102,8 @@ class TurnContext:
             while window and budget.count_messages(thread) > budget.first // 2:
                 window.pop(0)
                 thread = _thread(window, question)
-            budget = replace(budget, first=budget.first - budget.count_messages(thread[:-1]))
+            if window:  # (a chat template may refuse an empty conversation)
+                budget = replace(budget, first=budget.first - budget.count_messages(thread[:-1]))
         rank = " ".join([*(t.question for t in window), question])
         msgs = build_messages(
             rank,
