@@ -106,7 +106,8 @@ struct Sym {
 enum SymStep {
     Dead,
     Frontier,
-    Frame(Sym, bool),
+    /// the next frame is in the `out` argument; whether the step restarted
+    Frame(bool),
 }
 
 /// A class's alias ids as bitmask words (dense when more than a quarter are non-zero).
@@ -271,26 +272,36 @@ impl ClassTable {
         }
     }
 
-    /// One byte of the walk's step on a symbolic frame: dead whatever A is, a frontier
-    /// (some munch that reads A), or the next frame (and whether it restarted).
-    fn sym_step(walker: &Walker, f: &Sym, b: u8, la0: u32) -> SymStep {
+    /// One byte of the walk's step on a symbolic frame into `out` (its buffers reused):
+    /// dead whatever A is, a frontier (some munch that reads A), or the next frame (and
+    /// whether it restarted). `q` is scratch.
+    fn sym_step(
+        walker: &Walker,
+        f: &Sym,
+        b: u8,
+        la0: u32,
+        out: &mut Sym,
+        q: &mut Vec<u8>,
+    ) -> SymStep {
         let dfa_t = &walker.scan_tables().dfa;
         let mut dfa = f.dfa;
-        let mut rel = f.rel.clone();
+        out.rel.clear();
+        out.rel.extend_from_slice(&f.rel);
         let mut base = f.base;
         let mut la = f.la;
         let mut restarted = false;
-        let mut q: Vec<u8> = vec![b];
+        q.clear();
+        q.push(b);
         let mut i = 0;
         while i < q.len() {
             let c = q[i];
             let s2 = dfa_t.trans[dfa as usize * 256 + c as usize];
             if s2 != DEAD {
                 dfa = s2;
-                rel.push(c);
+                out.rel.push(c);
                 i += 1;
                 if dfa_t.accepting[s2 as usize] {
-                    la = La::Local(s2, rel.len() as u32);
+                    la = La::Local(s2, out.rel.len() as u32);
                 }
                 continue;
             }
@@ -302,27 +313,22 @@ impl ClassTable {
             if !Self::transparent(walker, la_state) {
                 return SymStep::Frontier;
             }
-            let mut rest = rel[cut..].to_vec();
+            let mut rest = out.rel[cut..].to_vec();
             rest.extend_from_slice(&q[i..]);
-            q = rest;
+            *q = rest;
             i = 0;
             dfa = START;
-            rel.clear();
+            out.rel.clear();
             base = false;
             la = La::Restart;
             restarted = true;
         }
-        SymStep::Frame(
-            Sym {
-                dfa,
-                base,
-                rel,
-                la,
-                old: f.old,
-                seg: f.seg,
-            },
-            restarted,
-        )
+        out.dfa = dfa;
+        out.base = base;
+        out.la = la;
+        out.old = f.old;
+        out.seg = f.seg;
+        SymStep::Frame(restarted)
     }
 
     /// Build the table of `key` over `walker`'s scan tables and trie, rows of `n_words`
@@ -364,11 +370,13 @@ impl ClassTable {
         let end = node0 + tr.size[node0] as usize;
         let mut i = node0 + 1;
         let mut built_nodes = 0u64;
+        let mut f = frames[0].clone();
+        let mut q: Vec<u8> = Vec::with_capacity(16);
         while i < end {
             built_nodes += 1;
             let k = tr.depth[i] as usize - d0;
             let parent = &frames[k - 1];
-            match Self::sym_step(walker, parent, tr.edge[i], key.la0) {
+            match Self::sym_step(walker, parent, tr.edge[i], key.la0, &mut f, &mut q) {
                 SymStep::Dead => i += tr.size[i] as usize,
                 SymStep::Frontier => {
                     let guard = sets.union(parent.old, parent.seg);
@@ -384,7 +392,7 @@ impl ClassTable {
                     });
                     i += tr.size[i] as usize;
                 }
-                SymStep::Frame(mut f, restarted) => {
+                SymStep::Frame(restarted) => {
                     if restarted {
                         f.old = sets.union(parent.old, parent.seg);
                         f.seg = 0;
@@ -414,10 +422,9 @@ impl ClassTable {
                         class_ids[c].2.extend_from_slice(ids);
                     }
                     if frames.len() == k {
-                        frames.push(f);
-                    } else {
-                        frames[k] = f;
+                        frames.push(f.clone());
                     }
+                    std::mem::swap(&mut frames[k], &mut f);
                     i += 1;
                 }
             }
