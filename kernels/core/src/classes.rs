@@ -228,6 +228,10 @@ impl Sets {
     }
 
     fn with(&mut self, s: u32, pair: u32) -> u32 {
+        // a chain of nodes in one state repeats its pair: no hashing then
+        if self.sets[s as usize].binary_search(&pair).is_ok() {
+            return s;
+        }
         if let Some(&r) = self.add.get(&(s, pair)) {
             return r;
         }
@@ -372,6 +376,9 @@ impl ClassTable {
         let mut built_nodes = 0u64;
         let mut f = frames[0].clone();
         let mut q: Vec<u8> = Vec::with_capacity(16);
+        // the previous node's pair and class lookups (chains repeat them)
+        let mut last_pair = ((DEAD, NO_LA), 0u32);
+        let mut last_class = ((DEAD, u32::MAX), 0usize);
         while i < end {
             built_nodes += 1;
             let k = tr.depth[i] as usize - d0;
@@ -405,20 +412,34 @@ impl ClassTable {
                     let always = always_live[f.dfa as usize]
                         || (la_state != NO_LA && Self::transparent(walker, la_state));
                     if !always {
-                        let next = pairs.len() as u32;
-                        let p = *pair_ids.entry((f.dfa, la_state)).or_insert(next);
-                        if p == next {
-                            pairs.push((f.dfa, la_state));
-                        }
+                        let pk = (f.dfa, la_state);
+                        let p = if last_pair.0 == pk {
+                            last_pair.1
+                        } else {
+                            let next = pairs.len() as u32;
+                            let p = *pair_ids.entry(pk).or_insert(next);
+                            if p == next {
+                                pairs.push(pk);
+                            }
+                            last_pair = (pk, p);
+                            p
+                        };
                         f.seg = sets.with(f.seg, p);
                     }
                     let ids = tr.ids_at(i);
                     if !ids.is_empty() {
-                        let next = class_ids.len();
-                        let c = *class_at.entry((f.dfa, f.old)).or_insert(next);
-                        if c == next {
-                            class_ids.push((f.dfa, f.old, Vec::new()));
-                        }
+                        let ck = (f.dfa, f.old);
+                        let c = if last_class.0 == ck {
+                            last_class.1
+                        } else {
+                            let next = class_ids.len();
+                            let c = *class_at.entry(ck).or_insert(next);
+                            if c == next {
+                                class_ids.push((f.dfa, f.old, Vec::new()));
+                            }
+                            last_class = (ck, c);
+                            c
+                        };
                         class_ids[c].2.extend_from_slice(ids);
                     }
                     if frames.len() == k {
