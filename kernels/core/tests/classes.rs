@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use grid_sql_core::classes::{ClassTable, TableKey, NO_LA};
+use grid_sql_core::classes::{ClassTable, TableCache, TableKey, MIN_TABLE_SUBTREE, NO_LA};
 use grid_sql_core::lexer::{UnionDfa, DEAD, START};
 use grid_sql_core::walk::{CiWords, Frame, Lexicon, ScanTables, TrieArrays, Walker};
 
@@ -339,4 +339,51 @@ fn table_refuses_a_frame_of_another_key() {
         ..key
     };
     assert!(ClassTable::build(&walker, bad, 64).is_err());
+}
+
+#[test]
+fn table_cache_builds_at_the_second_walk_and_equals_the_walk() {
+    // a trie large enough for a table at the root (MIN_TABLE_SUBTREE nodes)
+    let toks: Vec<(Vec<u8>, i32)> = random_vocab(11, 6000)
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| (s, i as i32))
+        .collect();
+    let tr = trie(&toks);
+    assert!(tr.size(0) >= MIN_TABLE_SUBTREE);
+    let n_words = toks.len().div_ceil(32);
+    let d = dfa();
+    for lexicon in [false, true] {
+        let walker = Walker::new(tables(lexicon, false), tr.clone());
+        let mut cache = TableCache::new(n_words);
+        let frames: Vec<Frame> = [&b""[..], b"sel", b"1", b"'a", b"x"]
+            .iter()
+            .filter_map(|p| frame_of(&d, p))
+            .collect();
+        for round in 0..3 {
+            for f in &frames {
+                for a in allowed_sets(round) {
+                    let want = walker.walk_words(0, f, &a, n_words).unwrap();
+                    let got = cache.walk(&walker, 0, f, &a, n_words).unwrap();
+                    assert_eq!(ids_of(&got.words), ids_of(&want.words), "{f:?} {a:?}");
+                    assert_eq!(got.n_ids, want.n_ids);
+                    assert_eq!(got.residue, want.residue);
+                }
+            }
+        }
+        assert_eq!(
+            cache.built as usize,
+            frames.len(),
+            "one table per key, built once"
+        );
+        assert!(cache.answered > 0 && cache.bytes() > 0);
+        // a small subtree never gets a table
+        let small = (1..tr.n_nodes()).find(|&n| tr.size(n) > 1).unwrap();
+        assert!(tr.size(small) < MIN_TABLE_SUBTREE);
+        let f = &frames[0];
+        let a = vec![u64::MAX];
+        for _ in 0..3 {
+            assert!(cache.walk_words(&walker, small, f, &a).unwrap().is_none());
+        }
+    }
 }
