@@ -158,6 +158,22 @@ class TrieWalker:
         Returns ``(ci_ids_i32_le, residue, nodes_visited)``: sorted CI ids, and the CD
         residue ``(node, terminal, requeue)`` in DFS order. Releases the GIL.
         """
+    def walk_table(
+        self,
+        node0: int,
+        dfa: int,
+        rem: bytes,
+        la_len: int,
+        la_state: int,
+        allowed: bytes,
+        n_words: int,
+    ) -> tuple[bytes, list[tuple[int, int, bytes]], int] | None:
+        """:meth:`walk` answered from a freshly built class table over ``n_words``-word
+        rows (what ``MaskFiller`` uses for cold walks from large subtrees): the same ids
+        and residue; ``nodes_visited`` is the table walk's own count. None when no table
+        applies (the last accept strictly inside ``rem``, or a lexicon-restricted terminal
+        allowed, ignored or stop-marked). For parity tests; releases the GIL.
+        """
     @property
     def n_nodes(self) -> int: ...
     @property
@@ -256,6 +272,10 @@ class MaskFiller:
     @property
     def walks(self) -> int:
         """Trie walks run (store misses) so far."""
+    @property
+    def table_stats(self) -> tuple[int, int, int]:
+        """Class tables (scan-signature classes of cold walks from large subtrees):
+        ``(built, walks answered from one, bytes held)``."""
     @property
     def n_entries(self) -> int: ...
     @property

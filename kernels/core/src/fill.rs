@@ -21,9 +21,9 @@ use std::sync::Arc;
 use blake2::digest::CustomizedInit;
 use blake2::{Blake2b128, Digest};
 
-use crate::fxhash::FxMap;
 use crate::runtime::{NodeId, ParserRuntime, RuntimeError, ROOT};
 use crate::walk::{or_ids_into_words, CdEntry, CiWords, Frame, WalkError, Walker};
+use crate::{classes::TableCache, fxhash::FxMap};
 
 const ENTRY_PERSON: &[u8] = b"grid-sql-entry";
 
@@ -363,6 +363,8 @@ pub struct Filler {
     subs: Vec<FxMap<u32, Arc<Sub>>>,
     n_subs: usize,
     memo_limit: usize,
+    /// class tables of cold walks from large subtrees (A-independent: kept across resets)
+    pub tables: TableCache,
     /// trie walks run (cache misses) since the filler was built
     pub walks: u64,
     /// times the store and memos were dropped for size
@@ -413,6 +415,7 @@ impl Filler {
             subs: Vec::new(),
             n_subs: 0,
             memo_limit: MEMO_LIMIT,
+            tables: TableCache::new(vocab_size.div_ceil(32)),
             walks: 0,
             resets: 0,
         })
@@ -553,8 +556,8 @@ impl Filler {
         let key = self.encode_key(allowed, &scan.rem, trie_node);
         let aw = &allowed[..self.term_words.min(allowed.len())];
         let out = self
-            .walker
-            .walk_words(trie_node as usize, scan, aw, self.n_words)?;
+            .tables
+            .walk(&self.walker, trie_node as usize, scan, aw, self.n_words)?;
         self.walks += 1;
         let e = if out.words.count() == out.n_ids {
             Entry::from_words(&key, out.words, out.n_ids, out.residue, &mut self.class_ids)

@@ -11,11 +11,13 @@
 //! - [`lalr`]: LALR(1) table construction (lark's analysis, canonical state numbering).
 //! - [`fxhash`]: the hasher of the kernels' internal maps and sets.
 //! - [`walk`]: the cold token-trie walk (paper §4.1–§4.2): CI ids and CD residue of a key.
+//! - [`classes`]: scan-signature class tables: a cold walk as class tests + row ORs.
 //! - [`fill`]: the whole mask fill of a configuration (root entry, CD residue, row).
 //! - [`rows`]: one step's finished mask rows copied into the engine's bitmask in one call.
 //! - [`runtime`]: the LALR(1) parser runtime (paper §2–§3): interned stack arena, allowed
 //!   sets memoized per node, shift/reduce, the incremental scanner's advance.
 
+pub mod classes;
 pub mod fill;
 pub mod fingerprint;
 pub mod fxhash;

@@ -186,14 +186,14 @@ fn bit(words: &[u64], t: usize) -> bool {
 /// shares one, behind an `Arc`.
 #[derive(Debug, Clone)]
 pub struct ScanDfa {
-    trans: Vec<u32>,
-    n_states: usize,
-    accepting: Vec<bool>,
-    live: Vec<u64>,
-    n_words: usize,
-    candidates: Vec<Vec<u32>>,
+    pub(crate) trans: Vec<u32>,
+    pub(crate) n_states: usize,
+    pub(crate) accepting: Vec<bool>,
+    pub(crate) live: Vec<u64>,
+    pub(crate) n_words: usize,
+    pub(crate) candidates: Vec<Vec<u32>>,
     /// per state: the byte classes (`SINK_CLASSES`) on every byte of which it loops
-    sink: Vec<u8>,
+    pub(crate) sink: Vec<u8>,
 }
 
 impl ScanDfa {
@@ -310,10 +310,10 @@ impl ScanDfa {
 /// union DFA plus what the grammar adds (the ignored set and the schema lexicons).
 #[derive(Debug, Clone)]
 pub struct ScanTables {
-    dfa: Arc<ScanDfa>,
-    ignored: Vec<u64>,
-    lexicon: Vec<Option<Lexicon>>,
-    lexicon_mask: Vec<u64>,
+    pub(crate) dfa: Arc<ScanDfa>,
+    pub(crate) ignored: Vec<u64>,
+    pub(crate) lexicon: Vec<Option<Lexicon>>,
+    pub(crate) lexicon_mask: Vec<u64>,
 }
 
 impl ScanTables {
@@ -501,13 +501,13 @@ pub enum Resolved {
 /// The DFS-contiguous token trie (`grid_sql/mask/trie.py`).
 #[derive(Debug, Clone)]
 pub struct TrieArrays {
-    edge: Vec<u8>,
-    depth: Vec<u16>,
-    size: Vec<u32>,
-    alias_off: Vec<u32>,
-    alias_ids: Vec<i32>,
+    pub(crate) edge: Vec<u8>,
+    pub(crate) depth: Vec<u16>,
+    pub(crate) size: Vec<u32>,
+    pub(crate) alias_off: Vec<u32>,
+    pub(crate) alias_ids: Vec<i32>,
     /// per node: the byte classes (`SINK_CLASSES`) holding every edge byte strictly below it
-    below: Vec<u8>,
+    pub(crate) below: Vec<u8>,
 }
 
 impl TrieArrays {
@@ -687,10 +687,31 @@ pub struct WalkWords {
 
 /// The alias-slice ranges of the admitted subtrees, the residue and the visit count: the
 /// walk before its ids are expanded.
-struct Walked {
-    ranges: Vec<(u32, u32)>,
-    residue: Vec<CdEntry>,
-    visited: u64,
+#[derive(Default)]
+pub(crate) struct Walked {
+    pub(crate) ranges: Vec<(u32, u32)>,
+    pub(crate) residue: Vec<CdEntry>,
+    pub(crate) visited: u64,
+}
+
+/// Reusable buffers of [`Walker::walk_span`]: the frame stack, the step's scratch frame and
+/// requeue, and the per-DFA-state live-kind memo (valid for one allowed set).
+pub(crate) struct SpanScratch {
+    frames: Vec<Frame>,
+    scratch: Frame,
+    q: Vec<u8>,
+    kinds: Vec<u8>,
+}
+
+impl SpanScratch {
+    pub(crate) fn new(n_states: usize) -> Self {
+        SpanScratch {
+            frames: vec![Frame::start()],
+            scratch: Frame::start(),
+            q: Vec::with_capacity(16),
+            kinds: vec![0; n_states],
+        }
+    }
 }
 
 enum Step {
@@ -883,21 +904,56 @@ impl Walker {
                 frame0.rem.len()
             ));
         }
-        let d0 = tr.depth[node0] as usize;
+        let mut w = Walked::default();
+        let mut sp = SpanScratch::new(n_states);
+        self.walk_span(
+            node0 + 1,
+            node0 + tr.size[node0] as usize,
+            frame0,
+            allowed,
+            &mut w,
+            &mut sp,
+        );
+        Ok(w)
+    }
+
+    /// The walk over the nodes `start..end`: whole sibling subtrees (in preorder) whose
+    /// parent's frame is `parent`, appending to `w`. Why split out: the class-table walk
+    /// ([`crate::classes`]) runs today's node-by-node walk only below its frontier nodes.
+    /// `sp` may be reused across spans of one walk (its live-kind memo depends on
+    /// `allowed` alone); indices must be valid (callers validate).
+    pub(crate) fn walk_span(
+        &self,
+        start: usize,
+        end: usize,
+        parent: &Frame,
+        allowed: &[u64],
+        w: &mut Walked,
+        sp: &mut SpanScratch,
+    ) {
+        let tr = &self.trie;
+        if start >= end {
+            return;
+        }
+        let d0 = tr.depth[start] as usize - 1;
         // frames[k] is the frame at depth d0 + k (validated layout: children are one deeper).
-        let mut frames: Vec<Frame> = vec![frame0.clone()];
-        let mut scratch = Frame::start();
-        let mut q: Vec<u8> = Vec::with_capacity(16);
-        let mut ranges: Vec<(u32, u32)> = Vec::new();
-        let mut residue: Vec<CdEntry> = Vec::new();
-        let end = node0 + tr.size[node0] as usize;
-        let mut i = node0 + 1;
+        let SpanScratch {
+            frames,
+            scratch,
+            q,
+            kinds,
+        } = sp;
+        if frames.is_empty() {
+            frames.push(Frame::start());
+        }
+        frames[0].clone_from(parent);
+        let (ranges, residue) = (&mut w.ranges, &mut w.residue);
+        let mut i = start;
         let mut visited: u64 = 0;
-        let mut kinds: Vec<u8> = vec![0; n_states];
         while i < end {
             visited += 1;
             let k = tr.depth[i] as usize - d0;
-            let step = self.step(&frames[k - 1], tr.edge[i], allowed, &mut scratch, &mut q);
+            let step = self.step(&frames[k - 1], tr.edge[i], allowed, scratch, q);
             match step {
                 Step::Dead => {
                     i += tr.size[i] as usize;
@@ -949,7 +1005,7 @@ impl Walker {
                             _ => ranges.push((a, b)),
                         }
                     }
-                    let explore = ok || self.may_recover(&scratch, allowed);
+                    let explore = ok || self.may_recover(scratch, allowed);
                     if sink {
                         if explore {
                             visited += size as u64 - 1;
@@ -959,7 +1015,7 @@ impl Walker {
                         if frames.len() == k {
                             frames.push(Frame::start());
                         }
-                        std::mem::swap(&mut frames[k], &mut scratch);
+                        std::mem::swap(&mut frames[k], scratch);
                         i += 1;
                     } else {
                         i += tr.size[i] as usize;
@@ -967,11 +1023,7 @@ impl Walker {
                 }
             }
         }
-        Ok(Walked {
-            ranges,
-            residue,
-            visited,
-        })
+        w.visited += visited;
     }
 }
 

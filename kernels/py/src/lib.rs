@@ -2,6 +2,7 @@
 //! mapping (`LexerError` -> `ValueError`) and releasing the GIL around long calls. The
 //! contract is `grid_sql/_kernels.pyi`, checked by `python -m mypy.stubtest`.
 
+use grid_sql_core::classes::{ClassTable, TableKey};
 use grid_sql_core::fill::{FillError, Filler};
 use grid_sql_core::lalr::{self, Production};
 use grid_sql_core::lexer::{BuildConfig, UnionDfa, DEFAULT_MAX_STATES};
@@ -288,6 +289,57 @@ impl TrieWalker {
         (PyBytes::new(py, &id_bytes), residue, out.visited).into_pyobject(py)
     }
 
+    /// [`walk`](Self::walk) answered from a freshly built class table (what the mask filler
+    /// uses for large subtrees): the same tuple, with `nodes_visited` the table walk's own
+    /// count, or None when no table applies (last accept inside `rem`, or a
+    /// lexicon-restricted terminal allowed, ignored or stop-marked). For parity tests.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_table<'py>(
+        &self,
+        py: Python<'py>,
+        node0: usize,
+        dfa: u32,
+        rem: &[u8],
+        la_len: i64,
+        la_state: u32,
+        allowed: &[u8],
+        n_words: usize,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let allowed = le_words("allowed", allowed, u64::from_le_bytes)?;
+        let frame = Frame {
+            dfa,
+            rem: rem.to_vec(),
+            la_len,
+            la_state,
+        };
+        let w = &self.inner;
+        let Some(key) = TableKey::of(node0, &frame) else {
+            return Ok(None);
+        };
+        let out = py
+            .detach(|| ClassTable::build(w, key, n_words)?.walk_words(w, &frame, &allowed))
+            .map_err(value_err)?;
+        let Some(out) = out else {
+            return Ok(None);
+        };
+        let mut id_bytes = Vec::with_capacity(out.n_ids * 4);
+        for (i, word) in out.words.nonzero() {
+            let mut m = word;
+            while m != 0 {
+                let t = (i * 32 + m.trailing_zeros() as usize) as i32;
+                id_bytes.extend_from_slice(&t.to_le_bytes());
+                m &= m - 1;
+            }
+        }
+        let residue = PyList::empty(py);
+        for c in &out.residue {
+            residue.append((c.node, c.terminal, PyBytes::new(py, &c.requeue)))?;
+        }
+        Ok(Some(
+            (PyBytes::new(py, &id_bytes), residue, out.visited).into_pyobject(py)?,
+        ))
+    }
+
     /// Number of trie nodes.
     #[getter]
     fn n_nodes(&self) -> usize {
@@ -558,6 +610,13 @@ impl MaskFiller {
     #[getter]
     fn walks(&self) -> u64 {
         self.filler().walks
+    }
+
+    /// Class tables: `(built, walks answered from one, bytes held)`.
+    #[getter]
+    fn table_stats(&self) -> (u64, u64, usize) {
+        let f = self.filler();
+        (f.tables.built, f.tables.answered, f.tables.bytes())
     }
 
     /// Entries stored.
