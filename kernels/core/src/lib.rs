@@ -10,6 +10,7 @@
 //! - [`fingerprint`]: hex BLAKE2b-256 of canonical byte encodings (design §5).
 //! - [`lalr`]: LALR(1) table construction (lark's analysis, canonical state numbering).
 //! - [`fxhash`]: the hasher of the kernels' internal maps and sets.
+//! - [`scan`]: the scan tables a walk steps through (union DFA, lexicons, resolution).
 //! - [`walk`]: the cold token-trie walk (paper §4.1–§4.2): CI ids and CD residue of a key.
 //! - [`classes`]: scan-signature class tables: a cold walk as class tests + row ORs.
 //! - [`fill`]: the whole mask fill of a configuration (root entry, CD residue, row).
@@ -25,6 +26,7 @@ pub mod lalr;
 pub mod lexer;
 pub mod rows;
 pub mod runtime;
+pub mod scan;
 pub mod walk;
 
 pub use lexer::{BuildConfig, LexerError, UnionDfa};
