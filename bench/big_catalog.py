@@ -195,23 +195,18 @@ def host() -> str:
 # ----------------------------------------------------------------------------- reflect
 
 
-def reflect(sizes: Iterable[int], vocab_model: str) -> None:
+def reflect(sizes: Iterable[int], vocab_model: str, defog_big: bool = False) -> None:
     """Introspection + policy, role grammar, guide compile and first mask per catalog size.
 
-    The same steps, in the same order, as an ``Asker`` on a SQLite file followed by its first
+    The same steps, in the same order, as an ``Asker`` on the database followed by its first
     question (the guide is compiled for the 0.5B model's vocabulary, read from its GGUF
-    file without loading weights)."""
+    file without loading weights): on SQLite copies of Chinook with ``sizes`` distractors,
+    or (``defog_big``) on PostgreSQL's ``defog_big`` as its read-only LOGIN role, where the
+    policy is the role's grants read from the server (``bench/defog_big.py``)."""
     import sqlalchemy as sa
 
-    from grid_sql.ask.asker import _SELECT_ONLY, role_grammar_for
-    from grid_sql.ask.budget import by_bytes
-    from grid_sql.ask.prompt import build_messages
     from grid_sql.decode.models import cached_path
-    from grid_sql.mask.guide import Guide
     from grid_sql.mask.vocab import Vocabulary
-    from grid_sql.policy.config import narrow
-    from grid_sql.policy.grants import sqlite_baseline
-    from grid_sql.schema.introspect import introspect
 
     vocab = Vocabulary.from_gguf(str(cached_path(vocab_model)))
     print(f"# reflect: commit {_commit()}, host {host()}, vocab {vocab_model}")
@@ -223,47 +218,70 @@ def reflect(sizes: Iterable[int], vocab_model: str) -> None:
         return list(tok_model.tokenize(text.encode(), add_bos=False, special=False))
 
     print(
-        "| tables | columns | introspect s | policy s | grammar s | guide s | first mask s "
-        "| masks to `FROM ` s | table-name mask s | first prompt s | next prompt s |"
+        "| catalog | tables | columns | introspect s | policy s | grammar s | guide s "
+        "| first mask s | masks to `FROM ` s | table-name mask s | first prompt s "
+        "| next prompt s |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    if defog_big:
+        from defog import reader_url
+
+        engine = sa.create_engine(reader_url("big"))
+        _reflect_row("PostgreSQL defog_big", engine, vocab, tokenize, "How many flights are there?")
+        engine.dispose()
+        return
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             db = big_copy("chinook", n, Path(tmp))
             engine = sa.create_engine(f"sqlite:///file:{db}?mode=ro&uri=true")
-            t0 = time.perf_counter()
-            snap = introspect(engine)
-            t1 = time.perf_counter()
-            policy = narrow(sqlite_baseline(snap), _SELECT_ONLY, snap)
-            t2 = time.perf_counter()
-            grammar = role_grammar_for(snap, policy, scopes=True, bind_select_list=True)
-            t3 = time.perf_counter()
-            guide = Guide(grammar, vocab)
-            t4 = time.perf_counter()
-            m = guide.matcher()
-            buf = m.allocate_bitmask()
-            m.fill_next_token_bitmask(buf)
-            t5 = time.perf_counter()
-            for tok in tokenize("SELECT * FROM "):
-                m.fill_next_token_bitmask(buf)
-                m.accept_token(tok)
-            t6 = time.perf_counter()
-            m.fill_next_token_bitmask(buf)  # the table-name mask: the lexicon's whole trie
-            t7 = time.perf_counter()
             q = "How many invoices does each customer have?"
-            build_messages(q, snap, policy, budget=by_bytes(4096, 256, True))  # + link index
-            t8 = time.perf_counter()
-            build_messages(q, snap, policy, budget=by_bytes(4096, 256, True))
-            t9 = time.perf_counter()
+            _reflect_row(f"SQLite Chinook + {n:,}", engine, vocab, tokenize, q)
             engine.dispose()
-            tables = sum(1 for _ in snap.iter_tables())
-            cols = sum(len(t.columns) for _, t in snap.iter_tables())
-            print(
-                f"| {tables:,} | {cols:,} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} "
-                f"| {t4 - t3:.2f} | {t5 - t4:.2f} | {t6 - t5:.2f} | {t7 - t6:.2f} "
-                f"| {t8 - t7:.2f} | {t9 - t8:.3f} |",
-                flush=True,
-            )
+
+
+def _reflect_row(
+    label: str, engine: object, vocab: object, tokenize: Callable[[str], list[int]], q: str
+) -> None:
+    from grid_sql.ask.asker import _SELECT_ONLY, role_grammar_for
+    from grid_sql.ask.budget import by_bytes
+    from grid_sql.ask.prompt import build_messages
+    from grid_sql.mask.guide import Guide
+    from grid_sql.policy.config import narrow
+    from grid_sql.policy.grants import read_grants
+    from grid_sql.schema.introspect import introspect
+
+    with engine.connect() as conn:  # type: ignore[attr-defined]
+        t0 = time.perf_counter()
+        snap = introspect(conn)
+        t1 = time.perf_counter()
+        policy = narrow(read_grants(conn, snap), _SELECT_ONLY, snap)
+        t2 = time.perf_counter()
+    grammar = role_grammar_for(snap, policy, scopes=True, bind_select_list=True)
+    t3 = time.perf_counter()
+    guide = Guide(grammar, vocab)  # type: ignore[arg-type]
+    t4 = time.perf_counter()
+    m = guide.matcher()
+    buf = m.allocate_bitmask()
+    m.fill_next_token_bitmask(buf)
+    t5 = time.perf_counter()
+    for tok in tokenize("SELECT * FROM "):
+        m.fill_next_token_bitmask(buf)
+        m.accept_token(tok)
+    t6 = time.perf_counter()
+    m.fill_next_token_bitmask(buf)  # the table-name mask: the lexicon's whole trie
+    t7 = time.perf_counter()
+    build_messages(q, snap, policy, budget=by_bytes(4096, 256, True))  # + link index
+    t8 = time.perf_counter()
+    build_messages(q, snap, policy, budget=by_bytes(4096, 256, True))
+    t9 = time.perf_counter()
+    tables = sum(1 for _ in snap.iter_tables())
+    cols = sum(len(t.columns) for _, t in snap.iter_tables())
+    print(
+        f"| {label} | {tables:,} | {cols:,} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} "
+        f"| {t4 - t3:.2f} | {t5 - t4:.2f} | {t6 - t5:.2f} | {t7 - t6:.2f} "
+        f"| {t8 - t7:.2f} | {t9 - t8:.3f} |",
+        flush=True,
+    )
 
 
 # ----------------------------------------------------------------------------- recall
@@ -408,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r = sub.add_parser("reflect")
     r.add_argument("--tables", type=int, nargs="+", default=[2000, 10000])
     r.add_argument("--vocab", default="qwen2.5-coder-0.5b")
+    r.add_argument("--defog-big", action="store_true", help="PostgreSQL defog_big instead")
     c = sub.add_parser("recall")
     c.add_argument("--tables", type=int, default=2000)
     c.add_argument("--k", type=int, nargs="+", default=[5, 10, 16, 32])
@@ -419,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.add_argument("--question", default="How many customers are there?")
     args = ap.parse_args(argv)
     if args.cmd == "reflect":
-        reflect(args.tables, args.vocab)
+        reflect(args.tables, args.vocab, args.defog_big)
     elif args.cmd == "recall" and args.spider:
         recall_spider(args.tables, args.k)
     elif args.cmd == "recall":
