@@ -487,14 +487,9 @@ def respecialization_best(vnames: list[str], n: int) -> list[tuple[str, float, f
 
 
 def host_info() -> dict[str, Any]:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from hostinfo import cpu_model
+
+    cpu = cpu_model("?")
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True

@@ -240,14 +240,9 @@ def measure(
 
 
 def _host() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from hostinfo import cpu_model
+
+    cpu = cpu_model(platform.processor() or platform.machine())
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 

@@ -652,14 +652,9 @@ def compare_masks(all_masks: dict[str, dict], n_vocab: int, base_name: str = "gr
 
 
 def host_info() -> dict:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from hostinfo import cpu_model
+
+    cpu = cpu_model("?")
     vers = {}
     for p in ("grid-sql", "llguidance", "xgrammar", "glrmask", "numpy", "lark"):
         try:

@@ -430,14 +430,9 @@ def host_info() -> dict[str, Any]:
         except OSError:
             return ""
 
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from hostinfo import cpu_model
+
+    cpu = cpu_model("")
     return {
         "host": platform.node(),
         "platform": platform.platform(),
