@@ -38,6 +38,7 @@
 //! order is the walk's; CI ids are a set (bitmask words), so the filler's entry ids (hashed
 //! from the words) are the walk's too.
 
+use crate::fill::Packed;
 use crate::fxhash::FxMap;
 use crate::lexer::{DEAD, START};
 use crate::walk::{
@@ -110,61 +111,12 @@ enum SymStep {
     Frame(bool),
 }
 
-/// A class's alias ids as bitmask words (dense when more than a quarter are non-zero).
-#[derive(Debug)]
-enum Row {
-    Dense(Vec<u32>),
-    Sparse(Vec<(u32, u32)>),
-}
-
-impl Row {
-    fn new(ids: &[i32], n_words: usize) -> Result<Self, WalkError> {
-        let mut dense = vec![0u32; n_words];
-        or_ids_into_words(ids, &mut dense)?;
-        let nz = dense.iter().filter(|&&w| w != 0).count();
-        Ok(if nz * 4 > n_words {
-            Row::Dense(dense)
-        } else {
-            Row::Sparse(
-                dense
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &w)| w != 0)
-                    .map(|(i, &w)| (i as u32, w))
-                    .collect(),
-            )
-        })
-    }
-
-    fn or_into(&self, words: &mut [u32]) {
-        match self {
-            Row::Dense(d) => {
-                for (o, w) in words.iter_mut().zip(d) {
-                    *o |= w;
-                }
-            }
-            Row::Sparse(s) => {
-                for &(i, w) in s {
-                    words[i as usize] |= w;
-                }
-            }
-        }
-    }
-
-    fn nbytes(&self) -> usize {
-        match self {
-            Row::Dense(d) => 4 * d.len(),
-            Row::Sparse(s) => 8 * s.len(),
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Class {
     state: u32,
     guard: u32,
     n_ids: u32,
-    row: Row,
+    row: Packed,
 }
 
 #[derive(Debug)]
@@ -457,7 +409,7 @@ impl ClassTable {
                     state,
                     guard,
                     n_ids: ids.len() as u32,
-                    row: Row::new(&ids, n_words)?,
+                    row: packed_row(&ids, n_words)?,
                 })
             })
             .collect::<Result<Vec<_>, WalkError>>()?;
@@ -716,4 +668,12 @@ impl TableCache {
         self.slots.clear();
         self.bytes = 0;
     }
+}
+
+/// A class's alias ids as bitmask words, packed as the filler packs a root entry's words
+/// (dense when more than a quarter are non-zero).
+fn packed_row(ids: &[i32], n_words: usize) -> Result<Packed, WalkError> {
+    let mut dense = vec![0u32; n_words];
+    or_ids_into_words(ids, &mut dense)?;
+    Ok(Packed::from_words(dense))
 }

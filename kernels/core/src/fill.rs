@@ -82,7 +82,7 @@ pub struct Entry {
 /// The CI ids as bitmask words (`PackedWords`): all `n_words` when more than a quarter
 /// are non-zero, else the non-zero ones with their indices. A fill ORs words, not ids.
 #[derive(Debug)]
-enum Packed {
+pub(crate) enum Packed {
     Dense(Vec<u32>),
     Sparse(Vec<(u32, u32)>),
 }
@@ -95,7 +95,7 @@ impl Packed {
     }
 
     /// The packing of `dense` (`n_words` words): kept as is, or its non-zero words.
-    fn from_words(dense: Vec<u32>) -> Self {
+    pub(crate) fn from_words(dense: Vec<u32>) -> Self {
         let n_words = dense.len();
         let nz = dense.iter().filter(|&&w| w != 0).count();
         if nz * 4 > n_words {
@@ -111,7 +111,7 @@ impl Packed {
         )
     }
 
-    fn or_into(&self, words: &mut [u32]) {
+    pub(crate) fn or_into(&self, words: &mut [u32]) {
         match self {
             Packed::Dense(d) => {
                 for (o, w) in words.iter_mut().zip(d) {
@@ -126,7 +126,7 @@ impl Packed {
         }
     }
 
-    fn nbytes(&self) -> usize {
+    pub(crate) fn nbytes(&self) -> usize {
         match self {
             Packed::Dense(d) => 4 * d.len(),
             Packed::Sparse(s) => 8 * s.len(),
