@@ -339,6 +339,17 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in text.splitlines() if x.strip()]
 
 
+def open_records(path: Path) -> None:
+    """Before a run appends: a fresh clone has only the committed ``.jsonl.gz``, and appending
+    to a new ``.jsonl`` would hide it (``read_records`` prefers the ``.jsonl``), so the
+    committed records are unpacked first and the run goes on from them."""
+    import gzip
+
+    packed = path.with_suffix(".jsonl.gz")
+    if not path.exists() and packed.exists():
+        path.write_bytes(gzip.decompress(packed.read_bytes()))
+
+
 def evaluate(
     model: str, per_category: int | None, arms: Sequence[str], max_tokens: int, until: float
 ) -> None:
@@ -354,6 +365,7 @@ def evaluate(
         ensure_big(lambda d: _conninfo(admin_url(), d), DATA, dbs, DISTRACTORS, ROLE)
     path = out_path(model)
     path.parent.mkdir(parents=True, exist_ok=True)
+    open_records(path)
     done = {(r["qid"], r["arm"]) for r in read_records(path)}
     backend = load_backend(model)
     commit = _commit()
@@ -418,6 +430,7 @@ def rerun_refused(model: str, max_tokens: int, until: float) -> None:
     from grid_sql.ask.asker import Asker, load_backend
 
     path = out_path(model)
+    open_records(path)
     recs = read_records(path)
     done = {r["qid"] for r in recs if r["arm"] == "rerun"}
     first = {r["qid"]: r for r in recs if r["arm"] == "constrained"}

@@ -131,6 +131,24 @@ def test_stratified_order_covers_every_category_first():
     assert [q.qid for q in full[:12]] == [q.qid for q in first]
 
 
+def test_a_run_on_a_fresh_clone_goes_on_from_the_committed_records(tmp_path: Path) -> None:
+    import gzip
+    import json
+
+    defog = _load("defog")
+    path = tmp_path / "defog-m.jsonl"
+    old = [{"qid": 0, "arm": "constrained"}, {"qid": 0, "arm": "unconstrained"}]
+    packed = "".join(json.dumps(r) + "\n" for r in old).encode()
+    path.with_suffix(".jsonl.gz").write_bytes(gzip.compress(packed))
+    assert defog.read_records(path) == old
+    defog.open_records(path)
+    with path.open("a") as fh:  # what a run appends
+        fh.write(json.dumps({"qid": 1, "arm": "constrained"}) + "\n")
+    assert [r["qid"] for r in defog.read_records(path)] == [0, 0, 1]
+    defog.open_records(path)  # an existing .jsonl is never overwritten
+    assert len(defog.read_records(path)) == 3
+
+
 @pytest.mark.db
 def test_the_reader_role_can_only_read():
     if not os.environ.get("GRID_SQL_PG_URL"):
