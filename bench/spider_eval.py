@@ -53,207 +53,52 @@ at, so a run resumes where it stopped and arms can be run separately (``--arms``
 from __future__ import annotations
 
 import argparse
-import gzip
 import inspect
-import itertools
-import json
-import math
-import random
-import re
-import sqlite3
-import subprocess
 import sys
 import time
 import traceback
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+# bench/ is not a package: these modules sit beside this file (on sys.path when a bench
+# script runs); the `x as x` names are re-exported for the scripts that read se.x
+from spider_common import (
+    ARM_PAIRS,
+    ARMS,
+    AUTOFIX_ARMS,
+    DEFAULT_ARMS,
+    SCOPE_OPTIONS,
+    SPIDER_DIR,
+    ExecError,
+    Question,
+    append_jsonl,
+    done_keys,
+    extract_sql,
+    git_commit,
+    gold_is_ordered,
+    load_chinook_questions,
+    load_questions,
+    read_jsonl,
+    record_files,
+    results_match,
+    run_sqlite,
+    select_questions,
+    write_jsonl,
+)
+from spider_common import _norm_rows as _norm_rows
+from spider_common import wilson as wilson
+from spider_report import OUTCOMES as OUTCOMES
+from spider_report import _pct as _pct
+from spider_report import column_place as column_place
+from spider_report import outcome as outcome
+from spider_report import paired_difference as paired_difference
+from spider_report import record_db as record_db
+from spider_report import refusal_places, report, rescore, with_arm_label
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from grid_sql.ask.asker import Asker
     from grid_sql.decode.backend import Backend
-
-SPIDER_DIR = Path("/work/shared/data/spider")
-CHINOOK_QUESTIONS = Path(__file__).resolve().parent / "chinook_questions.json"
-ARMS = ("unconstrained", "constrained", "repair", "scope", "scope+repair", "bind", "bind+repair")
-# Deterministic autofix (issue #8 §1), both on the recorded ``scope`` first round of the same
-# --out file (greedy: a re-run would spell the same statement): the model runs only where
-# autofix leaves a refusal. ``autofix+repair`` repairs the statement as generated;
-# ``partial-autofix+repair`` first applies the certain edits when only some violations
-# have one, and repairs the partly fixed statement.
-AUTOFIX_ARMS = ("autofix+repair", "partial-autofix+repair")
-DEFAULT_ARMS = ("unconstrained", "constrained", "repair")
-# (first-round arm, final arm, scope-aware masks: "" off, "scope" the scope rule as
-# measured before select-list obligations, "bind" with them): each pair is one
-# generate_sql call
-ARM_PAIRS = (
-    ("constrained", "repair", ""),
-    ("scope", "scope+repair", "scope"),
-    ("bind", "bind+repair", "bind"),
-)
-# Asker keywords that may turn the scope-aware identifier masks on or off (issue #8 §2); the
-# first one the Asker accepts is used, else the bench sets the role grammar's scopes itself
-SCOPE_OPTIONS = ("scope_masks", "scopes", "scope_aware", "scoped")
-EXCLUDED_DBS = frozenset({"wta_1"})
-FLOAT_DIGITS = 7
-EXEC_TIMEOUT_S = 20.0
-_ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
-_FENCE = re.compile(r"```[A-Za-z]*\s*(.*?)(?:```|$)", re.DOTALL)
-
-
-# --------------------------------------------------------------------------- questions
-@dataclass(frozen=True)
-class Question:
-    """One question: ``qid`` is its index in ``dev.json`` (or its id in the Chinook file).
-
-    ``db`` is the SQLite file for questions outside Spider's directory layout.
-    """
-
-    qid: int
-    db_id: str
-    question: str
-    gold: str
-    db: Path | None = None
-
-    def db_path(self, spider_dir: Path) -> Path:
-        if self.db is not None:
-            return self.db
-        return spider_dir / "database" / self.db_id / f"{self.db_id}.sqlite"
-
-
-def load_questions(spider_dir: Path = SPIDER_DIR) -> list[Question]:
-    """Every dev question whose SQLite database is present."""
-    dev = json.loads((spider_dir / "dev.json").read_text(encoding="utf-8"))
-    out = []
-    for i, e in enumerate(dev):
-        q = Question(i, e["db_id"], e["question"], e["query"])
-        if q.db_id not in EXCLUDED_DBS and q.db_path(spider_dir).is_file():
-            out.append(q)
-    return out
-
-
-def load_chinook_questions(path: Path = CHINOOK_QUESTIONS) -> list[Question]:
-    """The Chinook business questions, bound to the packaged ``Chinook_Sqlite.sqlite``."""
-    from grid_sql.data import chinook_path
-
-    db = chinook_path()
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    qs = [Question(int(e["id"]), "chinook", e["question"], e["gold"], db) for e in doc["questions"]]
-    if len({q.qid for q in qs}) != len(qs):
-        raise SystemExit(f"{path}: duplicate question ids")
-    return qs
-
-
-def select_questions(
-    questions: Sequence[Question], *, n: int | None, seed: int, ids: Sequence[int] | None
-) -> list[Question]:
-    """``ids`` in the given order, else the first ``n`` of a ``Random(seed)`` shuffle."""
-    if ids:
-        by_id = {q.qid: q for q in questions}
-        missing = [i for i in ids if i not in by_id]
-        if missing:
-            raise SystemExit(f"no such (executable) dev question id(s): {missing}")
-        return [by_id[i] for i in ids]
-    order = list(questions)
-    random.Random(seed).shuffle(order)
-    return order if n is None else order[:n]
-
-
-# --------------------------------------------------------------------------- execution
-class ExecError(Exception):
-    """A statement failed to run (syntax, unknown name, timeout, several statements)."""
-
-
-def run_sqlite(db: Path, sql: str, timeout_s: float = EXEC_TIMEOUT_S) -> list[tuple[Any, ...]]:
-    """All rows of ``sql`` on a read-only handle of ``db``; :class:`ExecError` on failure."""
-    con = sqlite3.connect(f"file:{db.resolve()}?mode=ro", uri=True)
-    con.text_factory = lambda b: b.decode("utf-8", errors="replace")
-    deadline = time.monotonic() + timeout_s
-    con.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-    try:
-        con.execute("PRAGMA query_only = ON")
-        return [tuple(r) for r in con.execute(sql).fetchall()]
-    except (sqlite3.Error, sqlite3.Warning, ValueError, OverflowError) as exc:
-        raise ExecError(f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        con.close()
-
-
-def _norm(v: Any) -> Any:
-    if isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            return repr(v)
-        r = float(f"{v:.{FLOAT_DIGITS}g}")
-        return int(r) if r.is_integer() else r
-    if isinstance(v, bytes):
-        return v.hex()
-    return v
-
-
-def _norm_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
-    return [tuple(_norm(v) for v in r) for r in rows]
-
-
-def results_match(
-    gold: Sequence[Sequence[Any]],
-    pred: Sequence[Sequence[Any]],
-    *,
-    ordered: bool,
-    any_column_order: bool = False,
-) -> bool:
-    """Execution-accuracy comparison: equal row lists if ``ordered``, else equal multisets.
-
-    Floats are compared to ``FLOAT_DIGITS`` significant digits (``AVG`` computed two ways
-    differs in the last bits), and an integral float equals the integer (``3.0 == 3``).
-    ``any_column_order``: equal for some permutation of the predicted columns (a column can
-    only go where the gold column holds the same multiset of values, which keeps the search
-    small).
-    """
-    g, p = _norm_rows(gold), _norm_rows(pred)
-
-    def same(q: list[tuple[Any, ...]]) -> bool:
-        return g == q if ordered else Counter(g) == Counter(q)
-
-    ok = same(p)
-    if ok or not any_column_order:
-        return ok
-    if len(g) != len(p) or not g or len({len(r) for r in g + p}) != 1:
-        return False
-    width = len(g[0])
-    gcols = [Counter(r[i] for r in g) for i in range(width)]
-    pcols = [Counter(r[i] for r in p) for i in range(width)]
-    places = [[j for j in range(width) if pcols[j] == gcols[i]] for i in range(width)]
-    for perm in itertools.product(*places):
-        if len(set(perm)) == width and same([tuple(r[j] for j in perm) for r in p]):
-            return True
-    return False
-
-
-def gold_is_ordered(gold_sql: str) -> bool:
-    """Order matters only when the gold query sorts (Spider's own convention)."""
-    return bool(_ORDER_BY.search(gold_sql))
-
-
-def extract_sql(text: str) -> str:
-    """The statement in an unconstrained completion: fence stripped, cut after the first ``;``."""
-    m = _FENCE.search(text)
-    body = m.group(1) if m else text
-    cut = body.find(";")
-    return (body[: cut + 1] if cut >= 0 else body).strip()
-
-
-# --------------------------------------------------------------------------- statistics
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """95% Wilson score interval for k successes out of n (0..1)."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, mid - half), min(1.0, mid + half))
 
 
 # --------------------------------------------------------------------------- arms
@@ -523,91 +368,6 @@ def _failed_round(exc: BaseException) -> tuple[int | None, list[Any], str | None
     return None, [], None
 
 
-# --------------------------------------------------------------------------- JSONL
-def record_files(path: Path) -> list[Path]:
-    """The files that hold ``path``'s records, in reading order. Committed records are kept
-    gzip-compressed (``X.jsonl.gz``, bench/README.md) while runs append to plain ``X.jsonl``
-    (git-ignored), so a path names both: the compressed records first, then any appended
-    after them (the last record per question and arm wins everywhere). A ``.gz`` path is read
-    as given."""
-    if path.suffix == ".gz":
-        return [path] if path.is_file() else []
-    gz = path.with_name(path.name + ".gz")
-    return [p for p in (gz, path) if p.is_file()]
-
-
-def read_text_records(path: Path) -> str:
-    """The text of one record file, decompressed if it is ``.gz``."""
-    if path.suffix == ".gz":
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            return f.read()
-    return path.read_text(encoding="utf-8")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a results file (and of its committed ``.gz`` form, ``record_files``); a torn
-    last line (a killed run) is ignored."""
-    out = []
-    for p in record_files(path):
-        for line in read_text_records(p).splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
-
-
-def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    """Replace ``path`` with ``records`` (gzip for a ``.gz`` path: no timestamp in the header,
-    so equal records give equal bytes)."""
-    data = "".join(json.dumps(r) + "\n" for r in records).encode("utf-8")
-    if path.suffix == ".gz":
-        with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as f:
-            f.write(data)
-    else:
-        path.write_bytes(data)
-
-
-def append_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
-        f.flush()
-
-
-def done_keys(records: Iterable[dict[str, Any]], model: str) -> set[tuple[int, str]]:
-    return {(r["qid"], r["arm"]) for r in records if r.get("model") == model}
-
-
-def git_commit(repo: Path | None = None) -> str:
-    """The short hash of ``HEAD`` of the checkout ``grid_sql`` is imported from (``+dirty``
-    when its grid_sql/ has uncommitted changes): the code that was measured."""
-    import grid_sql
-
-    root = repo or Path(grid_sql.__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "grid_sql"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
-
-
 def scope_option_name() -> str | None:
     """The Asker keyword for the scope-aware masks, if this grid_sql's Asker has one."""
     from grid_sql.ask.asker import Asker
@@ -804,274 +564,6 @@ def evaluate(
             )
             print(f"[{i}/{len(todo)}] q{q.qid} {q.db_id}: {marks}", file=log, flush=True)
     return written
-
-
-# --------------------------------------------------------------------------- report
-def _pct(k: int, n: int) -> str:
-    if n == 0:
-        return "–"
-    lo, hi = wilson(k, n)
-    return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({k}/{n})"
-
-
-def paired_difference(b: int, c: int, n: int) -> tuple[float, float, float, float]:
-    """Paired EX difference (second - first) with a 95% Wald interval, and McNemar's exact p.
-
-    ``b`` = questions only the first arm gets right, ``c`` = only the second, ``n`` = pairs.
-    """
-    if n == 0:
-        return (0.0, 0.0, 0.0, 1.0)
-    d = (c - b) / n
-    se = math.sqrt(max(0.0, (b + c) - (c - b) ** 2 / n)) / n
-    z = 1.959963984540054
-    m = b + c
-    k = min(b, c)
-    p = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0
-    return (d, d - z * se, d + z * se, p)
-
-
-def record_db(r: dict[str, Any], spider_dir: Path = SPIDER_DIR) -> Path:
-    """The SQLite file a record's question was asked on (Chinook or a Spider database)."""
-    if r["db_id"] == "chinook":
-        from grid_sql.data import chinook_path
-
-        return chinook_path()
-    return Question(r["qid"], r["db_id"], "", "").db_path(spider_dir)
-
-
-def rescore(records: Sequence[dict[str, Any]], spider_dir: Path = SPIDER_DIR) -> int:
-    """Add ``ex_any_order`` to records without it (in place; returns how many changed).
-
-    A record that is EX already, or does not execute, needs no execution; any other is run
-    again with its gold query on the same read-only executor as ``_score``."""
-    gold_rows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
-    changed = 0
-    for r in records:
-        if "ex_any_order" in r:
-            continue
-        if r["ex"] or not r["executes"] or not r.get("sql"):
-            r["ex_any_order"] = bool(r["ex"])
-        else:
-            db = record_db(r, spider_dir)
-            key = (str(db), r["qid"])
-            if key not in gold_rows:
-                gold_rows[key] = run_sqlite(db, r["gold"])
-            rows = run_sqlite(db, r["sql"])
-            r["ex_any_order"] = results_match(
-                gold_rows[key], rows, ordered=gold_is_ordered(r["gold"]), any_column_order=True
-            )
-        changed += 1
-    return changed
-
-
-def report(
-    records: Sequence[dict[str, Any]],
-    model: str | None = None,
-    arms: Sequence[str] | None = None,
-) -> str:
-    """Markdown tables for the questions every arm (of ``arms``) has a record for (paired)."""
-    recs = [r for r in records if model is None or r.get("model") == model]
-    # the five arms in their usual order, then any other arm names asked for (e.g. the
-    # ``arm@label`` arms of a ``--baseline`` file) in the order given
-    wanted = [a for a in ARMS if arms is None or a in arms]
-    wanted += [a for a in arms or () if a not in ARMS and a not in wanted]
-    by: dict[str, dict[int, dict[str, Any]]] = {a: {} for a in wanted}
-    for r in recs:
-        if r["arm"] in by:
-            by[r["arm"]][r["qid"]] = r  # the last record wins
-    present = [a for a in wanted if by[a]]
-    if not present:
-        return "(no results)\n"
-    common = sorted(set.intersection(*(set(by[a]) for a in present)))
-    n = len(common)
-    commits = sorted({str(by[a][q].get("commit", "?")) for a in present for q in common})
-    lines = [
-        f"Paired over {n} questions (every arm present); 95% Wilson intervals. "
-        f"Records per arm: {', '.join(f'{a} {len(by[a])}' for a in present)}. "
-        f"Commits: {', '.join(commits)}.",
-        "",
-        "| arm | executes | EX | EX, any column order | tokens/query | s/query | truncations "
-        "| refusals | errors |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for a in present:
-        rs = [by[a][q] for q in common]
-        ex = sum(bool(r["ex"]) for r in rs)
-        perm = (
-            _pct(sum(bool(r["ex_any_order"]) for r in rs), n)
-            if all("ex_any_order" in r for r in rs)
-            else "n/a (`--rescore`)"
-        )
-        run = sum(bool(r["executes"]) for r in rs)
-        tok = sum(r["tokens"] for r in rs) / n if n else 0.0
-        sec = sum(r["seconds"] for r in rs) / n if n else 0.0
-        tr = sum(bool(r["truncated"]) for r in rs)
-        rf = sum(bool(r["refused"]) for r in rs)
-        er = sum(bool(r.get("error")) and not r["refused"] for r in rs)
-        lines.append(
-            f"| {a} | {_pct(run, n)} | {_pct(ex, n)} | {perm} | {tok:.1f} | {sec:.1f} | {tr} "
-            f"| {rf} | {er} |"
-        )
-    pairs = [(x, y) for i, x in enumerate(present) for y in present[i + 1 :]]
-    if pairs:
-        lines += ["", "Paired EX (row arm right / column arm right):", ""]
-        lines += [
-            "| pair | both | only first | only second | neither | EX second - first [95%] "
-            "| McNemar p |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for x, y in pairs:
-            c = Counter((bool(by[x][q]["ex"]), bool(by[y][q]["ex"])) for q in common)
-            d, lo, hi, p = paired_difference(c[(True, False)], c[(False, True)], n)
-            lines.append(
-                f"| {x} vs {y} | {c[(True, True)]} | {c[(True, False)]} | "
-                f"{c[(False, True)]} | {c[(False, False)]} | "
-                f"{100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | {p:.3f} |"
-            )
-    lines += ["", "Outcome classes per arm (each question in exactly one):", ""]
-    classes = list(OUTCOMES)
-    lines += ["| arm | " + " | ".join(classes) + " |", "| --- |" + " --- |" * len(classes)]
-    for a in present:
-        oc = Counter(outcome(by[a][q]) for q in common)
-        lines.append(f"| {a} | " + " | ".join(str(oc[k]) for k in classes) + " |")
-    return "\n".join(lines) + "\n"
-
-
-OUTCOMES = (
-    "EX",
-    "wrong result",
-    "exec: no such column",
-    "exec: other error",
-    "refused: unknown column",
-    "refused: ambiguous column",
-    "refused: unknown function",
-    "refused: aggregate misuse",
-    "refused: other",
-    "engine error",
-)
-
-# violation kind -> outcome class (a record with several kinds takes the first listed here)
-_REFUSAL_KINDS = (
-    ("unknown_column", "refused: unknown column"),
-    ("ambiguous_column", "refused: ambiguous column"),
-    ("unknown_function", "refused: unknown function"),
-    ("aggregate_misuse", "refused: aggregate misuse"),
-)
-# the same read from the messages, for records without kinds (final rounds, older runs)
-_REFUSAL_TEXT = (
-    (re.compile(r"has no column|does not exist in", re.I), "refused: unknown column"),
-    (re.compile(r"is ambiguous", re.I), "refused: ambiguous column"),
-    (re.compile(r"aggregate", re.I), "refused: aggregate misuse"),
-    (re.compile(r"function", re.I), "refused: unknown function"),
-)
-
-
-def outcome(r: dict[str, Any]) -> str:
-    """One failure class per record (for the reading of the results, not a metric)."""
-    if r["ex"]:
-        return "EX"
-    if r["executes"]:
-        return "wrong result"
-    if r.get("exec_error"):
-        return (
-            "exec: no such column" if "no such column" in r["exec_error"] else "exec: other error"
-        )
-    if r["refused"]:
-        kinds = set(r.get("violation_kinds") or [])
-        for kind, cls in _REFUSAL_KINDS:
-            if kind in kinds:
-                return cls
-        if not kinds:
-            text = " ".join(r.get("violations") or []) + " " + str(r.get("error") or "")
-            for pat, cls in _REFUSAL_TEXT:
-                if pat.search(text):
-                    return cls
-        return "refused: other"
-    return "engine error"
-
-
-def _checker_for(q_db: Path) -> Any:
-    """The post-parse checker of the role the harness uses (baseline, SELECT only)."""
-    import sqlalchemy as sa
-
-    from grid_sql.policy.checker import Checker
-    from grid_sql.policy.grants import sqlite_baseline
-    from grid_sql.schema.introspect import introspect
-
-    eng = sa.create_engine(f"sqlite:///file:{q_db.resolve()}?mode=ro&uri=true")
-    try:
-        with eng.connect() as c:
-            snap = introspect(c)
-    finally:
-        eng.dispose()
-    return Checker(snap, sqlite_baseline(snap))
-
-
-_SELECT_KW = re.compile(r"\bSELECT\b", re.IGNORECASE)
-_FROM_KW = re.compile(r"\bFROM\b", re.IGNORECASE)
-
-
-def column_place(sql: str, pos: int) -> str:
-    """``select-list`` when offset ``pos`` lies between a SELECT and that query's first FROM
-    (Proposition 11: no left-to-right mask can know the tables there), else ``after-from``.
-
-    A textual heuristic: the nearest SELECT before ``pos`` decides.
-    """
-    for m in reversed([m for m in _SELECT_KW.finditer(sql) if m.start() < pos]):
-        f = _FROM_KW.search(sql, m.start())
-        return "select-list" if f is None or f.start() > pos else "after-from"
-    return "after-from"
-
-
-def refusal_places(
-    records: Sequence[dict[str, Any]], arm: str, spider_dir: Path = SPIDER_DIR
-) -> Counter[str]:
-    """Per refused question of ``arm``: where its unknown/ambiguous columns sit.
-
-    The refused SQL is re-checked (positions are not stored); classes: ``only select-list``,
-    ``only after-from``, ``both``, ``other kinds only``.
-    """
-    from grid_sql.data import chinook_path
-
-    checkers: dict[str, Any] = {}
-    out: Counter[str] = Counter()
-    for r in records:
-        if r["arm"] != arm or not r.get("refused") or not r.get("generated_sql"):
-            continue
-        db = (
-            chinook_path()
-            if r["db_id"] == "chinook"
-            else Question(r["qid"], r["db_id"], "", "").db_path(spider_dir)
-        )
-        if r["db_id"] not in checkers:
-            checkers[r["db_id"]] = _checker_for(db)
-        sql = r["generated_sql"]
-        vs = [
-            v
-            for v in checkers[r["db_id"]].check(sql)
-            if v.kind in ("unknown_column", "ambiguous_column") and v.position is not None
-        ]
-        places = {column_place(sql, v.position) for v in vs}
-        if not places:
-            out["other kinds only"] += 1
-        elif places == {"select-list"}:
-            out["only select-list"] += 1
-        elif places == {"after-from"}:
-            out["only after-from"] += 1
-        else:
-            out["both"] += 1
-    return out
-
-
-def with_arm_label(
-    records: Iterable[dict[str, Any]], label: str, arms: Sequence[str] | None = None
-) -> list[dict[str, Any]]:
-    """Copies of ``records`` (of ``arms``, default all) with ``arm`` renamed ``arm@label``:
-    another file's records, paired in one :func:`report` with this file's by question id
-    (e.g. the same arms before and after a fix)."""
-    return [
-        {**r, "arm": f"{r['arm']}@{label}"} for r in records if arms is None or r["arm"] in arms
-    ]
 
 
 # --------------------------------------------------------------------------- CLI

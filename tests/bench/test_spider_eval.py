@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _load() -> ModuleType:
+    if str(REPO / "bench") not in sys.path:  # its spider_common / spider_report
+        sys.path.insert(0, str(REPO / "bench"))
     spec = importlib.util.spec_from_file_location("spider_eval", REPO / "bench/spider_eval.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
