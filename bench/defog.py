@@ -488,6 +488,20 @@ def _big_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
     diff = 100 * (sum(a) - sum(b)) / len(ids)
     out += ["", f"EX big − own: {diff:+.1f} points (95% paired bootstrap [{100 * lo:+.1f}, "
             f"{100 * hi:+.1f}]).", ""]  # fmt: skip
+    # The arms may have run at different commits (records resume across sessions): the
+    # pairs whose two answers come from one commit are the clean comparison.
+    same = [i for i in ids if by["big"][i]["commit"] == by["constrained"][i]["commit"]]
+    commits = {arm: sorted({by[arm][i]["commit"] for i in ids}) for arm in ("constrained", "big")}
+    out.append(
+        f"Commits: own database {', '.join(commits['constrained'])}; big catalog "
+        f"{', '.join(commits['big'])}. Pairs answered at one commit: {len(same)}"
+        + (
+            f" (EX own {sum(bool(by['constrained'][i]['correct']) for i in same)}, "
+            f"big {sum(bool(by['big'][i]['correct']) for i in same)})."
+            if same
+            else "."
+        )
+    )
     return out
 
 
