@@ -24,39 +24,16 @@ def rss_bytes() -> int:
 
 
 # ----------------------------------------------------------------------------- engines
-class GridEngine:
+class GuideEngine:
+    """The engine interface over a grid-sql ``Guide`` (any grammar): what the protocol
+    calls between and around the timed fills. ``bench/role_masks.py`` wraps role grammars
+    with it; :class:`GridEngine` adds the dialect grammar's compile."""
+
     name = "grid-sql"
+    missed = False
 
-    def __init__(self, vocab_path: Path, kernels: bool = True, kernel_fill: bool = True):
-        import grid_sql as gs
-        from grid_sql.grammar.dialects import dialects_dir
-        from grid_sql.mask.cache import MaskCache
-        from grid_sql.mask.guide import Guide
-        from grid_sql.mask.trie import get_token_trie
-
-        r0 = rss_bytes()
-        t0 = time.perf_counter()
-        self.v = gs.Vocabulary.from_gguf(str(vocab_path))
-        trie = get_token_trie(self.v)
-        t1 = time.perf_counter()
-        # Grammar.dialect() is memoised per process: load through from_lark so the compile
-        # is timed for every vocabulary (the parser runtime may still be shared in-process).
-        d = dialects_dir()
-        path = d / "sqlite.lark"
-        g = gs.Grammar.from_lark(
-            path.read_text(), "start", import_paths=[d], source_path=path, name="sqlite"
-        )
-        self.guide = Guide(g, self.v, cache=MaskCache(), trie=trie, kernel_fill=kernel_fill)
-        self.guide.walker.use_kernel = kernels
-        if kernels:
-            self.guide.walker.kernel()  # the kernel's tables are part of the compile
-        else:
-            self.name = "grid-py"
-        t2 = time.perf_counter()
-        self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
-        self.rss_compile = rss_bytes() - r0
-        self.grammar = g
-        self.missed = False
+    def __init__(self, name: str, guide) -> None:
+        self.name, self.guide = name, guide
 
     def start(self):
         self.m = self.guide.matcher()
@@ -91,6 +68,41 @@ class GridEngine:
             return True
         except Exception:
             return False
+
+
+class GridEngine(GuideEngine):
+    name = "grid-sql"
+
+    def __init__(self, vocab_path: Path, kernels: bool = True, kernel_fill: bool = True):
+        import grid_sql as gs
+        from grid_sql.grammar.dialects import dialects_dir
+        from grid_sql.mask.cache import MaskCache
+        from grid_sql.mask.guide import Guide
+        from grid_sql.mask.trie import get_token_trie
+
+        r0 = rss_bytes()
+        t0 = time.perf_counter()
+        self.v = gs.Vocabulary.from_gguf(str(vocab_path))
+        trie = get_token_trie(self.v)
+        t1 = time.perf_counter()
+        # Grammar.dialect() is memoised per process: load through from_lark so the compile
+        # is timed for every vocabulary (the parser runtime may still be shared in-process).
+        d = dialects_dir()
+        path = d / "sqlite.lark"
+        g = gs.Grammar.from_lark(
+            path.read_text(), "start", import_paths=[d], source_path=path, name="sqlite"
+        )
+        self.guide = Guide(g, self.v, cache=MaskCache(), trie=trie, kernel_fill=kernel_fill)
+        self.guide.walker.use_kernel = kernels
+        if kernels:
+            self.guide.walker.kernel()  # the kernel's tables are part of the compile
+        else:
+            self.name = "grid-py"
+        t2 = time.perf_counter()
+        self.tok_load_s, self.compile_s = t1 - t0, t2 - t1
+        self.rss_compile = rss_bytes() - r0
+        self.grammar = g
+        self.missed = False
 
 
 class LLGEngine:

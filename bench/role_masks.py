@@ -41,38 +41,11 @@ for p in (str(ROOT), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
+from mask_engines import GuideEngine  # noqa: E402
 from masks import TOKENIZERS, run_statement, summarize  # noqa: E402
 
 QUESTIONS = HERE / "chinook_questions.json"
 GRAMMARS = ("role+scopes", "role", "dialect")
-
-
-class GuideEngine:
-    """``bench/masks.py``'s engine interface over an existing grid-sql Guide."""
-
-    def __init__(self, name: str, guide: Any) -> None:
-        self.name, self.guide, self.missed = name, guide, False
-
-    def start(self) -> None:
-        self.m = self.guide.matcher()
-        self.buf = self.m.allocate_bitmask()
-
-    def pre_fill(self) -> None:
-        self._walks = self.guide.n_walks
-
-    def fill(self) -> Any:
-        self.m.fill_next_token_bitmask(self.buf)
-        return self.buf
-
-    def post_fill(self) -> None:
-        self.missed = self.guide.n_walks != self._walks
-
-    def accept(self, tid: int) -> bool:
-        try:
-            self.m.accept_token(tid)
-            return True
-        except Exception:
-            return False
 
 
 def chinook_role() -> tuple[Any, Any]:
