@@ -15,9 +15,10 @@ exactly one reading, which the column types alone decide, so no model is needed:
 * **LIKE on a column that is not text** (``date ~~ unknown``): the column is cast to text
   (``CAST(order_date AS TEXT) LIKE '2020%'``), the only way the pattern can apply.
 * **days between two dates taken as an interval** (``EXTRACT(DAY FROM d1 - d2)`` with both
-  DATE columns: ``extract(unknown, integer)``): on PostgreSQL the difference of two dates is
-  already the number of days, so the EXTRACT is dropped (``(d1 - d2)``). The call's extent
-  is not in the token positions, so this one regenerates the statement (below).
+  operands DATE columns or ``CURRENT_DATE``: ``extract(unknown, integer)``): on PostgreSQL
+  the difference of two dates is already the number of days, so the EXTRACT is dropped
+  (``(d1 - d2)``). The call's extent is not in the token positions, so this one regenerates
+  the statement (below).
 
 and one error that SQL itself gives a value for:
 
@@ -133,17 +134,27 @@ def _mismatches(tree: exp.Expr) -> Iterator[tuple[exp.Expr, str]]:
                 yield num_side, "a number compared with a text column"
 
 
+def _is_date(node: exp.Expr) -> bool:
+    """A DATE operand: a DATE column, or ``CURRENT_DATE`` (a date on PostgreSQL, so today
+    minus a date column is days too)."""
+    if isinstance(node, exp.CurrentDate):
+        return True
+    return isinstance(node, exp.Column) and _type(node) == exp.DataType.Type.DATE
+
+
 def _date_differences(tree: exp.Expr) -> Iterator[exp.Column]:
-    """The first column of every ``EXTRACT(DAY FROM date_col - date_col)`` (its handle in
-    the original tree)."""
+    """A column of every ``EXTRACT(DAY FROM d1 - d2)`` with two DATE operands, one of them
+    a column (the handle by which the call is found again in the original tree)."""
     for node in tree.find_all(exp.Extract):
         diff = node.expression
         unit = node.this.name.upper() if isinstance(node.this, (exp.Var, exp.Identifier)) else ""
         if unit != "DAY" or not isinstance(diff, exp.Sub):
             continue
         a, b = diff.this, diff.expression
-        if all(isinstance(x, exp.Column) and _type(x) == exp.DataType.Type.DATE for x in (a, b)):
-            yield a
+        if _is_date(a) and _is_date(b):
+            handle = a if isinstance(a, exp.Column) else b
+            if isinstance(handle, exp.Column):
+                yield handle
 
 
 def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> TypeFix | None:

@@ -234,6 +234,26 @@ def test_days_between_two_dates_drop_the_extract() -> None:
     )
     assert len(fix.edits) == 1 and "already days" in fix.edits[0][4]
     assert type_fix("SELECT EXTRACT(DAY FROM seen - hired) FROM staff", snap, "postgresql") is None
+    # today minus a date is days too (defog q28: EXTRACT(DAY FROM CURRENT_DATE - admit_term))
+    for sql, fixed in (
+        (
+            "SELECT EXTRACT(DAY FROM CURRENT_DATE - hired) FROM staff",
+            "SELECT (CURRENT_DATE - hired) FROM staff",
+        ),
+        (
+            "SELECT EXTRACT(DAY FROM staff.left_on - CURRENT_DATE) FROM staff",
+            "SELECT (staff.left_on - CURRENT_DATE) FROM staff",
+        ),
+    ):
+        fix = type_fix(sql, snap, "postgresql")
+        assert fix is not None and fix.sql == fixed
+    assert (
+        type_fix("SELECT EXTRACT(DAY FROM CURRENT_DATE - seen) FROM staff", snap, "postgresql")
+        is None
+    )
+    assert (
+        type_fix("SELECT EXTRACT(DAY FROM CURRENT_DATE - CURRENT_DATE)", snap, "postgresql") is None
+    )
 
 
 def test_the_extract_fix_runs_on_postgresql() -> None:
@@ -243,18 +263,20 @@ def test_the_extract_fix_runs_on_postgresql() -> None:
 
     url = sa.make_url(_yelp_url()).set(database="defog_car_dealership")
     engine = sa.create_engine(url)
-    sql = (
+    sqls = (
         "SELECT first_name, EXTRACT(DAY FROM termination_date - hire_date) AS days "
-        "FROM salespersons WHERE termination_date IS NOT NULL"
+        "FROM salespersons WHERE termination_date IS NOT NULL",
+        "SELECT first_name, EXTRACT(DAY FROM CURRENT_DATE - hire_date) AS days FROM salespersons",
     )
     try:
         with engine.connect() as conn:
             snap = introspect(conn)
-        with pytest.raises(ExecutionError, match="extract"):
-            execute(engine, sql)
-        fix = type_fix(sql, snap, "postgresql")
-        assert fix is not None
-        rows = execute(engine, fix.sql).rows
-        assert rows and all(isinstance(days, int) for _, days in rows)
+        for sql in sqls:
+            with pytest.raises(ExecutionError, match="extract"):
+                execute(engine, sql)
+            fix = type_fix(sql, snap, "postgresql")
+            assert fix is not None
+            rows = execute(engine, fix.sql).rows
+            assert rows and all(isinstance(days, int) for _, days in rows)
     finally:
         engine.dispose()
