@@ -29,7 +29,8 @@ def snap():  # type: ignore[no-untyped-def]
     from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
 
     cols = tuple(ColumnInfo(n, "text") for n in ("Name", "Continent", "Code"))
-    return SchemaSnapshot("sqlite", "main", (SchemaInfo("main", (TableInfo("country", columns=cols),)),))
+    country = TableInfo("country", columns=cols)
+    return SchemaSnapshot("sqlite", "main", (SchemaInfo("main", (country,)),))
 
 
 def test_only_the_words_sqlite_reads_as_strings_are_rewritten(rl, snap) -> None:  # type: ignore[no-untyped-def]
