@@ -93,12 +93,36 @@ class _Conformance(ConformanceMessages):
     def _unknown_table(self, table: exp.Table) -> None:
         name = table.name
         pos, snip = _span(table.this, self.sql)
-        tables = [t.name for _, t in self.view.visible_tables()]
+        visible = self.view.visible_tables()
+        tables = [t.name for _, t in visible]
         close = _close(name, tables)
         msg = f"`{name}`: there is no table `{name}` in this database"
         fix = None
         edits: tuple[tuple[int, int, str], ...] = ()
-        if close:
+        # A bare name resolves in the default schema only; the same table in another schema
+        # must be written with its schema (a catalog of many schemas: `restaurants.restaurant`).
+        # Suggesting the bare word again would repeat the refused statement.
+        key = self.view.ident(table.this)
+        homes = (
+            []
+            if table.db
+            else [
+                f"{self.q(sch)}.{self.q(t.name)}"
+                for sch, t in visible
+                if sch != self.view.default_schema and self.view.key(t.name) == key
+            ]
+        )
+        if homes:
+            msg = f"`{name}`: there is no table `{name}` in the default schema"
+            msg += f" `{self.view.default_schema}`"
+        if len(homes) == 1:
+            msg += f"; it is `{homes[0]}` (write its schema)"
+            fix = f"replace `{name}` with `{homes[0]}`"
+            if pos is not None and snip is not None:
+                edits = ((pos, pos + len(snip), homes[0]),)
+        elif homes:
+            msg += f"; it is in several schemas: {_listed(homes)} (write one of them)"
+        elif close:
             msg += f"; did you mean `{self.q(close)}`?"
             fix = f"replace `{name}` with `{self.q(close)}`"
             if pos is not None and snip is not None:

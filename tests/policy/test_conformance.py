@@ -14,6 +14,7 @@ from grid_sql.data import chinook_path
 from grid_sql.policy import AppPolicy, Checker, narrow, open_sqlite, sqlite_baseline
 from grid_sql.policy.conformance import (
     SchemaView,
+    apply_edits,
     check_query,
     sqlite_functions,
     top_clause,
@@ -377,3 +378,45 @@ def test_a_name_bound_twice_is_a_finding_not_a_crash(chinook, sql: str, name: st
     runs it, reading the name as whichever item it finds first."""
     v = _one(chinook, sql)
     assert v.kind == "duplicate_alias" and f"`{name}` names two FROM items" in v.message
+
+
+def test_a_bare_name_of_another_schemas_table_names_its_schema():
+    """A bare table name resolves in the default schema only (PostgreSQL's search_path): the
+    same table in another schema is refused, and the message must name it with its schema
+    (it used to suggest the refused bare word again: defog's big catalog, `FROM restaurant`
+    for `restaurants.restaurant`); a name in several schemas lists them, with no edit."""
+    from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+
+    def t(name: str, *cols: str) -> TableInfo:
+        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
+
+    snap = SchemaSnapshot(
+        "postgresql",
+        "public",
+        (
+            SchemaInfo("public", (t("distractor", "id"),)),
+            SchemaInfo("restaurants", (t("restaurant", "id", "name"),)),
+            SchemaInfo("academic", (t("author", "aid", "name"),)),
+            SchemaInfo("scholar", (t("author", "authorid", "authorname"),)),
+        ),
+    )
+    checker = Checker(snap, sqlite_baseline(snap))
+    assert checker.check("SELECT name FROM restaurants.restaurant") == []
+    sql = "SELECT name FROM restaurant AS r"
+    v = _one(checker, sql)
+    assert v.kind == "unknown_table"
+    assert v.message == (
+        "`restaurant`: there is no table `restaurant` in the default schema `public`; "
+        "it is `restaurants.restaurant` (write its schema)"
+    )
+    assert v.fix == "replace `restaurant` with `restaurants.restaurant`"
+    assert apply_edits(sql, v.edits) == "SELECT name FROM restaurants.restaurant AS r"
+    assert checker.check(apply_edits(sql, v.edits) or "") == []
+    v = _one(checker, "SELECT name FROM author")
+    assert "it is in several schemas" in v.message
+    assert "academic.author, scholar.author" in v.message
+    assert not v.edits
+    # a near miss in the default schema keeps its suggestion
+    assert _one(checker, "SELECT id FROM distractors").message.endswith(
+        "did you mean `distractor`?"
+    )
