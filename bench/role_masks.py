@@ -119,7 +119,7 @@ def one_run(vname: str, kind: str, seed: int, log: Any) -> dict[str, Any]:
         warm_p99=w["p99"],
         rejected=ts["rejected"] + st["rejected"],
         compile_s=compile_s,
-        kernel_fill=guide._filler is not None,
+        kernel_fill=guide.filler() is not None,  # None: the Python orchestration fills
         statements=(len(warm), len(test)),
     )
     return out

@@ -113,15 +113,15 @@ class _Conformance(ConformanceMessages):
             ]
         )
         if homes:
-            msg = f"`{name}`: there is no table `{name}` in the default schema"
-            msg += f" `{self.view.default_schema}`"
-        if len(homes) == 1:
-            msg += f"; it is `{homes[0]}` (write its schema)"
-            fix = f"replace `{name}` with `{homes[0]}`"
-            if pos is not None and snip is not None:
-                edits = ((pos, pos + len(snip), homes[0]),)
-        elif homes:
-            msg += f"; it is in several schemas: {_listed(homes)} (write one of them)"
+            msg = f"`{name}`: there is no table `{name}` in the default schema "
+            msg += f"`{self.view.default_schema}`"
+            if len(homes) > 1:
+                msg += f"; it is in several schemas: {_listed(homes)} (write one of them)"
+            else:
+                msg += f"; it is `{homes[0]}` (write its schema)"
+                fix = f"replace `{name}` with `{homes[0]}`"
+                if pos is not None and snip is not None:
+                    edits = ((pos, pos + len(snip), homes[0]),)
         elif close:
             msg += f"; did you mean `{self.q(close)}`?"
             fix = f"replace `{name}` with `{self.q(close)}`"
