@@ -95,6 +95,11 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             body["scopes"]["alias_clauses"] = sorted(grammar.scopes.alias_clauses)
         if grammar.scopes.output_refuse:  # likewise
             body["scopes"]["output_refuse"] = sorted(grammar.scopes.output_refuse)
+        if grammar.scopes.table_schemas is not None:  # likewise
+            body["scopes"]["table_schemas"] = {
+                k: sorted(v) for k, v in grammar.scopes.table_schemas.items()
+            }
+            body["scopes"]["default_schema"] = grammar.scopes.default_schema
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -155,6 +160,8 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     cte_names=bool(sc.get("cte_names", False)),
                     alias_clauses=sc.get("alias_clauses", ()),
                     output_refuse=sc.get("output_refuse", ()),
+                    table_schemas=sc.get("table_schemas"),
+                    default_schema=sc.get("default_schema"),
                 )
             )
     except AuditError:

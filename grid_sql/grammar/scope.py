@@ -248,6 +248,21 @@ class ScopeRules:
         self.cte_names = table.cte_names and "cte_ref" in nts
         self.t_recursive, self.t_comma = t("RECURSIVE"), t("COMMA")
         self.nt_cte_ref = nts.get("cte_ref", -1)
+        # table names by schema (ScopeTable.table_schemas): where a TABLE_NAME completes a
+        # table_name (grammar-local ids) and the schema_qualifier node before `s.`
+        self.bare_tables = table.bare_tables()
+        # a bare word at a FROM item's start may also be a schema qualifier (``s.t``)
+        self.bare_or_schema = (
+            None
+            if self.bare_tables is None or table.table_schemas is None
+            else self.bare_tables | frozenset(table.table_schemas)
+        )
+        self.table_schemas = table.table_schemas
+        self.t_table_name = t("TABLE_NAME")
+        self.nt_table_name = nts.get("table_name", -1)
+        self.nt_schema_qualifier = nts.get("schema_qualifier", -1)
+        self.n_schema_qualifier = n("schema_qualifier")
+        self.table_words_memo: dict[Any, Any] = {}  # parser/tables.py, per name set
         # output aliases (ScopeTable.alias_clauses): clause keywords and search stops
         self.alias_clause_tids: dict[int, str] = {
             tids[k]: v for k, v in ALIAS_CLAUSES.items() if k in tids and v in table.alias_clauses

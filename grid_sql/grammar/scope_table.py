@@ -87,6 +87,11 @@ class ScopeTable:
     ``output_refuse``: names no output alias of a select list may spell (``SELECT x AS
     BirthDate``), the names the role may not read (``role_scopes(policy=...)``), compared
     likewise; ``SUM(Total) AS Total`` stays. In the fingerprint only when non-empty.
+    ``table_schemas`` with ``default_schema``: schema -> the tables it holds, for a catalog
+    of several schemas (``docs/scope.md``, "Table names by schema"): a bare table name in
+    FROM admits only the tables of ``default_schema`` (what a bare name reaches for the
+    checker), and after ``s.`` only the tables of ``s``. Off (None) when every table is in
+    the default schema; in the fingerprint only when on.
     """
 
     def __init__(
@@ -100,6 +105,8 @@ class ScopeTable:
         cte_names: bool = False,
         alias_clauses: Iterable[str] = (),
         output_refuse: Iterable[str] = (),
+        table_schemas: Mapping[str, Iterable[str]] | None = None,
+        default_schema: str | None = None,
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -115,6 +122,15 @@ class ScopeTable:
         )
         self.output_refuse: frozenset[str] = frozenset(norm_name(n) for n in output_refuse)
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
+        # schema -> tables (normalized); None: off (a bare name reaches every table)
+        self.table_schemas: dict[str, frozenset[str]] | None = None
+        self.default_schema: str | None = None
+        if table_schemas is not None and default_schema is not None:
+            by_schema: dict[str, set[str]] = {}
+            for sch, ts in table_schemas.items():
+                by_schema.setdefault(norm_name(sch), set()).update(norm_name(t) for t in ts)
+            self.table_schemas = {k: frozenset(v) for k, v in sorted(by_schema.items())}
+            self.default_schema = norm_name(default_schema)
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
             "schemas": sorted(self.schemas),
@@ -131,7 +147,16 @@ class ScopeTable:
             body["alias_clauses"] = sorted(self.alias_clauses)
         if self.output_refuse:
             body["output_refuse"] = sorted(self.output_refuse)
+        if self.table_schemas is not None:
+            body["table_schemas"] = {k: sorted(v) for k, v in self.table_schemas.items()}
+            body["default_schema"] = self.default_schema
         self.fingerprint: str = fingerprint("scope-table", body)
+
+    def bare_tables(self) -> frozenset[str] | None:
+        """The tables a bare name in FROM reaches (None: every table)."""
+        if self.table_schemas is None or self.default_schema is None:
+            return None
+        return self.table_schemas.get(self.default_schema, frozenset())
 
     def __repr__(self) -> str:
         return f"ScopeTable({len(self.columns)} tables, fp={self.fingerprint[:12]})"

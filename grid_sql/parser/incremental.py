@@ -26,6 +26,7 @@ from ..grammar.scope import NONE, OPEN, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
 from .scoping import ScopedViews
 from .stack import StackNode
+from .tables import schema_only
 from .views import VIEW_LIMIT, LexiconView  # noqa: F401 - re-exported (their old home)
 
 
@@ -281,7 +282,7 @@ class ParserRuntime(ScopedViews):
                 dot = 1 << self.sem.t_dot
                 if m & self.term_bits & ~dot and self._dot_dead(node):
                     m &= ~dot
-                elif self._must_qualify(node):
+                elif self._must_qualify(node) or schema_only(self, node, self.sem):
                     m = (m & ~self.term_bits) | dot
             node.allowed = m
         return m
@@ -424,7 +425,12 @@ class ParserRuntime(ScopedViews):
         e = node.eos
         if e is None:
             e = self._simulate(node, self.end_id) and not self.unbound_on(node, self.end_id)
-            if e and self.sem is not None and self.sem.t_dot >= 0 and self._must_qualify(node):
+            if (
+                e
+                and self.sem is not None
+                and self.sem.t_dot >= 0
+                and (self._must_qualify(node) or schema_only(self, node, self.sem))
+            ):
                 e = False
             node.eos = e
         return e

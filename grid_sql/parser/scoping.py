@@ -19,6 +19,7 @@ from ..grammar.lexicon import CategoryWords
 from ..grammar.scope import ROOT_CONTEXT, Context, ScopeRules, norm_name
 from .ctes import alias_extra, cte_ref_words, defined_column_words, name_spellings
 from .stack import StackNode
+from .tables import table_name_words
 from .views import VIEW_LIMIT, LexiconView, make_view
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class ScopedViews:
             view = self._alias_view(node, sem)
             if view is not None:
                 return view
-        ctes = cte_ref_words(self, node, sem, allowed)
+        ctes = cte_ref_words(self, node, sem, allowed) + table_name_words(self, node, sem, allowed)
         if not (allowed >> sem.column_tid) & 1:
             if not ctes:
                 return self.base_lex  # no column position: generic keys stay scope-free

@@ -102,19 +102,28 @@ class _Conformance(ConformanceMessages):
         # A bare name resolves in the default schema only; the same table in another schema
         # must be written with its schema (a catalog of many schemas: `restaurants.restaurant`).
         # Suggesting the bare word again would repeat the refused statement.
+        # A qualified name resolves in its schema only: the table in another schema is
+        # named with that one (`sales.restaurant` for `restaurants.restaurant`).
         key = self.view.ident(table.this)
-        homes = (
-            []
-            if table.db
-            else [
-                f"{self.q(sch)}.{self.q(t.name)}"
-                for sch, t in visible
-                if sch != self.view.default_schema and self.view.key(t.name) == key
-            ]
-        )
+        written = self.view.key(table.db) if table.db else None
+        homes = [
+            f"{self.q(sch)}.{self.q(t.name)}"
+            for sch, t in visible
+            if self.view.key(t.name) == key
+            and self.view.key(sch) != (written or self.view.key(self.view.default_schema or ""))
+        ]
+        if table.db:
+            dpos, _ = _span(table.args.get("db"), self.sql)
+            if pos is not None and snip is not None and dpos is not None and dpos < pos:
+                snip = self.sql[dpos : pos + len(snip)]
+                pos = dpos
         if homes:
-            msg = f"`{name}`: there is no table `{name}` in the default schema "
-            msg += f"`{self.view.default_schema}`"
+            where = (
+                f"schema `{table.db}`"
+                if table.db
+                else f"the default schema `{self.view.default_schema}`"
+            )
+            msg = f"`{name}`: there is no table `{name}` in {where}"
             if len(homes) > 1:
                 msg += f"; it is in several schemas: {_listed(homes)} (write one of them)"
             else:

@@ -66,12 +66,21 @@ def role_scopes(
     in the clauses where the snapshot's dialect resolves one
     (:attr:`grid_sql.dialect.Dialect.output_alias_clauses`;
     ``docs/scope.md``, "Output aliases").
+    With tables outside the default schema (the policy's, else the snapshot's: where the
+    checker resolves a bare name), a bare table name in FROM admits only the default
+    schema's tables and ``s.`` only the tables of ``s`` (``docs/scope.md``, "Table names by
+    schema"): a bare ``FROM restaurant`` for ``restaurants.restaurant`` is refused by the
+    checker and by the server's search_path, so the mask does not offer it.
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
+    by_schema: dict[str, list[str]] = {}
     for schema, t in snapshot.iter_tables():
         schemas.append(schema)
         tables.setdefault(t.name, []).extend(t.column_names)
+        by_schema.setdefault(schema, []).append(t.name)
+    default = (policy.default_schema if policy is not None else None) or snapshot.default_schema
+    multi = default is not None and any(s != default for s in by_schema)
     dialect = Dialect.get(snapshot.dialect)
     if fresh_aliases is None:
         fresh_aliases = dialect.fresh_aliases
@@ -89,6 +98,8 @@ def role_scopes(
         cte_names=cte_names,
         alias_clauses=dialect.output_alias_clauses if output_aliases else (),
         output_refuse=denied_only_names(snapshot, policy) if hijack_free and policy else (),
+        table_schemas=by_schema if multi else None,
+        default_schema=default if multi else None,
     )
 
 

@@ -52,14 +52,15 @@ class SchemaView:
         return self.key(node.name)
 
     def table(self, name: str, schema: str | None) -> tuple[str, TableInfo] | None:
-        """(schema name, table) for a key made by :meth:`ident`."""
-        for sname in [schema, None] if schema else [None]:
-            s = self.snapshot.schema(sname if sname is not None else self.default_schema)
-            if s is None:
-                continue
-            for t in s.tables:
-                if self.key(t.name) == name:
-                    return s.name, t
+        """(schema name, table) for a key made by :meth:`ident`: a qualified name in its
+        schema only, a bare one in the default schema only (as the server resolves them:
+        ``restaurants.distractor`` is no name of ``public.distractor``)."""
+        s = self.snapshot.schema(schema if schema else self.default_schema)
+        if s is None:
+            return None
+        for t in s.tables:
+            if self.key(t.name) == name:
+                return s.name, t
         return None
 
     def has(self, info: TableInfo, column: str) -> bool:

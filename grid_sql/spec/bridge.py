@@ -39,5 +39,7 @@ def to_spec(grammar: Grammar) -> SpecGrammar:
             g.scopes.cte_names and "cte_ref" in g.tables.nonterminal_ids,
             g.scopes.alias_clauses,
             g.scopes.output_refuse,
+            g.scopes.table_schemas,
+            g.scopes.default_schema,
         ),
     )

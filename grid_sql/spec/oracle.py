@@ -47,6 +47,7 @@ from grid_sql.spec.ctes import (
     query_outs,
     spellings,
 )
+from grid_sql.spec.tables import schema_only, table_words
 
 QUOTE_BYTES = b'"`['
 Stack = tuple[int, ...]  # LALR state ids, bottom first
@@ -96,6 +97,19 @@ class SpecGrammar:
             bool,
             frozenset[str],
             frozenset[str],
+        ]
+        | tuple[
+            Mapping[str, frozenset[str]],
+            frozenset[str],
+            bool,
+            bool,
+            frozenset[str],
+            frozenset[str],
+            bool,
+            frozenset[str],
+            frozenset[str],
+            Mapping[str, frozenset[str]] | None,
+            str | None,
         ]
         | None
     ) = None
@@ -329,6 +343,16 @@ class SpecOracle:
         st, fo = list(stack), list(forest)
         if term != "DOT" and self._scope is not None and self._bare_qualifier(stack, forest):
             # a bare sort key that names no output alias: only `.` may follow it
+            if self._shift_tree(stack, forest, "DOT", b"") is not None:
+                return None
+        sc = self._scope
+        if (
+            term != "DOT"
+            and sc is not None
+            and sc.table_schemas is not None
+            and schema_only(self, stack, forest, sc.default_schema, sc.table_schemas)
+        ):
+            # a FROM item's first word that is only a schema name: only `.` may follow it
             if self._shift_tree(stack, forest, "DOT", b"") is not None:
                 return None
         while True:
@@ -567,8 +591,13 @@ class ScopeSpec:
         ctes: bool = False,
         alias_clauses: frozenset[str] = frozenset(),
         output_refuse: frozenset[str] = frozenset(),
+        table_schemas: Mapping[str, frozenset[str]] | None = None,
+        default_schema: str | None = None,
     ) -> None:
         self.tables = tables
+        # table names by schema (docs/scope.md): schema -> tables; None: off
+        self.table_schemas = table_schemas if default_schema is not None else None
+        self.default_schema = default_schema or ""
         self.alias_clauses = alias_clauses  # where output aliases resolve (docs/scope.md)
         self.ctes = ctes  # CTE references held to the CTE names bound (docs/scope.md)
         self.schemas = SCOPE_DEFAULT_SCHEMAS | schemas
@@ -837,10 +866,14 @@ class ScopeSpec:
         (``spec/ctes.py``)."""
         view = self._column_view(oracle, stack, forest)
         words = cte_words(oracle, stack, forest) if self.ctes else None
-        if words is None:
-            return view
-        view = dict(oracle.lexicon) if view is None else view
-        view["IDENT"] = (words, False)
+        if words is not None:
+            view = dict(oracle.lexicon) if view is None else view
+            view["IDENT"] = (words, False)
+        if self.table_schemas is not None:
+            entry = table_words(oracle, stack, forest, self.default_schema, self.table_schemas)
+            if entry is not None:
+                view = dict(oracle.lexicon) if view is None else view
+                view["TABLE_NAME"] = entry
         return view
 
     def _column_view(

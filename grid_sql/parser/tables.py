@@ -1,0 +1,91 @@
+"""Table names by schema in the parser's lexicon views (issue #25 §2, ``docs/scope.md``).
+
+A role grammar's ``TABLE_NAME`` lexicon is one list: every table the role may read, in any
+schema. But a bare name reaches only the tables of the default schema (the checker resolves
+it there, and so does PostgreSQL's ``search_path`` / MySQL's current database), so on a
+catalog of several schemas a bare ``FROM restaurant`` for ``restaurants.restaurant`` was
+generated and then refused (7 of 10 checker refusals of the defog big-catalog arm). With
+``ScopeTable.table_schemas`` on, the view at a FROM item's table name admits the default
+schema's tables (and the words that are also schema names, which may go on as ``s.``), and
+after ``s.`` only the tables of ``s``. Kept out of ``scoping.py``; the spec evaluates the
+same rule on its parse forest (``ScopeSpec.table_words``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..grammar.lexicon import CategoryWords
+from ..grammar.scope import norm_name
+
+if TYPE_CHECKING:
+    from ..grammar.scope import ScopeRules
+    from .incremental import ParserRuntime
+    from .stack import StackNode
+
+
+def table_name_words(
+    rt: ParserRuntime, node: StackNode, sem: ScopeRules, allowed: int
+) -> tuple[tuple[int, CategoryWords], ...]:
+    """``((TABLE_NAME, words),)`` where a ``TABLE_NAME`` shifted at ``node`` can only
+    complete a ``table_name`` (or, at a FROM item's start, a ``schema_qualifier``): the
+    role's words of the tables that name reaches there. Else ``()``.
+
+    Bare: the default schema's tables, plus the words that are schema names (a
+    ``schema_qualifier`` may be spelled as a ``TABLE_NAME``). After ``s.``: the tables of
+    ``s``. Unrestricted when the qualifier is no schema of the catalog or the restriction
+    would leave no word, so no position becomes a dead end (the checker decides those)."""
+    tid = sem.t_table_name
+    bare = sem.bare_tables
+    by_schema = sem.table_schemas
+    if bare is None or by_schema is None or tid < 0 or not (allowed >> tid) & 1:
+        return ()
+    base = rt.lexicon.get(tid)
+    if base is None:
+        return ()
+    kinds = rt._reduced_to(rt.shift(node, tid))
+    if kinds is None or sem.nt_table_name not in kinds:
+        return ()
+    if not kinds <= {sem.nt_table_name, sem.nt_schema_qualifier}:
+        return ()
+    p = node.parent
+    if node.symbol == sem.t_dot and p is not None and p.symbol == sem.n_schema_qualifier:
+        if not isinstance(p.value, bytes):
+            return ()
+        names = by_schema.get(norm_name(p.value))
+        if names is None:
+            return ()
+    elif sem.nt_schema_qualifier in kinds and sem.bare_or_schema is not None:
+        names = sem.bare_or_schema
+    else:
+        names = bare
+    key = (names, id(base))
+    memo = sem.table_words_memo
+    got = memo.get(key)
+    if got is None:
+        kept = frozenset(w for w in base.words if norm_name(w) in names)
+        got = (
+            ()
+            if not kept or kept == base.words
+            else ((tid, CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)),)
+        )
+        memo[key] = got
+    return got
+
+
+def schema_only(rt: ParserRuntime, node: StackNode, sem: ScopeRules) -> bool:
+    """Whether the ``TABLE_NAME`` word on top of ``node`` starts a FROM item, names no table
+    a bare name reaches, and is a schema name: admitted by :func:`table_name_words` only as
+    the qualifier of ``s.t``, so only ``.`` may follow it (``FROM author`` with ``author`` a
+    schema and ``scholar.author`` the table: the word cannot end the item)."""
+    bare = sem.bare_tables
+    w = node.value
+    if bare is None or sem.table_schemas is None or node.symbol != sem.t_table_name:
+        return False
+    if not isinstance(w, bytes) or (node.parent is not None and node.parent.symbol == sem.t_dot):
+        return False
+    kinds = rt._reduced_to(node)
+    if kinds is None or kinds != {sem.nt_table_name, sem.nt_schema_qualifier}:
+        return False
+    name = norm_name(w)
+    return name not in bare and name in sem.table_schemas

@@ -1,0 +1,219 @@
+"""Table names by schema (issue #25 §2, docs/scope.md "Table names by schema").
+
+On a catalog of several schemas a bare table name reaches only the default schema's tables
+(the checker resolves it there, as PostgreSQL's search_path does), and ``s.`` only the tables
+of ``s``. The role grammar's one table lexicon admitted every readable table at both places,
+so the defog big-catalog arm generated ``FROM restaurant`` for ``restaurants.restaurant`` and
+the checker refused it. These tests bind the view to the spec, to the checker, to exact token
+masks and (``tests/db``) to the server.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from grid_sql.ask.asker import role_grammar_for
+from grid_sql.audit.artifacts import grammar_artifact, rebuild_grammar
+from grid_sql.grammar import Grammar
+from grid_sql.parser import ParserRuntime
+from grid_sql.policy import AppPolicy, Checker, narrow, sqlite_baseline
+from grid_sql.policy.scopes import role_scopes
+from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+
+from ..differential.harness import Differential
+from .helpers import snapshot
+
+
+def _t(name: str, *cols: str) -> TableInfo:
+    return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
+
+
+@functools.cache
+def catalog() -> SchemaSnapshot:
+    """A PostgreSQL catalog of four schemas: ``orders`` in two of them, a schema named like
+    a table of another (``author``), and a table only some role may read (``secret``)."""
+    return SchemaSnapshot(
+        "postgresql",
+        "public",
+        (
+            SchemaInfo("public", (_t("distractor", "id"), _t("orders", "id", "total"))),
+            SchemaInfo(
+                "restaurants",
+                (_t("restaurant", "id", "name", "rating"), _t("location", "id", "city")),
+            ),
+            SchemaInfo("sales", (_t("orders", "id", "amount"), _t("secret", "id"))),
+            SchemaInfo("author", (_t("paper", "id", "title"),)),
+            SchemaInfo("scholar", (_t("author", "authorid", "authorname"),)),
+        ),
+    )
+
+
+@functools.cache
+def role(bind: bool = True) -> Grammar:
+    """What the Asker builds for a select-only role that may not read ``sales.secret``."""
+    snap = catalog()
+    app = AppPolicy.from_mapping(
+        {"verbs": ["select"], "tables": {"deny": ["sales.secret"]}}, origin="test"
+    )
+    pol = narrow(sqlite_baseline(snap), app, snap)
+    return role_grammar_for(snap, pol, scopes=True, bind_select_list=bind)
+
+
+def _admits(g: Grammar, sql: str) -> bool:
+    rt = ParserRuntime.for_grammar(g)
+    cfg = rt.advance(rt.initial, sql.encode())
+    return cfg is not None and rt.eos_allowed(cfg)
+
+
+ADMITTED = [
+    "SELECT id FROM distractor",
+    "SELECT total FROM orders",
+    "SELECT total FROM public.orders",
+    "SELECT amount FROM sales.orders",
+    "SELECT name FROM restaurants.restaurant",
+    "SELECT r.name FROM restaurants.restaurant AS r JOIN restaurants.location AS l ON r.id = l.id",
+    'SELECT name FROM "restaurants"."restaurant"',
+    "SELECT title FROM author.paper",
+    "SELECT authorname FROM scholar.author",
+    "SELECT restaurant.name FROM restaurants.restaurant WHERE restaurant.rating > 4",
+    "SELECT o.total FROM orders AS o WHERE o.id IN (SELECT id FROM sales.orders)",
+    "WITH location AS (SELECT 1 AS id) SELECT * FROM location",
+]
+REFUSED = [
+    # a bare name of another schema's table: the checker and the server refuse it
+    "SELECT name FROM restaurant",
+    "SELECT name FROM restaurant AS r",
+    "SELECT * FROM distractor JOIN location ON 1 = 1",
+    "SELECT authorname FROM author",
+    # a table under the wrong schema
+    "SELECT name FROM public.restaurant",
+    "SELECT name FROM sales.restaurant",
+    "SELECT id FROM restaurants.distractor",
+    # a table the role may not read, under any spelling
+    "SELECT id FROM sales.secret",
+    "SELECT id FROM secret",
+]
+
+
+@pytest.mark.parametrize("sql", ADMITTED)
+def test_reachable_table_names_admitted(sql: str) -> None:
+    assert _admits(role(), sql), sql
+
+
+@pytest.mark.parametrize("sql", REFUSED)
+def test_unreachable_table_names_refused(sql: str) -> None:
+    assert not _admits(role(), sql), sql
+
+
+def test_language_agrees_with_the_checker() -> None:
+    """Every statement above: admitted by the role language ⇔ no checker finding (the rule
+    is the checker's own resolution of bare and qualified names, not a narrowing of it)."""
+    snap = catalog()
+    app = AppPolicy.from_mapping(
+        {"verbs": ["select"], "tables": {"deny": ["sales.secret"]}}, origin="test"
+    )
+    checker = Checker(snap, narrow(sqlite_baseline(snap), app, snap))
+    for sql in ADMITTED:
+        assert checker.check(sql) == [], sql
+    for sql in REFUSED:
+        assert checker.check(sql) != [], sql
+
+
+def test_without_scopes_the_flat_lexicon_admits_bare_names() -> None:
+    """The rule lives in the scope views: the plain role grammar keeps the flat lexicon
+    (the checker refuses what it lets through), so the test above would fail without it."""
+    snap = catalog()
+    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping({"verbs": ["select"]}), snap)
+    assert _admits(role_grammar_for(snap, pol), "SELECT name FROM restaurant")
+
+
+@pytest.mark.parametrize("bind", [True, False], ids=["obligations", "no-obligations"])
+def test_fast_equals_spec_on_schema_statements(bind: bool) -> None:
+    d = Differential(role(bind))
+    for sql in ADMITTED + REFUSED + ["SELECT * FROM author.", "SELECT * FROM nosuch.x"]:
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
+
+
+def test_masks_exact_at_table_names() -> None:
+    """Token masks equal the brute force where a table name is written, bare and after a
+    schema, including tokens that cross into it, and the reserve finishes a pending name."""
+    from grid_sql.mask.cache import MaskCache
+    from grid_sql.mask.guide import Guide
+    from grid_sql.mask.reserve import reserve_table
+
+    from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
+
+    g = role()
+    v = vocab("gpt-2")
+    guide = Guide(g, v, cache=MaskCache())
+    table = reserve_table(g, v)
+    for p in [
+        b"SELECT * FROM ",
+        b"SELECT * FROM rest",
+        b"SELECT * FROM restaurants.",
+        b"SELECT * FROM restaurants.rest",
+        b"SELECT * FROM sales.",
+        b"SELECT * FROM author",
+        b"SELECT * FROM author.",
+        b"SELECT * FROM orders AS o JOIN ",
+        b"SELECT * FROM orders AS o JOIN sales.ord",
+    ]:
+        m = guide.matcher()
+        m.accept_tokens(greedy_tokens("gpt-2", p))
+        ids = m.allowed_token_ids()
+        ids = ids[ids != guide.eos_id]
+        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
+        comp = table.completion(m.config)  # raises MaskError when it cannot be verified
+        for t in comp.tokens:
+            m.accept_token(t)
+        assert m.is_accepting(), (p, comp.data)
+
+
+def test_single_schema_catalogs_unchanged() -> None:
+    """The rule is off where every table is in the default schema (Spider, Chinook): same
+    scope table, same fingerprint as before it existed."""
+    scope = role_scopes(snapshot("concert_singer"))
+    assert scope.table_schemas is None and scope.bare_tables() is None
+    assert "table_schemas" not in repr(scope.fingerprint)
+
+
+def test_audit_archive_rebuilds_the_rule() -> None:
+    g = role()
+    assert g.scopes is not None and g.scopes.table_schemas is not None
+    back = rebuild_grammar(grammar_artifact(g))
+    assert back.fingerprint == g.fingerprint
+    assert back.scopes is not None and back.scopes.table_schemas == g.scopes.table_schemas
+    assert not _admits(back, "SELECT name FROM restaurant")
+
+
+def test_checker_names_the_schema_a_table_is_in() -> None:
+    """A qualified name resolves in its schema only (it used to fall back to the default
+    schema, approving ``restaurants.distractor`` for ``public.distractor``, which the server
+    refuses), and the refusal names the table with the schema it is in, with the edit."""
+    from grid_sql.policy.conformance import apply_edits
+
+    snap = catalog()
+    checker = Checker(snap, sqlite_baseline(snap))
+    cases = {
+        "SELECT id FROM restaurants.distractor": (
+            "`distractor`: there is no table `distractor` in schema `restaurants`; "
+            "it is `public.distractor` (write its schema)",
+            "SELECT id FROM public.distractor",
+        ),
+        "SELECT name FROM sales.restaurant AS r": (
+            "`restaurant`: there is no table `restaurant` in schema `sales`; "
+            "it is `restaurants.restaurant` (write its schema)",
+            "SELECT name FROM restaurants.restaurant AS r",
+        ),
+    }
+    for sql, (message, fixed) in cases.items():
+        (v,) = checker.check(sql)
+        assert v.kind == "unknown_table" and v.message == message
+        assert apply_edits(sql, v.edits) == fixed and checker.check(fixed) == []
+    (v,) = checker.check("SELECT id FROM author.orders")
+    assert "it is in several schemas: public.orders, sales.orders" in v.message and not v.edits
