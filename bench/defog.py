@@ -56,7 +56,7 @@ import os
 import random
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -462,6 +462,108 @@ def rerun_refused(model: str, max_tokens: int, until: float) -> None:
         print(f"rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
 
 
+def ask_again(model: str, max_tokens: int, until: float) -> None:
+    """The big-catalog arm's questions asked again with the checkout's code, together with
+    their own-database pair: arms ``big_again`` and ``constrained_again``, one question at a
+    time (big, then own), so each pair comes from one commit. Shows what a change does to
+    the big arm (issue #25 §2: table names by schema) without overwriting the first answers,
+    which stay in the headline; resumable like the run."""
+    from defog_big import BIG, ensure_big
+
+    from grid_sql.ask.asker import Asker, load_backend
+
+    path = out_path(model)
+    open_records(path)
+    recs = read_records(path)
+    done = {(r["qid"], r["arm"]) for r in recs}
+    todo = sorted({r["qid"] for r in recs if r["arm"] == "big"})
+    qs = {q.qid: q for q in load_questions()}
+    ensure_role(sorted({q.db for q in qs.values()}))
+    ensure_big(
+        lambda d: _conninfo(admin_url(), d),
+        DATA,
+        sorted({q.db for q in qs.values()}),
+        DISTRACTORS,
+        ROLE,
+    )
+    backend = load_backend(model)
+    commit = _commit()
+    askers: dict[str, Any] = {}
+
+    def asker_for(db: str) -> Any:
+        if db not in askers:
+            askers[db] = Asker(
+                reader_url(db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
+            )
+        return askers[db]
+
+    for qid in todo:
+        q = qs[qid]
+        for arm, db in (("big_again", BIG), ("constrained_again", q.db)):
+            if (qid, arm) in done:
+                continue
+            if time.time() > until:
+                print("time is up: stopping (the run resumes from here)", file=sys.stderr)
+                return
+            rec = run_asker(asker_for(db), q, where=BIG if db == BIG else None)
+            rec = {
+                "qid": q.qid,
+                "db": q.db,
+                "category": q.category,
+                "arm": arm,
+                "model": model,
+                "commit": commit,
+                **rec,
+            }
+            with path.open("a") as fh:
+                fh.write(json.dumps(rec, default=str) + "\n")
+            print(
+                f"{q.qid:3d} {arm:18s} exec={rec.get('executes')} ok={rec.get('correct')} "
+                f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def _again_lines(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
+    """The pairs asked again (``--again``), both answers at one commit."""
+    ids = sorted(set(by["big_again"]) & set(by["constrained_again"]))
+    if not ids:
+        return []
+    commits = sorted({by[a][i]["commit"] for a in ("big_again", "constrained_again") for i in ids})
+    out = [
+        "",
+        f"### Asked again at {', '.join(commits)} (`--again`: each pair at one commit)",
+        "",
+        f"{len(ids)} of the pairs above, both answers from the checkout's code.",
+        "",
+        "| catalog | executes | EX | dead ends |",
+        "|---|---|---|---|",
+    ]
+    for name, arm in (("own database", "constrained_again"), ("big catalog", "big_again")):
+        rs = [by[arm][i] for i in ids]
+        ex = sum(bool(r["executes"]) for r in rs)
+        ok = sum(bool(r["correct"]) for r in rs)
+        dead = sum(bool(r.get("dead_end")) for r in rs)
+        out.append(f"| {name} | {_pct(ex, len(rs))} | {_pct(ok, len(rs))} | {dead} |")
+    a = [bool(by["big_again"][i]["correct"]) for i in ids]
+    b = [bool(by["constrained_again"][i]["correct"]) for i in ids]
+    lo, hi = paired_bootstrap(a, b)
+    diff = 100 * (sum(a) - sum(b)) / len(ids)
+    out += ["", f"EX big − own: {diff:+.1f} points (95% paired bootstrap [{100 * lo:+.1f}, "
+            f"{100 * hi:+.1f}]).", ""]  # fmt: skip
+    refused = Counter(
+        str(by["big_again"][i].get("error_type")) for i in ids if not by["big_again"][i]["executes"]
+    )
+    if refused:
+        out.append(
+            "Big catalog, not executed: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(refused.items()))
+            + "."
+        )
+    return out
+
+
 def _big_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
     ids = sorted(set(by["big"]) & set(by["constrained"]))
     if not ids:
@@ -502,7 +604,7 @@ def _big_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
             else "."
         )
     )
-    return out
+    return out + _again_lines(by)
 
 
 def _rerun_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
@@ -709,6 +811,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--until", default=None, help="stop starting questions after HH:MM UTC")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--rerun-refused", action="store_true", help="see rerun_refused()")
+    ap.add_argument("--again", action="store_true", help="see ask_again()")
     ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
     args = ap.parse_args(argv)
@@ -725,9 +828,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         hh, mm = map(int, args.until.split(":"))
         now = dt.datetime.now(dt.UTC)
         stop = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+        if stop < now:  # past midnight UTC: the next day's HH:MM
+            stop += dt.timedelta(days=1)
         until = stop.timestamp()
     if args.rerun_refused:
         rerun_refused(args.model, args.max_tokens, until)
+        return 0
+    if args.again:
+        ask_again(args.model, args.max_tokens, until)
         return 0
     evaluate(args.model, args.per_category, args.arms, args.max_tokens, until)
     return 0
