@@ -41,6 +41,17 @@ from .scope_table import (  # noqa: F401 - re-exported: grammar.scope is their p
 if TYPE_CHECKING:
     from .ir import Grammar
 
+# Table categories, the rule a name of theirs completes, and its schema qualifier's rule
+# (``docs/scope.md``, "Table names by schema"); the qualifiers carry their lexeme.
+TABLE_TARGETS = (
+    ("TABLE_NAME", "table_name", "schema_qualifier"),
+    ("INSERT_TABLE_NAME", "insert_target", "insert_qualifier"),
+    ("UPDATE_TABLE_NAME", "update_target", "update_qualifier"),
+    ("DELETE_TABLE_NAME", "delete_target", "delete_qualifier"),
+    ("TRUNCATE_TABLE_NAME", "truncate_target", "truncate_qualifier"),
+)
+QUALIFIER_RULES = frozenset(q for _, _, q in TABLE_TARGETS)
+
 # Level states of a query level (one per SELECT on the stack).
 NONE, OPEN, DONE, QB = 0, 1, 2, 3
 # NONE: before FROM (select list); OPEN: inside FROM (items so far complete);
@@ -258,10 +269,13 @@ class ScopeRules:
             else self.bare_tables | frozenset(table.table_schemas)
         )
         self.table_schemas = table.table_schemas
-        self.t_table_name = t("TABLE_NAME")
-        self.nt_table_name = nts.get("table_name", -1)
-        self.nt_schema_qualifier = nts.get("schema_qualifier", -1)
-        self.n_schema_qualifier = n("schema_qualifier")
+        # (category terminal, target, qualifier (grammar-local), qualifier (stack symbol))
+        self.table_terms: tuple[tuple[int, int, int, int], ...] = tuple(
+            (tids[term], nts[target], nts[qual], n(qual))
+            for term, target, qual in TABLE_TARGETS
+            if term in tids and target in nts and qual in nts
+        )
+        self.table_term_of = {tt[0]: tt for tt in self.table_terms}
         self.table_words_memo: dict[Any, Any] = {}  # parser/tables.py, per name set
         # output aliases (ScopeTable.alias_clauses): clause keywords and search stops
         self.alias_clause_tids: dict[int, str] = {
@@ -311,7 +325,7 @@ class ScopeRules:
                 kind = "reset"
             elif name in ("table_name", "table_alias", "table_primary", "alias", "cte"):
                 kind = name
-            elif name in ("any_name", "alias_name", "cte_ref", "schema_qualifier"):
+            elif name in ("any_name", "alias_name", "cte_ref") or name in QUALIFIER_RULES:
                 kind = "name"
             else:
                 kind = "merge"

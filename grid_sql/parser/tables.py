@@ -27,39 +27,49 @@ if TYPE_CHECKING:
 def table_name_words(
     rt: ParserRuntime, node: StackNode, sem: ScopeRules, allowed: int
 ) -> tuple[tuple[int, CategoryWords], ...]:
-    """``((TABLE_NAME, words),)`` where a ``TABLE_NAME`` shifted at ``node`` can only
-    complete a ``table_name`` (or, at a FROM item's start, a ``schema_qualifier``): the
-    role's words of the tables that name reaches there. Else ``()``.
+    """``((T, words), ...)`` for each table category ``T`` (``TABLE_NAME`` and the DML
+    targets' ``INSERT_TABLE_NAME``, ...: ``ScopeRules.table_terms``) whose word shifted at
+    ``node`` can only complete its target (``table_name``, ``insert_target``, ...) or, at
+    the name's start, its qualifier: the role's words of the tables that name reaches there.
 
-    Bare: the default schema's tables, plus the words that are schema names (a
-    ``schema_qualifier`` may be spelled as a ``TABLE_NAME``). After ``s.``: the tables of
-    ``s``. Unrestricted when the qualifier is no schema of the catalog or the restriction
-    would leave no word, so no position becomes a dead end (the checker decides those)."""
-    tid = sem.t_table_name
-    bare = sem.bare_tables
-    by_schema = sem.table_schemas
-    if bare is None or by_schema is None or tid < 0 or not (allowed >> tid) & 1:
+    Bare: the default schema's tables, plus the words that are schema names (a qualifier
+    may be spelled as a table word). After ``s.``: the tables of ``s``. Unrestricted when
+    the qualifier is no schema of the catalog or the restriction would leave no word, so no
+    position becomes a dead end (the checker decides those)."""
+    if sem.bare_tables is None or sem.table_schemas is None:
         return ()
+    out: list[tuple[int, CategoryWords]] = []
+    for tt in sem.table_terms:
+        tid = tt[0]
+        if (allowed >> tid) & 1:
+            out.extend(_words(rt, node, sem, tt))
+    return tuple(out)
+
+
+def _words(
+    rt: ParserRuntime, node: StackNode, sem: ScopeRules, tt: tuple[int, int, int, int]
+) -> tuple[tuple[int, CategoryWords], ...]:
+    tid, nt_target, nt_qual, n_qual = tt
+    bare, by_schema = sem.bare_tables, sem.table_schemas
+    assert bare is not None and by_schema is not None
     base = rt.lexicon.get(tid)
     if base is None:
         return ()
     kinds = rt._reduced_to(rt.shift(node, tid))
-    if kinds is None or sem.nt_table_name not in kinds:
-        return ()
-    if not kinds <= {sem.nt_table_name, sem.nt_schema_qualifier}:
+    if kinds is None or nt_target not in kinds or not kinds <= {nt_target, nt_qual}:
         return ()
     p = node.parent
-    if node.symbol == sem.t_dot and p is not None and p.symbol == sem.n_schema_qualifier:
+    if node.symbol == sem.t_dot and p is not None and p.symbol == n_qual:
         if not isinstance(p.value, bytes):
             return ()
         names = by_schema.get(norm_name(p.value))
         if names is None:
             return ()
-    elif sem.nt_schema_qualifier in kinds and sem.bare_or_schema is not None:
+    elif nt_qual in kinds and sem.bare_or_schema is not None:
         names = sem.bare_or_schema
     else:
         names = bare
-    key = (names, id(base))
+    key = (tid, names, id(base))
     memo = sem.table_words_memo
     got = memo.get(key)
     if got is None:
@@ -74,18 +84,20 @@ def table_name_words(
 
 
 def schema_only(rt: ParserRuntime, node: StackNode, sem: ScopeRules) -> bool:
-    """Whether the ``TABLE_NAME`` word on top of ``node`` starts a FROM item, names no table
-    a bare name reaches, and is a schema name: admitted by :func:`table_name_words` only as
-    the qualifier of ``s.t``, so only ``.`` may follow it (``FROM author`` with ``author`` a
-    schema and ``scholar.author`` the table: the word cannot end the item)."""
+    """Whether the table word on top of ``node`` starts a table name (a FROM item, a DML
+    target), names no table a bare name reaches, and is a schema name: admitted by
+    :func:`table_name_words` only as the qualifier of ``s.t``, so only ``.`` may follow it
+    (``FROM author`` with ``author`` a schema and ``scholar.author`` the table: the word
+    cannot end the item)."""
     bare = sem.bare_tables
     w = node.value
-    if bare is None or sem.table_schemas is None or node.symbol != sem.t_table_name:
+    if bare is None or sem.table_schemas is None or not isinstance(w, bytes):
         return False
-    if not isinstance(w, bytes) or (node.parent is not None and node.parent.symbol == sem.t_dot):
+    tt = sem.table_term_of.get(node.symbol)
+    if tt is None or (node.parent is not None and node.parent.symbol == sem.t_dot):
         return False
     kinds = rt._reduced_to(node)
-    if kinds is None or kinds != {sem.nt_table_name, sem.nt_schema_qualifier}:
+    if kinds is None or kinds != {tt[1], tt[2]}:
         return False
     name = norm_name(w)
     return name not in bare and name in sem.table_schemas

@@ -540,9 +540,8 @@ class _Run(ScopeRules, DmlRules):
 
     def _lookup(self, table: exp.Table) -> _Ref | None:
         schema = table.db or self.policy.default_schema or self.c.snapshot.default_schema
+        # a qualified name in its schema only: ``sales.t`` is no name of ``public.t``
         info = self.c.snapshot.table(table.name, schema)
-        if info is None and table.db:
-            info = self.c.snapshot.table(table.name, None)
         if info is None:
             return None
         sinfo = self.c.snapshot.schema(schema)
@@ -611,15 +610,25 @@ class _Run(ScopeRules, DmlRules):
                 )
             )
 
+    def _shown(self, schema: str, name: str) -> str:
+        """A table as a statement names it: bare in the default schema, else qualified."""
+        default = self.policy.default_schema or self.c.snapshot.default_schema
+        return name if schema == default else f"{schema}.{name}"
+
     def _table_names(self) -> str:
-        names = [t.name for _, t in self.c.snapshot.iter_tables()]
+        """The tables the role has some right on (never one the policy hides), as named."""
+        names = [
+            self._shown(s, t.name)
+            for s, t in self.c.snapshot.iter_tables()
+            if (tp := self.policy.table(t.name, s)) is not None and tp.any_right
+        ]
         return ", ".join(names[:40]) + (" ..." if len(names) > 40 else "")
 
     def _need_table(self, ref: _Ref, verb: str, node: exp.Expr | None) -> bool:
         if ref.rights is not None and ref.rights.allows(verb):
             return True
         pos, snip = self.where(node)
-        allowed = sorted(t.name for t in self.policy.tables_for(verb))
+        allowed = sorted(self._shown(t.schema, t.name) for t in self.policy.tables_for(verb))
         self.add(
             Violation(
                 "table_not_allowed",

@@ -870,10 +870,10 @@ class ScopeSpec:
             view = dict(oracle.lexicon) if view is None else view
             view["IDENT"] = (words, False)
         if self.table_schemas is not None:
-            entry = table_words(oracle, stack, forest, self.default_schema, self.table_schemas)
-            if entry is not None:
+            entries = table_words(oracle, stack, forest, self.default_schema, self.table_schemas)
+            if entries:
                 view = dict(oracle.lexicon) if view is None else view
-                view["TABLE_NAME"] = entry
+                view.update(entries)
         return view
 
     def _column_view(

@@ -30,52 +30,64 @@ def _unquote(b: bytes) -> str:
     return s.lower()
 
 
+# The spec's own copy: table category -> (the rule its name completes, its qualifier's rule)
+TARGETS = {
+    "TABLE_NAME": ("table_name", "schema_qualifier"),
+    "INSERT_TABLE_NAME": ("insert_target", "insert_qualifier"),
+    "UPDATE_TABLE_NAME": ("update_target", "update_qualifier"),
+    "DELETE_TABLE_NAME": ("delete_target", "delete_qualifier"),
+    "TRUNCATE_TABLE_NAME": ("truncate_target", "truncate_qualifier"),
+}
+
+
 def table_words(
     oracle: SpecOracle,
     stack: Stack,
     forest: tuple[Any, ...],
     default_schema: str,
     by_schema: Mapping[str, frozenset[str]],
-) -> tuple[frozenset[bytes], Any] | None:
-    """The ``TABLE_NAME`` lexicon entry where a table name can only complete a
-    ``table_name`` (or, with nothing before it, a ``schema_qualifier``): the default
-    schema's tables (plus schema names where it may be a qualifier), after ``s.`` the tables
-    of ``s``; None where the rule does not restrict (another position, an unknown schema, a
-    restriction that keeps every word or none)."""
-    t = "TABLE_NAME"
-    if t not in oracle.lexicon or t not in oracle.allowed(stack):
-        return None
-    after = oracle.shift(stack, t)
-    if not isinstance(after, tuple):
-        return None
-    row = oracle.table[after[-1]]
-    acts = [row[x] for x in row if x in oracle.rx or x == END]
-    if not acts or any(kind is Shift for kind, _ in acts):
-        return None
-    becomes = {arg.origin.name for _, arg in acts}
-    if "table_name" not in becomes or not becomes <= {"table_name", "schema_qualifier"}:
-        return None
-    last = forest[-1] if forest else None
-    prev = forest[-2] if len(forest) >= 2 else None
-    if (
-        last is not None
-        and last[0] == "DOT"
-        and prev is not None
-        and prev[0] == "schema_qualifier"
-        and not isinstance(prev[1], bytes)
-    ):
-        names = by_schema.get(_unquote(prev[1][0][1]))
-        if names is None:
-            return None
-    else:
-        names = by_schema.get(default_schema, frozenset())
-        if "schema_qualifier" in becomes:
-            names = names | frozenset(by_schema)
-    words, fold = oracle.lexicon[t]
-    kept = frozenset(w for w in words if _unquote(w) in names)
-    if not kept or kept == words:
-        return None
-    return kept, fold
+) -> dict[str, tuple[frozenset[bytes], Any]]:
+    """The lexicon entries of the table categories the rule restricts here: where a table
+    word can only complete its target (``table_name``, ``insert_target``, ...) or, with
+    nothing before it, its qualifier, the default schema's tables (plus schema names where
+    it may be a qualifier), after ``s.`` the tables of ``s``. A category is left out where
+    the rule does not restrict it (another position, an unknown schema, a restriction that
+    keeps every word or none)."""
+    out: dict[str, tuple[frozenset[bytes], Any]] = {}
+    for t, (target, qual) in TARGETS.items():
+        if t not in oracle.lexicon or t not in oracle.allowed(stack):
+            continue
+        after = oracle.shift(stack, t)
+        if not isinstance(after, tuple):
+            continue
+        row = oracle.table[after[-1]]
+        acts = [row[x] for x in row if x in oracle.rx or x == END]
+        if not acts or any(kind is Shift for kind, _ in acts):
+            continue
+        becomes = {arg.origin.name for _, arg in acts}
+        if target not in becomes or not becomes <= {target, qual}:
+            continue
+        last = forest[-1] if forest else None
+        prev = forest[-2] if len(forest) >= 2 else None
+        if (
+            last is not None
+            and last[0] == "DOT"
+            and prev is not None
+            and prev[0] == qual
+            and not isinstance(prev[1], bytes)
+        ):
+            names = by_schema.get(_unquote(prev[1][0][1]))
+            if names is None:
+                continue
+        else:
+            names = by_schema.get(default_schema, frozenset())
+            if qual in becomes:
+                names = names | frozenset(by_schema)
+        words, fold = oracle.lexicon[t]
+        kept = frozenset(w for w in words if _unquote(w) in names)
+        if kept and kept != words:
+            out[t] = (kept, fold)
+    return out
 
 
 def schema_only(
@@ -85,10 +97,10 @@ def schema_only(
     default_schema: str,
     by_schema: Mapping[str, frozenset[str]],
 ) -> bool:
-    """The forest ends with a ``TABLE_NAME`` word that starts a FROM item (the table may
-    reduce it to ``table_name`` or ``schema_qualifier`` only), names no table of the default
-    schema and is a schema name: it may only go on with ``.``."""
-    if not forest or forest[-1][0] != "TABLE_NAME" or not isinstance(forest[-1][1], bytes):
+    """The forest ends with a table word that starts a table name (the table may reduce it
+    to its target or its qualifier only), names no table of the default schema and is a
+    schema name: it may only go on with ``.``."""
+    if not forest or forest[-1][0] not in TARGETS or not isinstance(forest[-1][1], bytes):
         return False
     if len(forest) >= 2 and forest[-2][0] == "DOT":
         return False
@@ -96,7 +108,7 @@ def schema_only(
     acts = [row[x] for x in row if x in oracle.rx or x == END]
     if any(kind is Shift for kind, _ in acts):
         return False
-    if {arg.origin.name for _, arg in acts} != {"table_name", "schema_qualifier"}:
+    if {arg.origin.name for _, arg in acts} != set(TARGETS[forest[-1][0]]):
         return False
     word = _unquote(forest[-1][1])
     return word not in by_schema.get(default_schema, frozenset()) and word in by_schema

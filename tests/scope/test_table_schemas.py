@@ -217,3 +217,56 @@ def test_checker_names_the_schema_a_table_is_in() -> None:
         assert apply_edits(sql, v.edits) == fixed and checker.check(fixed) == []
     (v,) = checker.check("SELECT id FROM author.orders")
     assert "it is in several schemas: public.orders, sales.orders" in v.message and not v.edits
+
+
+@functools.cache
+def writer() -> Grammar:
+    """A role that may also INSERT, UPDATE and DELETE (every table but ``sales.secret``)."""
+    snap = catalog()
+    app = AppPolicy.from_mapping(
+        {"verbs": ["select", "insert", "update", "delete"], "tables": {"deny": ["sales.secret"]}},
+        origin="test",
+    )
+    return role_grammar_for(
+        snap, narrow(sqlite_baseline(snap), app, snap), scopes=True, bind_select_list=True
+    )
+
+
+DML_ADMITTED = [
+    "INSERT INTO orders (id) VALUES (1)",
+    "INSERT INTO sales.orders (id) VALUES (1)",
+    "UPDATE restaurants.restaurant SET name = 'x' WHERE id = 1",
+    "DELETE FROM public.distractor WHERE id = 1",
+    "DELETE FROM author.paper WHERE id = 1",
+]
+DML_REFUSED = [
+    "INSERT INTO restaurant (id) VALUES (1)",
+    "UPDATE restaurant SET name = 'x'",
+    "DELETE FROM sales.distractor",
+    "DELETE FROM author",
+    "DELETE FROM sales.secret",
+]
+
+
+def test_dml_targets_by_schema() -> None:
+    """The DML targets (``INSERT_TABLE_NAME``, ...) follow the same rule, and the checker
+    agrees; its refusal lists the tables as a statement names them (qualified outside the
+    default schema) and never one the policy hides."""
+    snap = catalog()
+    app = AppPolicy.from_mapping(
+        {"verbs": ["select", "insert", "update", "delete"], "tables": {"deny": ["sales.secret"]}},
+        origin="test",
+    )
+    checker = Checker(snap, narrow(sqlite_baseline(snap), app, snap))
+    for sql in DML_ADMITTED:
+        assert _admits(writer(), sql) and checker.check(sql) == [], sql
+    for sql in DML_REFUSED:
+        assert not _admits(writer(), sql) and checker.check(sql) != [], sql
+    (v,) = checker.check("DELETE FROM sales.distractor")
+    assert v.kind == "unknown_table"
+    assert "restaurants.restaurant" in v.message and "secret" not in v.message
+    d = Differential(writer())
+    for sql in DML_ADMITTED + DML_REFUSED:
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
