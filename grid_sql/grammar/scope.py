@@ -665,6 +665,17 @@ class ScopeRules:
                     out.add(i.schema)
         return frozenset(out)
 
+    def three_part(self, ctx: Context, schema: bytes, table: bytes) -> Restriction | None:
+        """After ``s.t.`` (a three-part column reference) with ``s`` a schema and ``t`` a
+        table of the catalog: the columns of ``t`` (of that name in any schema: a union only
+        widens), wherever it is written, a select list before its FROM included: ``s.t.c``
+        names a column of ``s.t`` whatever the FROM binds. None (the other rules decide)
+        outside query levels or for a name the catalog does not know."""
+        if not ctx.levels or norm_name(schema) not in self.table.schemas:
+            return None
+        names = self.table.columns.get(norm_name(table))
+        return Restriction(names, False) if names else None
+
     def restriction(self, ctx: Context, qualifier: bytes | None) -> Restriction:
         """The column names a COLUMN_NAME position with context ``ctx`` admits.
 

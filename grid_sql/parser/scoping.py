@@ -78,19 +78,28 @@ class ScopedViews:
                 return self.base_lex  # no column position: generic keys stay scope-free
             return make_view(self, sem, None, False, (), ctes)
         qualifier = None
+        three: tuple[bytes, bytes] | None = None  # (s, t) of a three-part `s.t.`
         p = node.parent
         if (
             node.symbol == sem.t_dot
             and p is not None
             and p.symbol == sem.n_any_name
             and isinstance(p.value, bytes)
-            and (p.parent is None or p.parent.symbol != sem.t_dot)
         ):
-            qualifier = p.value
+            pp = p.parent
+            if pp is None or pp.symbol != sem.t_dot:
+                qualifier = p.value
+            elif (
+                pp.parent is not None
+                and pp.parent.symbol == sem.n_any_name
+                and isinstance(pp.parent.value, bytes)
+            ):
+                three = (pp.parent.value, p.value)
         ctx = self.ctx_at(node)
-        res = sem.restriction(ctx, qualifier)
+        res = (three and sem.three_part(ctx, *three)) or sem.restriction(ctx, qualifier)
         words: frozenset[bytes] | None = None
-        aliases = alias_extra(self, node, sem, ctx) if qualifier is None else frozenset()
+        bare = qualifier is None and three is None
+        aliases = alias_extra(self, node, sem, ctx) if bare else frozenset()
         if res.names is not None:
             index = self._col_index
             # never leave a column position with no word (dead end): empty -> unrestricted

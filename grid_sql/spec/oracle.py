@@ -798,6 +798,17 @@ class ScopeSpec:
             and not (len(f) >= 3 and _tok(f[-3], "DOT"))
         ):
             return self._qualified(levels, ctes, _norm(f[-2][1][0][1]))[:2]
+        if (
+            len(f) >= 4
+            and _tok(f[-1], "DOT")
+            and _tree(f[-2], "any_name")
+            and _tok(f[-3], "DOT")
+            and _tree(f[-4], "any_name")
+        ):
+            # `s.t.`: a column of the catalog's table t, wherever it is written
+            s, t = _norm(f[-4][1][0][1]), _norm(f[-2][1][0][1])
+            if s in self.schemas and self.tables.get(t):
+                return frozenset(self.tables[t]), False
         cols: set[str] = set()
         for lv in levels:
             if lv.state == "select-list" or "*" in lv.aliases:

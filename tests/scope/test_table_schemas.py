@@ -162,6 +162,8 @@ def test_masks_exact_at_table_names() -> None:
         b"SELECT * FROM author.",
         b"SELECT * FROM orders AS o JOIN ",
         b"SELECT * FROM orders AS o JOIN sales.ord",
+        b"SELECT restaurants.restaurant.",
+        b"SELECT restaurants.restaurant.na",
     ]:
         m = guide.matcher()
         m.accept_tokens(greedy_tokens("gpt-2", p))
@@ -270,3 +272,31 @@ def test_dml_targets_by_schema() -> None:
         w = sql.encode()
         for i in range(len(w) + 1):
             d.check(w[:i])
+
+
+THREE_ADMITTED = [
+    "SELECT restaurants.restaurant.name FROM restaurants.restaurant",
+    "SELECT * FROM restaurants.restaurant WHERE restaurants.restaurant.rating > 4",
+    "SELECT public.orders.total FROM orders",
+]
+THREE_REFUSED = [
+    # `s.t.c` names a column of t, wherever it is written (a select list before its FROM too)
+    "SELECT restaurants.restaurant.city FROM restaurants.restaurant",
+    "SELECT restaurants.restaurant.title FROM restaurants.restaurant",
+    "SELECT * FROM restaurants.restaurant WHERE restaurants.restaurant.amount > 4",
+]
+
+
+def test_three_part_names_admit_the_tables_columns() -> None:
+    """After ``s.t.`` only the columns of ``t`` (the big-catalog arm had one refusal of a
+    three-part name reading another table's column); the spec agrees on every prefix."""
+    for sql in THREE_ADMITTED:
+        assert _admits(role(), sql), sql
+    for sql in THREE_REFUSED:
+        assert not _admits(role(), sql), sql
+    for g in (role(), role(False)):
+        d = Differential(g)
+        for sql in THREE_ADMITTED + THREE_REFUSED:
+            w = sql.encode()
+            for i in range(len(w) + 1):
+                d.check(w[:i])
