@@ -20,6 +20,18 @@ exactly one reading, which the column types alone decide, so no model is needed:
   (``(d1 - d2)``). The call's extent is not in the token positions, so this one regenerates
   the statement (below).
 
+and one grouping error whose fix changes no answer the statement could have meant:
+
+* **a column that is neither grouped nor aggregated** (PostgreSQL's 42803, ``column "t2.name"
+  must appear in the GROUP BY clause``; SQLite and MariaDB run such a statement, returning
+  the column's value per group): the reported column, and every other bare column of that
+  SELECT's list outside aggregates, is appended to its ``GROUP BY`` (``GROUP BY T1.did`` ->
+  ``GROUP BY T1.did, T2.name``). Where the column depends on the grouped key (the name of a
+  grouped id: what the model meant) the groups are the same; where it does not, each value
+  is its own group, which is the only way the column has one value per row. Only a SELECT
+  that has a GROUP BY is changed (one without it asked for an aggregate over everything).
+  Regenerated with sqlglot, like the two below.
+
 and one error that SQL itself gives a value for:
 
 * **division by zero** (PostgreSQL's 22012, where SQLite and MySQL return NULL): every
@@ -39,6 +51,7 @@ then checks it again (role grammar and checker) before anything runs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -52,7 +65,7 @@ from ..dialect import Dialect
 from ..policy.findings import apply_edits
 from ..schema.model import SchemaSnapshot
 
-__all__ = ["TypeFix", "type_fix", "zero_division_fix"]
+__all__ = ["TypeFix", "group_by_fix", "type_fix", "zero_division_fix"]
 
 _TEXT = exp.DataType.TEXT_TYPES
 _NUMBER = exp.DataType.INTEGER_TYPES
@@ -268,3 +281,68 @@ def zero_division_fix(sql: str, dialect: str | Dialect) -> TypeFix | None:
     fixed = tree.sql(dialect=read)
     reason = "division by zero: each denominator d is written NULLIF(d, 0) (regenerated)"
     return TypeFix(fixed, ((0, len(sql), sql, fixed, reason),))
+
+
+_UNGROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
+
+
+def _bare_columns(select: exp.Select) -> list[exp.Column]:
+    """The column references of ``select``'s list outside aggregates, window functions and
+    nested queries."""
+    out: list[exp.Column] = []
+    for item in select.expressions:
+        for col in item.find_all(exp.Column):
+            node: exp.Expr | None = col
+            inside = False
+            while node is not None and node is not item:
+                node = node.parent
+                if isinstance(node, (exp.AggFunc, exp.Window, exp.Select, exp.Subquery)):
+                    inside = True
+                    break
+            if not inside:
+                out.append(col)
+    return out
+
+
+def group_by_fix(sql: str, message: str, dialect: str | Dialect) -> TypeFix | None:
+    """``sql`` with the column the database named as ungrouped (``message``; PostgreSQL names
+    it ``table.column`` even where it is written bare), and the other bare columns of its
+    SELECT list, appended to that SELECT's GROUP BY (module doc); None
+    when the message names no column, the column is not found outside an aggregate, or its
+    SELECT has no GROUP BY."""
+    m = _UNGROUPED.search(message)
+    if m is None:
+        return None
+    qual, _, name = m.group(1).rpartition(".")
+    read = Dialect.lookup(dialect).sqlglot_read
+    try:
+        tree = sqlglot.parse_one(sql, read=read)
+    except (ParseError, TokenError, RecursionError):
+        return None
+
+    def key(c: exp.Column) -> tuple[str, str]:
+        return c.table.lower(), c.name.lower()
+
+    for select in tree.find_all(exp.Select):
+        group = select.args.get("group")
+        bare = _bare_columns(select)
+        if group is None or not any(
+            c.name.lower() == name.lower() and c.table.lower() in ("", qual.lower()) for c in bare
+        ):
+            continue
+        grouped = {key(g) for g in group.expressions if isinstance(g, exp.Column)}
+        added: list[str] = []
+        for c in bare:
+            if key(c) not in grouped:
+                grouped.add(key(c))
+                group.append("expressions", c.copy())
+                added.append(c.sql(dialect=read))
+        if not added:
+            return None
+        fixed = tree.sql(dialect=read)
+        reason = (
+            f"column {m.group(1)} is neither grouped nor aggregated: "
+            f"{', '.join(added)} added to GROUP BY (regenerated)"
+        )
+        return TypeFix(fixed, ((0, len(sql), sql, fixed, reason),))
+    return None

@@ -386,6 +386,12 @@ class Dialect:
         SQLite and MySQL return NULL instead), which ``grid_sql/ask/typefix.py`` fixes."""
         return False
 
+    def is_grouping_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        """The server refused a column that is neither grouped nor aggregated (PostgreSQL's
+        42803; SQLite and MariaDB's defaults run it), which ``grid_sql/ask/typefix.py``
+        fixes from the column the message names."""
+        return False
+
     # ------------------------------------------------------------------ connecting
     def missing_database_file(self, url: URL) -> Path | None:
         """The file ``url`` names when it does not exist and connecting would create it;

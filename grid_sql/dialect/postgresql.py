@@ -221,6 +221,9 @@ class PostgreSQL(Dialect):
     def is_division_by_zero(self, sqlstate: str | None, errno: int | None) -> bool:
         return sqlstate == "22012"
 
+    def is_grouping_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        return sqlstate == "42803"
+
     def fingerprint_queries(self, conn: Connection) -> list[str]:
         info = conn.dialect.server_version_info
         version = int(info[0]) if info else 0

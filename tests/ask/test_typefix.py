@@ -280,3 +280,104 @@ def test_the_extract_fix_runs_on_postgresql() -> None:
             assert rows and all(isinstance(days, int) for _, days in rows)
     finally:
         engine.dispose()
+
+
+UNGROUPED = (
+    'column "t2.name" must appear in the GROUP BY clause or be used in an aggregate function'
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "fixed"),
+    [
+        (
+            "SELECT T2.name, COUNT(T1.aid) AS n FROM writes AS T1 JOIN author AS T2 "
+            "ON T1.aid = T2.aid GROUP BY T1.aid ORDER BY n DESC",
+            "SELECT T2.name, COUNT(T1.aid) AS n FROM writes AS T1 JOIN author AS T2 "
+            "ON T1.aid = T2.aid GROUP BY T1.aid, T2.name ORDER BY n DESC",
+        ),
+        (  # every bare column of the list (the next refusal otherwise), none twice
+            "SELECT T2.name, T2.x, SUM(T2.y) FROM t AS T2 GROUP BY T2.id, T2.x",
+            "SELECT T2.name, T2.x, SUM(T2.y) FROM t AS T2 GROUP BY T2.id, T2.x, T2.name",
+        ),
+        (  # PostgreSQL names a bare column with its table; only its own SELECT changes
+            "SELECT a FROM u WHERE a IN (SELECT name FROM t2 GROUP BY k)",
+            "SELECT a FROM u WHERE a IN (SELECT name FROM t2 GROUP BY k, name)",
+        ),
+    ],
+)
+def test_ungrouped_columns_are_grouped(sql: str, fixed: str) -> None:
+    from grid_sql.ask.typefix import group_by_fix
+
+    fix = group_by_fix(sql, UNGROUPED, "postgresql")
+    assert fix is not None and fix.sql == fixed
+    assert "added to GROUP BY" in fix.edits[0][4]
+
+
+def test_no_group_by_no_guess() -> None:
+    """Without a GROUP BY the statement asked for one aggregate over every row: adding one
+    would answer another question, so it is left to the model's repair round; likewise a
+    message naming no column of the list, or another error."""
+    from grid_sql.ask.typefix import group_by_fix
+
+    assert group_by_fix("SELECT T2.name, COUNT(*) FROM t AS T2", UNGROUPED, "postgresql") is None
+    assert group_by_fix("SELECT COUNT(*) FROM t AS T2 GROUP BY x", UNGROUPED, "postgresql") is None
+    assert (
+        group_by_fix("SELECT T2.name FROM t AS T2 GROUP BY x", "syntax error", "postgresql") is None
+    )
+
+
+def test_the_grouping_fix_runs_on_postgresql() -> None:
+    """defog's big-catalog arm: ``column "t2.name" must appear in the GROUP BY clause``
+    (42803) on academic's tables; the fixed statement runs and returns the grouped rows."""
+    from grid_sql.ask.execute import execute
+    from grid_sql.ask.typefix import group_by_fix
+    from grid_sql.ask.typehints import error_codes
+    from grid_sql.dialect import Dialect
+    from grid_sql.errors import ExecutionError
+
+    url = sa.make_url(_yelp_url()).set(database="defog_academic")
+    engine = sa.create_engine(url)
+    sql = (
+        "SELECT T2.name, COUNT(T1.pid) AS n FROM writes AS T1 JOIN author AS T2 "
+        "ON T1.aid = T2.aid GROUP BY T1.aid ORDER BY n DESC"
+    )
+    try:
+        with pytest.raises(ExecutionError) as err:
+            execute(engine, sql)
+        assert Dialect.get("postgresql").is_grouping_error(*error_codes(err.value))
+        fix = group_by_fix(sql, str(err.value), "postgresql")
+        assert fix is not None
+        rows = execute(engine, fix.sql).rows
+        assert rows and all(isinstance(n, int) for _, n in rows)
+    finally:
+        engine.dispose()
+
+
+GROUP_QUESTION = "How many papers has each author written?"
+UNGROUPED_SQL = (
+    "SELECT T2.name, COUNT(T1.pid) AS n FROM writes AS T1 JOIN author AS T2 "
+    "ON T1.aid = T2.aid GROUP BY T1.aid ORDER BY n DESC"
+)
+
+
+def test_ask_groups_the_column_postgresql_named(smollm2) -> None:
+    """The whole path: the model copies its example (an ungrouped name), PostgreSQL refuses
+    it (42803), and the Asker runs the grouped statement, recorded as a typefix repair."""
+    from grid_sql.ask.asker import Asker
+    from grid_sql.ask.prompt import Example
+
+    url = sa.make_url(_yelp_url()).set(database="defog_academic")
+    asker = Asker(
+        url,
+        model=smollm2,
+        audit=False,
+        max_tokens=96,
+        examples=[Example(GROUP_QUESTION, UNGROUPED_SQL)],
+    )
+    res = asker.ask(GROUP_QUESTION)
+    first = res.repairs[0]
+    assert first.sql.rstrip(";") == UNGROUPED_SQL
+    assert first.kind == "typefix" and "GROUP BY" in first.violations[0]
+    assert "GROUP BY T1.aid, T2.name" in res.sql
+    assert res.rows and all(isinstance(n, int) for _, n in res.rows)
