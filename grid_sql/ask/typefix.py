@@ -19,6 +19,10 @@ exactly one reading, which the column types alone decide, so no model is needed:
   the difference of two dates is already the number of days, so the EXTRACT is dropped
   (``(d1 - d2)``). The call's extent is not in the token positions, so this one regenerates
   the statement (below).
+* **the year of a year** (``EXTRACT(YEAR FROM year)`` with ``year`` an integer column whose
+  name says it holds years: ``extract(unknown, bigint)``): the column already is the year,
+  so the call becomes the column (defog's scholar and yelp tables keep years as integers).
+  An integer column named otherwise (epoch seconds, a count) is left alone. Regenerated too.
 
 and one grouping error whose fix changes no answer the statement could have meant:
 
@@ -170,6 +174,21 @@ def _date_differences(tree: exp.Expr) -> Iterator[exp.Column]:
                 yield handle
 
 
+def _year_columns(tree: exp.Expr) -> Iterator[exp.Column]:
+    """The column of every ``EXTRACT(YEAR FROM c)`` with ``c`` an integer column whose name
+    says it holds years (``year``, ``publication_year``)."""
+    for node in tree.find_all(exp.Extract):
+        unit = node.this.name.upper() if isinstance(node.this, (exp.Var, exp.Identifier)) else ""
+        col = node.expression
+        if (
+            unit == "YEAR"
+            and isinstance(col, exp.Column)
+            and _type(col) in _NUMBER
+            and "year" in col.name.lower()
+        ):
+            yield col
+
+
 def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> TypeFix | None:
     """``sql`` with its certain type mismatches written out (module doc), or None when there
     is none, the dialect converts types itself, or an edit cannot be placed exactly."""
@@ -219,9 +238,10 @@ def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> Type
         edits.append((span[0], span[1], old, text, f"{old}: {reason}"))
         targets.append((orig, new))
     days = list(_date_differences(annotated))
-    if not edits and not days:
+    years = list(_year_columns(annotated))
+    if not edits and not days and not years:
         return None
-    if days:  # regenerate: every change made in the tree, one edit for the statement
+    if days or years:  # regenerate: every change made in the tree, one edit for the statement
         nodes = {_pos(n): n for n in expected.find_all(exp.Column, exp.Literal)}
         for target, change in targets:
             twin = nodes.get(_pos(target))
@@ -234,10 +254,20 @@ def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> Type
             if extract is None:
                 return None
             extract.replace(exp.Paren(this=extract.expression.copy()))
+        for col in years:
+            twin = nodes.get(_pos(col))
+            extract = None if twin is None else twin.find_ancestor(exp.Extract)
+            if twin is None or extract is None:
+                return None
+            extract.replace(twin.copy())
         new_sql = expected.sql(dialect=read)
-        reasons = [r for *_, r in edits] + [
-            "EXTRACT(DAY FROM date - date): the difference of two dates is already days"
-        ]
+        reasons = [r for *_, r in edits]
+        if days:
+            reasons.append(
+                "EXTRACT(DAY FROM date - date): the difference of two dates is already days"
+            )
+        if years:
+            reasons.append("EXTRACT(YEAR FROM an integer year column): it already is the year")
         return TypeFix(new_sql, ((0, len(sql), sql, new_sql, "; ".join(reasons)),))
     fixed = apply_edits(sql, [(s, e, t) for s, e, _, t, _ in edits])
     if fixed is None:

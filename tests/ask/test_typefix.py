@@ -381,3 +381,51 @@ def test_ask_groups_the_column_postgresql_named(smollm2) -> None:
     assert first.kind == "typefix" and "GROUP BY" in first.violations[0]
     assert "GROUP BY T1.aid, T2.name" in res.sql
     assert res.rows and all(isinstance(n, int) for _, n in res.rows)
+
+
+def test_the_year_of_an_integer_year_is_the_column() -> None:
+    """``EXTRACT(YEAR FROM year)`` on an integer ``year`` (defog scholar/yelp, big-catalog
+    q135, q136, q185: ``extract(unknown, bigint)``): the column is the year already; an
+    integer column named otherwise, or another unit, is left alone."""
+    snap = SchemaSnapshot(
+        dialect="postgresql",
+        default_schema="public",
+        schemas=(
+            SchemaInfo(
+                "public",
+                (_t("paper", ("paperid", "bigint"), ("year", "bigint"), ("numcitedby", "bigint")),),
+            ),
+        ),
+    )
+    sql = (
+        "SELECT EXTRACT(YEAR FROM year) AS year, COUNT(*) FROM paper "
+        "GROUP BY EXTRACT(YEAR FROM year)"
+    )
+    fix = type_fix(sql, snap, "postgresql")
+    assert fix is not None
+    assert fix.sql == "SELECT year AS year, COUNT(*) FROM paper GROUP BY year"
+    assert "already is the year" in fix.edits[0][4]
+    assert type_fix("SELECT EXTRACT(YEAR FROM numcitedby) FROM paper", snap, "postgresql") is None
+    assert type_fix("SELECT EXTRACT(MONTH FROM year) FROM paper", snap, "postgresql") is None
+
+
+def test_the_year_fix_runs_on_postgresql() -> None:
+    from grid_sql.ask.execute import execute
+    from grid_sql.errors import ExecutionError
+    from grid_sql.schema.introspect import introspect
+
+    url = sa.make_url(_yelp_url()).set(database="defog_scholar")
+    engine = sa.create_engine(url)
+    sql = (
+        "SELECT EXTRACT(YEAR FROM year) AS y, COUNT(*) FROM paper GROUP BY EXTRACT(YEAR FROM year)"
+    )
+    try:
+        with engine.connect() as conn:
+            snap = introspect(conn)
+        with pytest.raises(ExecutionError, match="extract"):
+            execute(engine, sql)
+        fix = type_fix(sql, snap, "postgresql")
+        assert fix is not None
+        assert execute(engine, fix.sql).rows
+    finally:
+        engine.dispose()
