@@ -12,6 +12,13 @@ server runs can drift apart (issue 23), and each rule here is an allow-list rath
   name, or parses as syntax, is still judged by the name the server will resolve. Qualified
   calls (``pg_catalog.f(...)``, ``db.f(...)``) are refused: the qualifier can reach a
   user-defined function that shares an allowed name.
+* **Types.** Every type a value is converted to (``CAST(x AS t)``, ``x::t``, a typed literal
+  ``t 'x'``) must be a plain value type (:data:`VALUE_TYPES`: numbers, text, binary, dates
+  and times, booleans, JSON, UUID, arrays of those). A type outside it can read the catalog:
+  PostgreSQL's ``'sales.secret'::regclass`` (or ``regclass 'sales.secret'``) looks the name
+  up and answers with the table's oid whether or not the role may read it (``regrole``,
+  ``regproc``, ``regnamespace`` likewise), and a type sqlglot does not know (a user-defined
+  one, ``pg_catalog.x``) is not judged at all.
 * **Row values.** A whole-row reference (PostgreSQL's bare table alias as a value, ``t.*``
   anywhere but directly in a select list, ``ROW(t.*)``, ``(t).col``, ``to_json(t)``,
   ``RETURNING t.*``) reads every column of the row, so every column of the table must be
@@ -197,6 +204,46 @@ def session_findings(stmt: exp.Expr, dialect: str) -> Iterator[Violation]:
         )
 
 
+_T = exp.DataType.Type
+# Value types a statement may convert to (module doc, "Types"): each reads no catalog.
+VALUE_TYPES: frozenset[object] = frozenset(
+    {
+        _T.TINYINT, _T.SMALLINT, _T.MEDIUMINT, _T.INT, _T.BIGINT,
+        _T.UTINYINT, _T.USMALLINT, _T.UMEDIUMINT, _T.UINT, _T.UBIGINT,
+        _T.DECIMAL, _T.UDECIMAL, _T.FLOAT, _T.DOUBLE, _T.UDOUBLE, _T.MONEY, _T.BIT,
+        _T.BOOLEAN,
+        _T.CHAR, _T.NCHAR, _T.VARCHAR, _T.NVARCHAR, _T.BPCHAR,
+        _T.TEXT, _T.TINYTEXT, _T.MEDIUMTEXT, _T.LONGTEXT,
+        _T.BINARY, _T.VARBINARY, _T.BLOB, _T.TINYBLOB, _T.MEDIUMBLOB, _T.LONGBLOB,
+        _T.DATE, _T.TIME, _T.TIMETZ, _T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPLTZ,
+        _T.TIMESTAMPNTZ, _T.DATETIME, _T.INTERVAL, _T.YEAR,
+        _T.JSON, _T.JSONB, _T.UUID, _T.ARRAY,
+    }
+)  # fmt: skip
+
+
+def type_findings(stmt: exp.Expr) -> Iterator[Violation]:
+    """Conversions to a type outside :data:`VALUE_TYPES` (module doc, "Types")."""
+    from grid_sql.policy.violation import Violation
+
+    for cast in stmt.find_all(exp.Cast):  # TryCast too; `::` and typed literals parse to it
+        to = cast.args.get("to")
+        if not isinstance(to, exp.DataType):
+            continue
+        for dt in to.find_all(exp.DataType):
+            if dt.this in VALUE_TYPES:
+                continue
+            name = dt.sql()
+            yield Violation(
+                "banned_type",
+                f"Converting to {name} is not allowed: only plain value types (numbers, text, "
+                "dates and times, booleans, JSON, UUID) may be a conversion's target.",
+                snippet=name,
+                why="type not on the allow-list",
+            )
+            break
+
+
 def edge_findings(run: Any, stmt: exp.Expr) -> Iterator[Violation]:
     """All of this module's findings for one statement of a checker run (``_Run``): calls,
     session keywords and locks as findings, whole-row references through the run's own
@@ -205,6 +252,7 @@ def edge_findings(run: Any, stmt: exp.Expr) -> Iterator[Violation]:
     allowed = run.policy.allowed_functions
     yield from function_findings(run.sql, run.tokens, [stmt], allowed, dialect)
     yield from session_findings(stmt, dialect)
+    yield from type_findings(stmt)
 
     def columns_of(table: exp.Table) -> frozenset[str] | None:
         ref = run._lookup(table)

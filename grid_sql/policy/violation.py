@@ -20,6 +20,7 @@ ViolationKind = Literal[
     "column_not_writable",
     "banned_function",
     "banned_clause",
+    "banned_type",
     "unknown_table",
     "unknown_column",
     "ambiguous_column",

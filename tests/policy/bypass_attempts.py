@@ -427,12 +427,26 @@ def statements(dialect: str) -> Iterator[str]:
         yield "SELECT rowid, * FROM employee"
 
 
+def types(dialect: str) -> Iterator[str]:
+    """Conversions to types that read the catalog (PostgreSQL's ``reg*``: a denied table's
+    oid by name, whether or not the role may read it) or that sqlglot does not know."""
+    if dialect == "postgresql":
+        yield "SELECT 'employee'::regclass"
+        yield "SELECT regclass 'employee'"
+        yield "SELECT CAST('employee' AS regclass)::oid"
+        yield "SELECT name FROM customer WHERE 'public.employee'::regclass IS NOT NULL"
+        yield "SELECT 'gs_bypass'::regrole, 'now'::regproc"
+        yield "SELECT 'x'::pg_catalog.regnamespace"
+    yield "SELECT CAST(name AS employee) FROM customer"
+
+
 FAMILIES = {
     "reads": reads,
     "functions": functions,
     "rows": rows,
     "comments": comments,
     "statements": statements,
+    "types": types,
 }
 
 

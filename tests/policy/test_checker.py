@@ -152,6 +152,9 @@ FIXTURES: list[tuple[tuple[str, ...] | None, str, set[str]]] = [
     (("postgresql",), "SELECT relname FROM pg_catalog.pg_class", {"unknown_table"}),
     (("postgresql",), "COPY orders TO '/tmp/x'", {"banned_clause", "statement_not_allowed"}),
     (("postgresql",), "SELECT id INTO newt FROM orders", {"banned_clause"}),
+    (("postgresql",), "SELECT 'customer'::regclass", {"banned_type"}),
+    (("postgresql",), "SELECT id FROM orders WHERE regrole 'x' IS NULL", {"banned_type"}),
+    (("postgresql", "sqlite"), "SELECT CAST(id AS customer) FROM orders", {"banned_type"}),
     (
         ("postgresql",),
         "WITH d AS (DELETE FROM orders RETURNING id) INSERT INTO audit_log (id) SELECT id FROM d",
