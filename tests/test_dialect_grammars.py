@@ -34,6 +34,7 @@ CATEGORIES = (
     "DELETE_TABLE_NAME",
     "TRUNCATE_TABLE_NAME",
     "FUNCTION_NAME",
+    "TYPE_NAME",
 )
 
 COMMON_VERBS = (
@@ -161,6 +162,8 @@ def test_identifier_categories(dialect):
         if f"{verb}_TABLE_NAME" not in prio:
             continue
         assert prio["TABLE_NAME"] > prio[f"{verb}_TABLE_NAME"] > prio["SCHEMA_NAME"]
+    # a conversion's type: below every name a typed literal's head may also be, above IDENT
+    assert prio["SCHEMA_NAME"] > prio["TYPE_NAME"] > prio["IDENT"]
     assert len(set(prio.values())) == len(prio)
     assert max(prio.values()) < terms["SELECT"].priority
     assert all(t.pattern.type == "str" for n, t in terms.items() if n in ("SELECT", "FROM", "LPAR"))

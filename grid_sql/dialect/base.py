@@ -128,6 +128,13 @@ class Dialect:
     user_variables: ClassVar[bool] = False
     """``@x`` is a user variable, not a bind parameter (MySQL/MariaDB)."""
 
+    # ------------------------------------------------------------------ types
+    cast_types: ClassVar[frozenset[str]] = frozenset()
+    """The type words a conversion may name (lower case; ``TYPE_NAME`` in the role grammar's
+    lexicon): the dialect's plain value types, each one sqlglot reads as a type of
+    ``policy/edges.py``'s ``VALUE_TYPES`` (tests/policy/test_types.py binds the two and runs
+    every word on the servers). Never a type that reads the catalog (``regclass``)."""
+
     # ------------------------------------------------------------------ functions
     functions: ClassVar[frozenset[str]] = frozenset()
     """The curated allow-list of function names (lower case); see policy/functions.py for

@@ -68,6 +68,12 @@ class MySQL(Dialect):
     sqlglot_settings = "normalization_strategy = case_insensitive"
 
     identifier_quotes = ("`",)
+    # CAST/CONVERT targets both MySQL 8 and MariaDB 10.x take (`SIGNED INTEGER`: two words;
+    # not JSON or YEAR, which MariaDB does not convert to)
+    cast_types = frozenset(
+        "signed unsigned integer int char nchar binary decimal double float date datetime "
+        "time".split()
+    )
     system_schemas = frozenset(_SYSTEM)
     partial_catalog_reads = True
     catalog_hides_unreadable_columns = True

@@ -107,6 +107,11 @@ class PostgreSQL(Dialect):
     )
     bare_table_row_values = True
     unquoted_names_case_insensitive = True  # folded to lower case before comparing
+    cast_types = frozenset(
+        "smallint integer int int2 int4 int8 bigint numeric decimal real float float4 float8 "
+        "double text varchar char character bpchar boolean bool date time timetz timestamp "
+        "timestamptz interval json jsonb uuid bytea money".split()
+    )  # `double precision`, `character varying`: the second word is a keyword (type_base)
 
     system_schemas = frozenset({"information_schema", "pg_catalog", "pg_toast"})
     hidden_schema_prefixes = ("pg_temp", "pg_toast")

@@ -71,6 +71,12 @@ class SQLite(Dialect):
 
     identifier_quotes = ('"', "`", "[")
     unquoted_names_case_insensitive = True
+    # any word sequence is a SQLite type (affinity by substring); these are the ones that
+    # name what they convert to
+    cast_types = frozenset(
+        "integer int bigint smallint tinyint real float double numeric decimal text varchar "
+        "char character boolean date datetime blob".split()
+    )
     unknown_quoted_names_are_strings = True
     output_alias_clauses = ("where", "group", "having", "order")
     fresh_aliases = True

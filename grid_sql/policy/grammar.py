@@ -11,7 +11,9 @@ Columns admit the names readable or writable in at least one table, and schemas 
 the tables kept. Called names (``FUNCTION_NAME``) admit only the policy's allowed functions
 (the curated per-dialect allow-list of ``policy/functions.py``), so the model cannot spell a
 function that reads a table by name, runs SQL or touches files, and a column cannot be spelled
-as a call of a function that does not exist.
+as a call of a function that does not exist. A conversion's type (``TYPE_NAME``: ``CAST(x AS
+t)``, ``x::t``, ``t 'x'``) admits only the dialect's plain value types (``Dialect.cast_types``),
+so ``'secret'::regclass`` (a catalog lookup by name) is outside every role's language.
 
 Current limit, stated rather than hidden: the column lexicon is one list for every column
 position, the union over the tables; which columns of which table a statement may touch is
@@ -179,6 +181,8 @@ def role_grammar(
     names_of: dict[str, set[str]] = {**tables, "COLUMN_NAME": columns, "SCHEMA_NAME": schemas}
     if functions and "FUNCTION_NAME" in g.terminal_ids:
         names_of["FUNCTION_NAME"] = set(policy.allowed_functions) | set(extra_functions)
+    if "TYPE_NAME" in g.terminal_ids:  # a conversion names a plain value type only
+        names_of["TYPE_NAME"] = set(Dialect.get(dialect).cast_types)
     # Bare names match case-insensitively, as the engines compare them, except table and
     # schema names on a server that compares those byte for byte (MySQL/MariaDB with
     # lower_case_table_names = 0): there `customer` is no spelling of the table `Customer`.
