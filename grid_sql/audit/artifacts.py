@@ -95,10 +95,8 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             body["scopes"]["alias_clauses"] = sorted(grammar.scopes.alias_clauses)
         if grammar.scopes.output_refuse:  # likewise
             body["scopes"]["output_refuse"] = sorted(grammar.scopes.output_refuse)
-        if grammar.scopes.table_schemas is not None:  # likewise
-            body["scopes"]["table_schemas"] = {
-                k: sorted(v) for k, v in grammar.scopes.table_schemas.items()
-            }
+        if grammar.scopes.schema_columns is not None:  # likewise
+            body["scopes"]["table_schemas"] = grammar.scopes.nested_schemas()
             body["scopes"]["default_schema"] = grammar.scopes.default_schema
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))

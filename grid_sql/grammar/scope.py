@@ -262,6 +262,8 @@ class ScopeRules:
         # table names by schema (ScopeTable.table_schemas): where a TABLE_NAME completes a
         # table_name (grammar-local ids) and the schema_qualifier node before `s.`
         self.bare_tables = table.bare_tables()
+        self.schema_columns = table.schema_columns
+        self.default_schema = table.default_schema
         # a bare word at a FROM item's start may also be a schema qualifier (``s.t``)
         self.bare_or_schema = (
             None
@@ -475,14 +477,13 @@ class ScopeRules:
         aliases = {a for lv in levels for a in lv.aliases}
         names = {n for i in items for n in i.names}
         wild = WILDCARD in names  # an item of unknown name binds every qualifier
-        cols = self.table.columns
         have: set[str] = set()
         opaque = False
         for i in items:
             if self._item_opaque(i, ctx.ctes):
                 opaque = True
             elif i.table is not None:
-                have |= cols[i.table]
+                have |= self.item_columns(i)
         schemas = self.table.schemas | {i.schema for i in items if i.schema}
         out: list[Ref] = []
         for r in top.refs:
@@ -604,6 +605,19 @@ class ScopeRules:
         be a different relation on PostgreSQL: ``"Foo"`` is not ``foo``)."""
         return frozenset(ctx.bound)
 
+    def item_columns(self, item: Item) -> frozenset[str]:
+        """The columns of a FROM item's table: of the table in the schema it names (or the
+        default schema, for a bare name) when the catalog has several schemas
+        (``ScopeTable.table_schemas``), else the union over the tables of that name. Only
+        for items that are not opaque (their table is in the catalog)."""
+        assert item.table is not None
+        sc = self.schema_columns
+        if sc is not None:
+            got = sc.get((item.schema or self.default_schema or "", item.table))
+            if got is not None:
+                return got
+        return self.table.columns[item.table]
+
     def _item_opaque(self, item: Item, ctes: tuple[str, ...]) -> bool:
         if item.opaque or item.table is None or item.table not in self.table.columns:
             return True
@@ -621,7 +635,7 @@ class ScopeRules:
             return UNRESTRICTED
         cols = self.table.columns
         names = frozenset().union(
-            *(cols[i.table] for lv in levels for i in lv.items if i.table in cols)
+            *(self.item_columns(i) for lv in levels for i in lv.items if i.table in cols)
         )
         return Restriction(names or frozenset().union(*cols.values()), True, True)
 
@@ -673,7 +687,9 @@ class ScopeRules:
         outside query levels or for a name the catalog does not know."""
         if not ctx.levels or norm_name(schema) not in self.table.schemas:
             return None
-        names = self.table.columns.get(norm_name(table))
+        sc = self.schema_columns
+        names = None if sc is None else sc.get((norm_name(schema), norm_name(table)))
+        names = names or self.table.columns.get(norm_name(table))
         return Restriction(names, False) if names else None
 
     def restriction(self, ctx: Context, qualifier: bytes | None) -> Restriction:
@@ -685,7 +701,6 @@ class ScopeRules:
         levels = ctx.levels
         if not levels:
             return UNRESTRICTED
-        cols = self.table.columns
         if qualifier is not None:
             q = norm_name(qualifier)
             last = len(levels) - 1
@@ -706,7 +721,7 @@ class ScopeRules:
                     continue
                 if any(self._item_opaque(i, ctx.ctes) for i in hits):
                     return UNRESTRICTED
-                names = frozenset().union(*(cols[i.table] for i in hits if i.table))
+                names = frozenset().union(*(self.item_columns(i) for i in hits if i.table))
                 if not names:
                     return UNRESTRICTED
                 return Restriction(names, q not in self.table.schemas)
@@ -718,7 +733,7 @@ class ScopeRules:
             for i in lv.items:
                 if self._item_opaque(i, ctx.ctes):
                     return UNRESTRICTED
-                names_set |= cols[i.table] if i.table else frozenset()
+                names_set |= self.item_columns(i) if i.table else frozenset()
             if WILDCARD in lv.aliases:
                 return UNRESTRICTED
             names_set.update(lv.aliases)  # output aliases (SQLite resolves them in WHERE ...)

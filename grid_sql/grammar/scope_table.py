@@ -87,11 +87,13 @@ class ScopeTable:
     ``output_refuse``: names no output alias of a select list may spell (``SELECT x AS
     BirthDate``), the names the role may not read (``role_scopes(policy=...)``), compared
     likewise; ``SUM(Total) AS Total`` stays. In the fingerprint only when non-empty.
-    ``table_schemas`` with ``default_schema``: schema -> the tables it holds, for a catalog
+    ``table_schemas`` with ``default_schema``: schema -> table -> its columns, for a catalog
     of several schemas (``docs/scope.md``, "Table names by schema"): a bare table name in
     FROM admits only the tables of ``default_schema`` (what a bare name reaches for the
-    checker), and after ``s.`` only the tables of ``s``. Off (None) when every table is in
-    the default schema; in the fingerprint only when on.
+    checker), and after ``s.`` only the tables of ``s``; a FROM item's columns are those of
+    the table in the schema it names (``academic.author`` has ``aid``, ``scholar.author``
+    does not), not the union over same-named tables. Off (None) when every table is in the
+    default schema; in the fingerprint only when on.
     """
 
     def __init__(
@@ -105,7 +107,7 @@ class ScopeTable:
         cte_names: bool = False,
         alias_clauses: Iterable[str] = (),
         output_refuse: Iterable[str] = (),
-        table_schemas: Mapping[str, Iterable[str]] | None = None,
+        table_schemas: Mapping[str, Mapping[str, Iterable[str]]] | None = None,
         default_schema: str | None = None,
     ) -> None:
         cols: dict[str, set[str]] = {}
@@ -122,14 +124,21 @@ class ScopeTable:
         )
         self.output_refuse: frozenset[str] = frozenset(norm_name(n) for n in output_refuse)
         self.all_columns: frozenset[str] = frozenset().union(*self.columns.values())
-        # schema -> tables (normalized); None: off (a bare name reaches every table)
+        # schema -> tables, (schema, table) -> columns (normalized); None: off
         self.table_schemas: dict[str, frozenset[str]] | None = None
+        self.schema_columns: dict[tuple[str, str], frozenset[str]] | None = None
         self.default_schema: str | None = None
         if table_schemas is not None and default_schema is not None:
-            by_schema: dict[str, set[str]] = {}
+            by: dict[tuple[str, str], set[str]] = {}
             for sch, ts in table_schemas.items():
-                by_schema.setdefault(norm_name(sch), set()).update(norm_name(t) for t in ts)
-            self.table_schemas = {k: frozenset(v) for k, v in sorted(by_schema.items())}
+                for t, cs in ts.items():
+                    key = (norm_name(sch), norm_name(t))
+                    by.setdefault(key, set()).update(norm_name(c) for c in cs)
+            self.schema_columns = {k: frozenset(v) for k, v in sorted(by.items())}
+            names: dict[str, set[str]] = {}
+            for sch, t in self.schema_columns:
+                names.setdefault(sch, set()).add(t)
+            self.table_schemas = {k: frozenset(v) for k, v in sorted(names.items())}
             self.default_schema = norm_name(default_schema)
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
@@ -147,10 +156,20 @@ class ScopeTable:
             body["alias_clauses"] = sorted(self.alias_clauses)
         if self.output_refuse:
             body["output_refuse"] = sorted(self.output_refuse)
-        if self.table_schemas is not None:
-            body["table_schemas"] = {k: sorted(v) for k, v in self.table_schemas.items()}
+        if self.schema_columns is not None:
+            body["table_schemas"] = self.nested_schemas()
             body["default_schema"] = self.default_schema
         self.fingerprint: str = fingerprint("scope-table", body)
+
+    def nested_schemas(self) -> dict[str, dict[str, list[str]]] | None:
+        """``table_schemas`` as schema -> table -> sorted columns (what the fingerprint and
+        the audit archive hold; None when off)."""
+        if self.schema_columns is None:
+            return None
+        out: dict[str, dict[str, list[str]]] = {}
+        for (sch, t), cs in self.schema_columns.items():
+            out.setdefault(sch, {})[t] = sorted(cs)
+        return out
 
     def bare_tables(self) -> frozenset[str] | None:
         """The tables a bare name in FROM reaches (None: every table)."""

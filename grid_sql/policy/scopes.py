@@ -48,7 +48,9 @@ def role_scopes(
     Columns are not filtered by the policy here: the scope rule only narrows the role's
     ``COLUMN_NAME`` lexicon (which already holds just the columns the role may name), so the
     words admitted at a position are (columns of the tables in scope) ∩ (role's lexicon).
-    Tables of the same name in several schemas are merged (a union only widens).
+    Tables of the same name in several schemas are merged (a union only widens), except
+    where the table-names-by-schema rule below is on: there each FROM item reads the columns
+    of its own schema's table.
     ``bind_select_list``: a FROM clause may not close while a select-list reference before
     it is bound nowhere (``docs/scope.md``, select-list obligations).
     ``fresh_aliases`` (default: on for SQLite only, where names compare case-insensitively
@@ -74,11 +76,11 @@ def role_scopes(
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
-    by_schema: dict[str, list[str]] = {}
+    by_schema: dict[str, dict[str, list[str]]] = {}
     for schema, t in snapshot.iter_tables():
         schemas.append(schema)
         tables.setdefault(t.name, []).extend(t.column_names)
-        by_schema.setdefault(schema, []).append(t.name)
+        by_schema.setdefault(schema, {}).setdefault(t.name, []).extend(t.column_names)
     default = (policy.default_schema if policy is not None else None) or snapshot.default_schema
     multi = default is not None and any(s != default for s in by_schema)
     dialect = Dialect.get(snapshot.dialect)

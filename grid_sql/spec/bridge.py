@@ -39,7 +39,12 @@ def to_spec(grammar: Grammar) -> SpecGrammar:
             g.scopes.cte_names and "cte_ref" in g.tables.nonterminal_ids,
             g.scopes.alias_clauses,
             g.scopes.output_refuse,
-            g.scopes.table_schemas,
+            None
+            if g.scopes.schema_columns is None
+            else {
+                sch: {t: frozenset(cs) for t, cs in ts.items()}
+                for sch, ts in (g.scopes.nested_schemas() or {}).items()
+            },
             g.scopes.default_schema,
         ),
     )

@@ -108,7 +108,7 @@ class SpecGrammar:
             bool,
             frozenset[str],
             frozenset[str],
-            Mapping[str, frozenset[str]] | None,
+            Mapping[str, Mapping[str, frozenset[str]]] | None,
             str | None,
         ]
         | None
@@ -592,11 +592,11 @@ class ScopeSpec:
         ctes: bool = False,
         alias_clauses: frozenset[str] = frozenset(),
         output_refuse: frozenset[str] = frozenset(),
-        table_schemas: Mapping[str, frozenset[str]] | None = None,
+        table_schemas: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
         default_schema: str | None = None,
     ) -> None:
         self.tables = tables
-        # table names by schema (docs/scope.md): schema -> tables; None: off
+        # table names by schema (docs/scope.md): schema -> table -> columns; None: off
         self.table_schemas = table_schemas if default_schema is not None else None
         self.default_schema = default_schema or ""
         self.alias_clauses = alias_clauses  # where output aliases resolve (docs/scope.md)
@@ -609,6 +609,15 @@ class ScopeSpec:
         self.fresh = fresh or bool(alias_refuse) or bool(output_refuse)
         self.unbindable = unbindable  # qualifiers no FROM item can ever be named
         self.all_columns = {c for cs in tables.values() for c in cs}
+
+    def _cols(self, it: _SpecItem) -> frozenset[str]:
+        """The columns of item ``it``'s table: in the schema it names (bare: the default
+        schema) when the catalog has several, else of every table of that name."""
+        if self.table_schemas is not None and it[1]:
+            got = self.table_schemas.get(it[3] or self.default_schema, {}).get(it[1])
+            if got is not None:
+                return frozenset(got)
+        return frozenset(self.tables.get(it[1] or "", ()))
 
     def _walk(self, x: Any, want: str) -> list[Any]:
         """``want`` subtrees of ``x`` (not looking inside nested queries or ``want``s)."""
@@ -717,7 +726,7 @@ class ScopeSpec:
         names = {n for it in items for n in it[0]}
         aliases = {a for lv in levels for a in lv.aliases}
         schemas = self.schemas | {it[3] for it in items if it[3]}
-        columns = {c for it in items for c in self.tables.get(it[1] or "", ())}
+        columns = {c for it in items for c in self._cols(it)}
         some_opaque = any(self._opaque(it, ctes) for it in items)
         for q, c in levels[-1].refs:
             if "*" in names:
@@ -809,7 +818,9 @@ class ScopeSpec:
             # `s.t.`: a column of the catalog's table t, wherever it is written
             s, t = _norm(f[-4][1][0][1]), _norm(f[-2][1][0][1])
             if s in self.schemas and self.tables.get(t):
-                return frozenset(self.tables[t]), False
+                ts = self.table_schemas
+                per = None if ts is None else ts.get(s, {}).get(t)
+                return frozenset(per or self.tables[t]), False
         cols: set[str] = set()
         for lv in levels:
             if lv.state == "select-list" or "*" in lv.aliases:
@@ -817,7 +828,7 @@ class ScopeSpec:
             for it in lv.items:
                 if opaque(it):
                     return None, False
-                cols |= self.tables[it[1] or ""]
+                cols |= self._cols(it)
             cols |= set(lv.aliases)
         return (frozenset(cols) | SCOPE_KEYWORD_ARGS, False) if cols else (None, False)
 
@@ -842,14 +853,14 @@ class ScopeSpec:
             if hits:
                 if any(opaque(it) for it in hits):
                     return None, False, False
-                found = frozenset(c for it in hits for c in self.tables[it[1] or ""])
+                found = frozenset(c for it in hits for c in self._cols(it))
                 return (found, q not in self.schemas, False) if found else (None, False, False)
         # bound nowhere, every FROM known: nothing after `q.` is a valid reference unless
         # q is a schema (three-part name); keep the columns in scope, block the rest
         written = {it[3] for lv in levels for it in lv.items}
         if q in self.schemas or q in written:
             return None, False, False
-        inscope = {c for lv in levels for it in lv.items for c in self.tables.get(it[1] or "", ())}
+        inscope = {c for lv in levels for it in lv.items for c in self._cols(it)}
         every = {c for cs in self.tables.values() for c in cs}
         return frozenset(inscope or every), True, True
 

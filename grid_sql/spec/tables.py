@@ -45,7 +45,7 @@ def table_words(
     stack: Stack,
     forest: tuple[Any, ...],
     default_schema: str,
-    by_schema: Mapping[str, frozenset[str]],
+    by_schema: Mapping[str, Mapping[str, frozenset[str]]],
 ) -> dict[str, tuple[frozenset[bytes], Any]]:
     """The lexicon entries of the table categories the rule restricts here: where a table
     word can only complete its target (``table_name``, ``insert_target``, ...) or, with
@@ -76,11 +76,12 @@ def table_words(
             and prev[0] == qual
             and not isinstance(prev[1], bytes)
         ):
-            names = by_schema.get(_unquote(prev[1][0][1]))
-            if names is None:
+            tables = by_schema.get(_unquote(prev[1][0][1]))
+            if tables is None:
                 continue
+            names = frozenset(tables)
         else:
-            names = by_schema.get(default_schema, frozenset())
+            names = frozenset(by_schema.get(default_schema, {}))
             if qual in becomes:
                 names = names | frozenset(by_schema)
         words, fold = oracle.lexicon[t]
@@ -95,7 +96,7 @@ def schema_only(
     stack: Stack,
     forest: tuple[Any, ...],
     default_schema: str,
-    by_schema: Mapping[str, frozenset[str]],
+    by_schema: Mapping[str, Mapping[str, frozenset[str]]],
 ) -> bool:
     """The forest ends with a table word that starts a table name (the table may reduce it
     to its target or its qualifier only), names no table of the default schema and is a
@@ -111,4 +112,4 @@ def schema_only(
     if {arg.origin.name for _, arg in acts} != set(TARGETS[forest[-1][0]]):
         return False
     word = _unquote(forest[-1][1])
-    return word not in by_schema.get(default_schema, frozenset()) and word in by_schema
+    return word not in by_schema.get(default_schema, {}) and word in by_schema

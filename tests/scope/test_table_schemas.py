@@ -81,6 +81,11 @@ ADMITTED = [
     "SELECT restaurant.name FROM restaurants.restaurant WHERE restaurant.rating > 4",
     "SELECT o.total FROM orders AS o WHERE o.id IN (SELECT id FROM sales.orders)",
     "WITH location AS (SELECT 1 AS id) SELECT * FROM location",
+    # a FROM item's columns are its own schema's table's (orders: public has total, sales
+    # has amount)
+    "SELECT o.amount FROM sales.orders AS o WHERE o.amount > 1",
+    "SELECT amount FROM sales.orders",
+    "SELECT sales.orders.amount FROM sales.orders",
 ]
 REFUSED = [
     # a bare name of another schema's table: the checker and the server refuse it
@@ -95,6 +100,11 @@ REFUSED = [
     # a table the role may not read, under any spelling
     "SELECT id FROM sales.secret",
     "SELECT id FROM secret",
+    # the column of a same-named table in another schema
+    "SELECT amount FROM orders",
+    "SELECT * FROM sales.orders AS o WHERE o.total > 1",
+    "SELECT * FROM orders WHERE amount > 1",
+    "SELECT sales.orders.total FROM sales.orders",
 ]
 
 
