@@ -422,109 +422,6 @@ def evaluate(
             )
 
 
-def rerun_refused(model: str, max_tokens: int, until: float) -> None:
-    """The constrained answers the database refused (``ExecutionError``), asked again with
-    the checkout's code: arm ``rerun``, with the commit of the first answer. Shows what a
-    change to the execution-repair path (``grid_sql/ask/typefix.py``) does to exactly those
-    questions; the headline keeps each question's first answer."""
-    from grid_sql.ask.asker import Asker, load_backend
-
-    path = out_path(model)
-    open_records(path)
-    recs = read_records(path)
-    done = {r["qid"] for r in recs if r["arm"] == "rerun"}
-    first = {r["qid"]: r for r in recs if r["arm"] == "constrained"}
-    todo = [r for q, r in sorted(first.items()) if r.get("error_type") == "ExecutionError"]
-    qs = {q.qid: q for q in load_questions()}
-    backend = load_backend(model)
-    commit = _commit()
-    for r in todo:
-        if r["qid"] in done:
-            continue
-        if time.time() > until:
-            return
-        q = qs[r["qid"]]
-        asker = Asker(
-            reader_url(q.db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
-        )
-        rec = {
-            "qid": q.qid,
-            "db": q.db,
-            "category": q.category,
-            "arm": "rerun",
-            "model": model,
-            "commit": commit,
-            "first_commit": r["commit"],
-            **run_asker(asker, q),
-        }
-        with path.open("a") as fh:
-            fh.write(json.dumps(rec, default=str) + "\n")
-        print(f"rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
-
-
-def ask_again(model: str, max_tokens: int, until: float) -> None:
-    """The big-catalog arm's questions asked again with the checkout's code, together with
-    their own-database pair: arms ``big_again`` and ``constrained_again``, one question at a
-    time (big, then own), so each pair comes from one commit. Shows what a change does to
-    the big arm (issue #25 §2: table names by schema) without overwriting the first answers,
-    which stay in the headline; resumable like the run."""
-    from defog_big import BIG, ensure_big
-
-    from grid_sql.ask.asker import Asker, load_backend
-
-    path = out_path(model)
-    open_records(path)
-    recs = read_records(path)
-    done = {(r["qid"], r["arm"]) for r in recs}
-    todo = sorted({r["qid"] for r in recs if r["arm"] == "big"})
-    qs = {q.qid: q for q in load_questions()}
-    ensure_role(sorted({q.db for q in qs.values()}))
-    ensure_big(
-        lambda d: _conninfo(admin_url(), d),
-        DATA,
-        sorted({q.db for q in qs.values()}),
-        DISTRACTORS,
-        ROLE,
-    )
-    backend = load_backend(model)
-    commit = _commit()
-    askers: dict[str, Any] = {}
-
-    def asker_for(db: str) -> Any:
-        if db not in askers:
-            askers[db] = Asker(
-                reader_url(db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
-            )
-        return askers[db]
-
-    for qid in todo:
-        q = qs[qid]
-        for arm, db in (("big_again", BIG), ("constrained_again", q.db)):
-            if (qid, arm) in done:
-                continue
-            if time.time() > until:
-                print("time is up: stopping (the run resumes from here)", file=sys.stderr)
-                return
-            rec = run_asker(asker_for(db), q, where=BIG if db == BIG else None)
-            rec = {
-                "qid": q.qid,
-                "db": q.db,
-                "category": q.category,
-                "arm": arm,
-                "model": model,
-                "commit": commit,
-                **rec,
-            }
-            with path.open("a") as fh:
-                fh.write(json.dumps(rec, default=str) + "\n")
-            print(
-                f"{q.qid:3d} {arm:18s} exec={rec.get('executes')} ok={rec.get('correct')} "
-                f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
-                file=sys.stderr,
-                flush=True,
-            )
-
-
 def _again_lines(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
     """The pairs asked again (``--again``), both answers at one commit."""
     ids = sorted(set(by["big_again"]) & set(by["constrained_again"]))
@@ -561,6 +458,17 @@ def _again_lines(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
             + ", ".join(f"{k} {v}" for k, v in sorted(refused.items()))
             + "."
         )
+    again = sorted(q for q in by["big_rerun"] if q in ids)
+    if again:
+        rc = sorted({by["big_rerun"][q]["commit"] for q in again})
+        ex = [q for q in again if by["big_rerun"][q]["executes"]]
+        ok = [q for q in again if by["big_rerun"][q]["correct"]]
+        out += [
+            "",
+            f"Those {len(again)} asked once more at {', '.join(rc)} (`--rerun-big`, after "
+            f"the changes that followed): {len(ex)} execute ({', '.join(map(str, ex)) or '-'}), "
+            f"{len(ok)} right ({', '.join(map(str, ok)) or '-'}). Not in the table above.",
+        ]
     return out
 
 
@@ -812,6 +720,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--rerun-refused", action="store_true", help="see rerun_refused()")
     ap.add_argument("--again", action="store_true", help="see ask_again()")
+    ap.add_argument("--rerun-big", action="store_true", help="see rerun_big()")
     ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
     args = ap.parse_args(argv)
@@ -831,11 +740,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if stop < now:  # past midnight UTC: the next day's HH:MM
             stop += dt.timedelta(days=1)
         until = stop.timestamp()
+    from defog_again import ask_again, rerun_big, rerun_refused
+
     if args.rerun_refused:
         rerun_refused(args.model, args.max_tokens, until)
         return 0
     if args.again:
         ask_again(args.model, args.max_tokens, until)
+        return 0
+    if args.rerun_big:
+        rerun_big(args.model, args.max_tokens, until)
         return 0
     evaluate(args.model, args.per_category, args.arms, args.max_tokens, until)
     return 0

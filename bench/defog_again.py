@@ -1,0 +1,177 @@
+"""defog sql-eval (``bench/defog.py``): answers asked again with the checkout's code.
+
+Split out of ``defog.py`` (each run appends its own arm to the same records, which
+``defog.py --report`` reads): ``--rerun-refused`` (the constrained answers the database
+refused), ``--again`` (the big-catalog arm with its own-database pair, at one commit) and
+``--rerun-big`` (the answers ``--again`` saw fail, once more after later changes).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from defog import (
+    DATA,
+    DISTRACTORS,
+    ROLE,
+    _commit,
+    _conninfo,
+    admin_url,
+    ensure_role,
+    load_questions,
+    open_records,
+    out_path,
+    read_records,
+    reader_url,
+    run_asker,
+)
+
+__all__ = ["ask_again", "rerun_big", "rerun_refused"]
+
+
+def rerun_refused(model: str, max_tokens: int, until: float) -> None:
+    """The constrained answers the database refused (``ExecutionError``), asked again with
+    the checkout's code: arm ``rerun``, with the commit of the first answer. Shows what a
+    change to the execution-repair path (``grid_sql/ask/typefix.py``) does to exactly those
+    questions; the headline keeps each question's first answer."""
+    from grid_sql.ask.asker import Asker, load_backend
+
+    path = out_path(model)
+    open_records(path)
+    recs = read_records(path)
+    done = {r["qid"] for r in recs if r["arm"] == "rerun"}
+    first = {r["qid"]: r for r in recs if r["arm"] == "constrained"}
+    todo = [r for q, r in sorted(first.items()) if r.get("error_type") == "ExecutionError"]
+    qs = {q.qid: q for q in load_questions()}
+    backend = load_backend(model)
+    commit = _commit()
+    for r in todo:
+        if r["qid"] in done:
+            continue
+        if time.time() > until:
+            return
+        q = qs[r["qid"]]
+        asker = Asker(
+            reader_url(q.db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
+        )
+        rec = {
+            "qid": q.qid,
+            "db": q.db,
+            "category": q.category,
+            "arm": "rerun",
+            "model": model,
+            "commit": commit,
+            "first_commit": r["commit"],
+            **run_asker(asker, q),
+        }
+        with path.open("a") as fh:
+            fh.write(json.dumps(rec, default=str) + "\n")
+        print(f"rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
+
+
+def ask_again(model: str, max_tokens: int, until: float) -> None:
+    """The big-catalog arm's questions asked again with the checkout's code, together with
+    their own-database pair: arms ``big_again`` and ``constrained_again``, one question at a
+    time (big, then own), so each pair comes from one commit. Shows what a change does to
+    the big arm (issue #25 §2: table names by schema) without overwriting the first answers,
+    which stay in the headline; resumable like the run."""
+    from defog_big import BIG, ensure_big
+
+    from grid_sql.ask.asker import Asker, load_backend
+
+    path = out_path(model)
+    open_records(path)
+    recs = read_records(path)
+    done = {(r["qid"], r["arm"]) for r in recs}
+    todo = sorted({r["qid"] for r in recs if r["arm"] == "big"})
+    qs = {q.qid: q for q in load_questions()}
+    ensure_role(sorted({q.db for q in qs.values()}))
+    ensure_big(
+        lambda d: _conninfo(admin_url(), d),
+        DATA,
+        sorted({q.db for q in qs.values()}),
+        DISTRACTORS,
+        ROLE,
+    )
+    backend = load_backend(model)
+    commit = _commit()
+    askers: dict[str, Any] = {}
+
+    def asker_for(db: str) -> Any:
+        if db not in askers:
+            askers[db] = Asker(
+                reader_url(db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
+            )
+        return askers[db]
+
+    for qid in todo:
+        q = qs[qid]
+        for arm, db in (("big_again", BIG), ("constrained_again", q.db)):
+            if (qid, arm) in done:
+                continue
+            if time.time() > until:
+                print("time is up: stopping (the run resumes from here)", file=sys.stderr)
+                return
+            rec = run_asker(asker_for(db), q, where=BIG if db == BIG else None)
+            rec = {
+                "qid": q.qid,
+                "db": q.db,
+                "category": q.category,
+                "arm": arm,
+                "model": model,
+                "commit": commit,
+                **rec,
+            }
+            with path.open("a") as fh:
+                fh.write(json.dumps(rec, default=str) + "\n")
+            print(
+                f"{q.qid:3d} {arm:18s} exec={rec.get('executes')} ok={rec.get('correct')} "
+                f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def rerun_big(model: str, max_tokens: int, until: float) -> None:
+    """The big-catalog answers asked again (``big_again``) that did not execute, asked once
+    more on the big catalog with the checkout's code: arm ``big_rerun``. Shows what the
+    changes after that run do to exactly those questions; the tables keep the answers of
+    ``--again``."""
+    from defog_big import BIG
+
+    from grid_sql.ask.asker import Asker, load_backend
+
+    path = out_path(model)
+    open_records(path)
+    recs = read_records(path)
+    done = {r["qid"] for r in recs if r["arm"] == "big_rerun"}
+    todo = sorted({r["qid"] for r in recs if r["arm"] == "big_again" and not r["executes"]})
+    qs = {q.qid: q for q in load_questions()}
+    backend = load_backend(model)
+    commit = _commit()
+    asker = None
+    for qid in todo:
+        if qid in done:
+            continue
+        if time.time() > until:
+            return
+        if asker is None:
+            asker = Asker(
+                reader_url(BIG), model=backend, audit=False, max_tokens=max_tokens, date_help=True
+            )
+        q = qs[qid]
+        rec = {
+            "qid": q.qid,
+            "db": q.db,
+            "category": q.category,
+            "arm": "big_rerun",
+            "model": model,
+            "commit": commit,
+            **run_asker(asker, q, where=BIG),
+        }
+        with path.open("a") as fh:
+            fh.write(json.dumps(rec, default=str) + "\n")
+        print(f"big rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
