@@ -279,6 +279,17 @@ class ScopeRules:
         )
         self.table_term_of = {tt[0]: tt for tt in self.table_terms}
         self.table_words_memo: dict[Any, Any] = {}  # parser/tables.py, per name set
+        # typed literals (PostgreSQL ``typed_name STRING``): the head must be a type word of
+        # the role's TYPE_NAME lexicon whichever name category it lexed as (parser/tables.py)
+        self.t_string = t("STRING")
+        self.nt_typed_name = nts.get("typed_name", -1)
+        lex = grammar.lexicon
+        types = None if lex is None else lex.categories.get("TYPE_NAME")
+        self.typed_words: frozenset[str] | None = (
+            None
+            if types is None or self.nt_typed_name < 0 or self.t_string < 0
+            else frozenset(norm_name(w) for w in types.words)
+        )
         # output aliases (ScopeTable.alias_clauses): clause keywords and search stops
         self.alias_clause_tids: dict[int, str] = {
             tids[k]: v for k, v in ALIAS_CLAUSES.items() if k in tids and v in table.alias_clauses

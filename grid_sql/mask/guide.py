@@ -394,16 +394,20 @@ class Guide:
             self._modes[mk] = mode
         if mode == 2:
             return True
+        if mode == 3:  # a qualifier or a typed literal's head: read before `.` or a string
+            return requeue[0] in self._dotish or requeue[0] == 0x27
         return mode == 1 and requeue[0] in self._dotish
 
     def _value_mode(self, stack: StackNode, term: int) -> int:
-        """0: value dropped, 1: read only as a qualifier, 2: kept (see _value_read)."""
+        """0: value dropped, 1: read only as a qualifier, 2: kept, 3: read only as a
+        qualifier or a typed literal's head (``ScopeRules.typed_words``; see _value_read)."""
         rt = self.runtime
         sem = rt.sem
         assert sem is not None
         top = rt.shift(stack, term)  # interned: cheap, and the CD pass shifts it anyway
         row = rt.action[top.state]
         mode = 0
+        typed = False  # may head a typed literal whose head must be a type word
         listed: bool | None = None  # shifted into a select list before its FROM
         for a in row:
             if a > 0:
@@ -414,6 +418,8 @@ class Guide:
                     return 2  # a bare sort key: kept (``ParserRuntime._must_qualify``)
                 if r in sem.qualifier_rules:
                     mode = 1
+                elif rt.rule_lhs[r] == sem.nt_typed_name and sem.typed_words is not None:
+                    typed = True
                 elif sem.rule_kind[r] in ("column_ref", "star_ref"):
                     # a column reference: read (select-list obligations) only in a select
                     # list before its FROM; elsewhere dropped like a merge
@@ -427,7 +433,7 @@ class Guide:
                         return 2
                 elif sem.rule_kind[r] not in ("merge", "reset"):
                     return 2
-        return mode
+        return 3 if typed else mode
 
     def _frame_of(self, rem: bytes) -> ScanFrame:
         """The scan frame of a pending lexeme (scanned from the start state)."""

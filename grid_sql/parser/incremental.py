@@ -26,7 +26,7 @@ from ..grammar.scope import NONE, OPEN, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
 from .scoping import ScopedViews
 from .stack import StackNode
-from .tables import schema_only
+from .tables import schema_only, untyped_literal_head
 from .views import VIEW_LIMIT, LexiconView  # noqa: F401 - re-exported (their old home)
 
 
@@ -278,6 +278,13 @@ class ParserRuntime(ScopedViews):
             m = self._lalr_mask(node)
             if self.sem is not None and self.sem.bind and m:
                 m = self._drop_unbound_closers(node, m)
+            if (
+                self.sem is not None
+                and self.sem.typed_words is not None
+                and (m >> self.sem.t_string) & 1
+                and untyped_literal_head(self, node, self.sem)
+            ):
+                m &= ~(1 << self.sem.t_string)
             if self.sem is not None and self.sem.t_dot >= 0 and (m >> self.sem.t_dot) & 1:
                 dot = 1 << self.sem.t_dot
                 if m & self.term_bits & ~dot and self._dot_dead(node):

@@ -101,3 +101,20 @@ def schema_only(rt: ParserRuntime, node: StackNode, sem: ScopeRules) -> bool:
         return False
     name = norm_name(w)
     return name not in bare and name in sem.table_schemas
+
+
+def untyped_literal_head(rt: ParserRuntime, node: StackNode, sem: ScopeRules) -> bool:
+    """Whether the name on top of ``node`` would head a typed literal (PostgreSQL's
+    ``typed_name STRING``: the state reduces it to ``typed_name`` on ``STRING``) without
+    being one of the role's type words: ``statement_timestamp '2023-04-01'`` (a function
+    name) is no literal PostgreSQL or sqlglot can read, so ``STRING`` may not follow it
+    (defog's constrained arm had two such refusals). Whatever lexed the word (a column,
+    function, table or schema name outranks ``TYPE_NAME``), the head must be a type."""
+    words = sem.typed_words
+    w = node.value
+    if words is None or not isinstance(w, bytes):
+        return False
+    a = rt.action[node.state][sem.t_string]
+    if a >= 0 or rt.rule_lhs[-a - 1] != sem.nt_typed_name:
+        return False
+    return norm_name(w) not in words

@@ -345,6 +345,8 @@ class SpecOracle:
             # a bare sort key that names no output alias: only `.` may follow it
             if self._shift_tree(stack, forest, "DOT", b"") is not None:
                 return None
+        if term == "STRING" and self._scope is not None and self._untyped_head(stack, forest):
+            return None  # a typed literal's head must be a type word (spec/tables.py)
         sc = self._scope
         if (
             term != "DOT"
@@ -383,6 +385,18 @@ class SpecOracle:
                     return None
             if term == END and goto == self.end_state:
                 return True
+
+    def _untyped_head(self, stack: Stack, forest: tuple[Any, ...]) -> bool:
+        """The forest ends with a name that ``STRING`` would turn into a typed literal's
+        head (the table reduces it to ``typed_name`` there) and that is not a word of the
+        TYPE_NAME lexicon (compared unquoted, case-folded)."""
+        if "TYPE_NAME" not in self.lexicon or not forest or not _tok(forest[-1]):
+            return False
+        act = self.table[stack[-1]].get("STRING")
+        if act is None or act[0] is Shift or act[1].origin.name != "typed_name":
+            return False
+        types = {_norm(w) for w in self.lexicon["TYPE_NAME"][0]}
+        return _norm(forest[-1][1]) not in types
 
     def _bare_qualifier(self, stack: Stack, forest: tuple[Any, ...]) -> bool:
         """The forest ends with an IDENT/TABLE_NAME word that the table may only reduce to

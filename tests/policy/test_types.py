@@ -107,3 +107,105 @@ def test_the_checker_passes_the_cast_types() -> None:
         for word in Dialect.get(dialect).cast_types:
             sql = f"SELECT {_cast(dialect, word)}"
             assert not [v for v in checker.check(sql) if v.kind == "banned_type"], (dialect, sql)
+
+
+def test_a_typed_literal_is_headed_by_a_type_word() -> None:
+    """PostgreSQL's ``t 'x'``: the head may lex as a function, column, table or schema name
+    (they outrank TYPE_NAME), but with scopes it must be one of the role's type words:
+    ``statement_timestamp '2023-04-01'`` (defog q84/q183: admitted by the mask, unreadable to
+    sqlglot, refused by the checker) cannot be written; ``date '2023-04-01'`` can. The spec
+    agrees on every prefix."""
+    from grid_sql.policy.grants import no_grants_baseline
+    from grid_sql.policy.scopes import role_scopes
+    from tests.differential.harness import Differential
+
+    snap = SchemaSnapshot(
+        "postgresql",
+        "public",
+        (
+            SchemaInfo(
+                "public",
+                (TableInfo("t", columns=(ColumnInfo("id", "integer"), ColumnInfo("v", "text"))),),
+            ),
+        ),
+    )
+    pol = narrow(
+        no_grants_baseline(snap, Dialect.get("postgresql")),
+        AppPolicy.from_mapping({"verbs": ["select"]}),
+        snap,
+    )
+    assert {"statement_timestamp", "now", "date"} <= pol.allowed_functions
+    g = role_grammar(Grammar.dialect("postgresql"), snap, pol).with_scopes(
+        role_scopes(snap, policy=pol)
+    )
+    rt = ParserRuntime.for_grammar(g)
+
+    def admits(sql: str) -> bool:
+        cfg = rt.advance(rt.initial, sql.encode())
+        return cfg is not None and rt.eos_allowed(cfg)
+
+    ok = [
+        "SELECT date '2023-04-01'",
+        "SELECT v FROM t WHERE now() > timestamp '2020-01-01 00:00'",
+        "SELECT statement_timestamp() FROM t",
+    ]
+    refused = [
+        "SELECT statement_timestamp '2023-04-01'",
+        "SELECT v FROM t WHERE now() > now '2023-04-01'",
+        "SELECT v FROM t WHERE v = v 'x'",
+    ]
+    for sql in ok:
+        assert admits(sql), sql
+    for sql in refused:
+        assert not admits(sql), sql
+    d = Differential(g)
+    for sql in ok + refused:
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
+
+
+def test_masks_exact_at_typed_literal_heads() -> None:
+    """Token masks equal the brute force after a name that could head a typed literal,
+    including tokens that carry the name's end and a quote (the CD pass reads the name's
+    value when a quote follows it: ``Guide._value_read``)."""
+    import numpy as np
+
+    from grid_sql.mask.cache import MaskCache
+    from grid_sql.mask.guide import Guide
+    from grid_sql.policy.grants import no_grants_baseline
+    from grid_sql.policy.scopes import role_scopes
+    from tests.mask.helpers import brute_force_ids, greedy_tokens, vocab
+
+    snap = SchemaSnapshot(
+        "postgresql",
+        "public",
+        (
+            SchemaInfo(
+                "public",
+                (TableInfo("t", columns=(ColumnInfo("id", "integer"), ColumnInfo("v", "text"))),),
+            ),
+        ),
+    )
+    pol = narrow(
+        no_grants_baseline(snap, Dialect.get("postgresql")),
+        AppPolicy.from_mapping({"verbs": ["select"]}),
+        snap,
+    )
+    g = role_grammar(Grammar.dialect("postgresql"), snap, pol).with_scopes(
+        role_scopes(snap, policy=pol)
+    )
+    guide = Guide(g, vocab("gpt-2"), cache=MaskCache())
+    for p in [
+        b"SELECT v FROM t LIMIT ",
+        b"SELECT v FROM t LIMIT abs",
+        b"SELECT statement_timestamp",
+        b"SELECT date",
+        b"SELECT v FROM t WHERE now() > date",
+        b"SELECT v FROM t WHERE v = v",
+    ]:
+        m = guide.matcher()
+        m.accept_tokens(greedy_tokens("gpt-2", p))
+        ids = m.allowed_token_ids()
+        ids = ids[ids != guide.eos_id]
+        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
