@@ -20,7 +20,13 @@ How (lexical, no model: nothing to download, deterministic, microseconds per tab
   ``crm_campaign_log_5``);
 * a table then gains half the best score among its foreign-key neighbours (either direction),
   so the join table between two mentioned tables rises with them, plus a tie-breaker of
-  ``0.01`` per foreign key it takes part in (a catalog's central tables are its hubs).
+  ``0.01`` per foreign key it takes part in (a catalog's central tables are its hubs);
+* in a catalog of several schemas, the tables outside the question's strongest schema (the
+  sum of its three best table scores) count half: a question is usually about one
+  application's tables, and a catalog that keeps applications in schemas has same-named
+  tables in several of them (defog's big catalog: ``academic.author`` and
+  ``scholar.author``, ``geography.city`` and ``atis.city``), which the prompt would
+  otherwise show side by side and the model join across.
 
 An inverted index keeps a question's cost proportional to the tables that share a word with
 it, not to the catalog: at 10,000 tables a ranking takes milliseconds.
@@ -42,6 +48,7 @@ __all__ = ["Linker", "Linked", "LinkableTable", "link_words", "stem"]
 
 NAME_WEIGHT = 3.0  # a question word in a table's name
 COLUMN_WEIGHT = 0.5  # ... in one of its column names (many tables share generic columns)
+OTHER_SCHEMA = 0.5  # a table outside the question's strongest schema (module doc)
 
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # question words that name no table or column: they would only add noise to every score
@@ -158,6 +165,7 @@ class Linker(Generic[T]):
             idf(self._cols),
             idf(self._notes),
         )
+        self._multi_schema = len({t.schema for t in self.tables}) > 1
         self._neighbours: list[set[int]] = [set() for _ in self.tables]
         for i, t in enumerate(self.tables):
             for fk in t.info.foreign_keys:
@@ -197,6 +205,15 @@ class Linker(Generic[T]):
                 bonus = 0.5 * v
                 if bonus > out.get(j, 0.0) - base.get(j, 0.0):
                     out[j] = base.get(j, 0.0) + bonus
+        if self._multi_schema and out:
+            per: dict[str, list[float]] = defaultdict(list)
+            for i, v in out.items():
+                per[self.tables[i].schema].append(v)
+            strength = {sch: sum(sorted(vs, reverse=True)[:3]) for sch, vs in per.items()}
+            best = max(sorted(strength), key=lambda sch: strength[sch])
+            for i in out:
+                if self.tables[i].schema != best:
+                    out[i] *= OTHER_SCHEMA
         return out
 
     def rank(self, question: str) -> list[T]:

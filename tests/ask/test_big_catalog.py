@@ -145,6 +145,37 @@ def test_comments_are_indexed_and_shown():
     assert text.endswith("; -- Monthly revenue per store")
 
 
+def test_one_schema_wins_over_namesakes_in_others():
+    """A catalog that keeps applications in schemas (defog's big catalog): the question's
+    strongest schema keeps its tables ahead of same-named tables elsewhere, so the prompt does
+    not show ``scholar.author`` beside ``academic.publication`` (the model joined them)."""
+
+    def t(name: str, *cols: str) -> TableInfo:
+        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
+
+    snap = SchemaSnapshot(
+        "postgresql",
+        "public",
+        (
+            SchemaInfo("archive", (t("author", "authorid", "authorname"), t("paper", "paperid"))),
+            SchemaInfo(
+                "library",
+                (t("author", "aid", "name"), t("publication", "pid", "title", "citation_num")),
+            ),
+        ),
+    )  # (catalog order puts archive.author first among the two equal `author` matches)
+    tables = visible_tables(snap, sqlite_baseline(snap))
+    ranked = Linker(tables).rank("How many citations does each author's publication have?")
+    assert [(x.schema, x.name) for x in ranked[:2]] == [
+        ("library", "publication"),
+        ("library", "author"),
+    ]
+    # one schema: nothing changes
+    one_snap = SchemaSnapshot("postgresql", "public", snap.schemas[1:])
+    one = visible_tables(one_snap, sqlite_baseline(one_snap))
+    assert Linker(one).rank("publication author")[0].name in {"publication", "author"}
+
+
 def test_fingerprints_do_not_move_without_comments():
     """A comment-less catalog keeps the fingerprint it had before comments were read (its
     canonical JSON has no comment keys); a comment is part of it and round-trips."""
