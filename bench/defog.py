@@ -422,43 +422,51 @@ def evaluate(
             )
 
 
-def _again_lines(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
-    """The pairs asked again (``--again``), both answers at one commit."""
-    ids = sorted(set(by["big_again"]) & set(by["constrained_again"]))
+def _again_lines(by: dict[str, dict[int, dict[str, Any]]], tag: str = "") -> list[str]:
+    """The pairs asked again (``--again [--tag T]``): both answers at one commit, or (a
+    big-only pass) the big answers against the untagged own-database ones."""
+    big = "big_again" + tag
+    own = "constrained_again" + tag if by["constrained_again" + tag] else "constrained_again"
+    ids = sorted(set(by[big]) & set(by[own]))
     if not ids:
         return []
-    commits = sorted({by[a][i]["commit"] for a in ("big_again", "constrained_again") for i in ids})
+    commits = {a: sorted({by[a][i]["commit"] for i in ids}) for a in (big, own)}
+    one = commits[big] == commits[own]
     out = [
         "",
-        f"### Asked again at {', '.join(commits)} (`--again`: each pair at one commit)",
+        f"### Asked again at {', '.join(commits[big])} (`--again{' --tag ' + tag if tag else ''}`"
+        + (": each pair at one commit)" if one else ", big catalog only)"),
         "",
-        f"{len(ids)} of the pairs above, both answers from the checkout's code.",
+        f"{len(ids)} of the pairs above"
+        + (
+            ", both answers from the checkout's code."
+            if one
+            else f"; the own-database answers are those asked at {', '.join(commits[own])}."
+        ),
         "",
         "| catalog | executes | EX | dead ends |",
         "|---|---|---|---|",
     ]
-    for name, arm in (("own database", "constrained_again"), ("big catalog", "big_again")):
+    for name, arm in (("own database", own), ("big catalog", big)):
         rs = [by[arm][i] for i in ids]
         ex = sum(bool(r["executes"]) for r in rs)
         ok = sum(bool(r["correct"]) for r in rs)
         dead = sum(bool(r.get("dead_end")) for r in rs)
         out.append(f"| {name} | {_pct(ex, len(rs))} | {_pct(ok, len(rs))} | {dead} |")
-    a = [bool(by["big_again"][i]["correct"]) for i in ids]
-    b = [bool(by["constrained_again"][i]["correct"]) for i in ids]
+    a = [bool(by[big][i]["correct"]) for i in ids]
+    b = [bool(by[own][i]["correct"]) for i in ids]
     lo, hi = paired_bootstrap(a, b)
     diff = 100 * (sum(a) - sum(b)) / len(ids)
     out += ["", f"EX big − own: {diff:+.1f} points (95% paired bootstrap [{100 * lo:+.1f}, "
             f"{100 * hi:+.1f}]).", ""]  # fmt: skip
-    refused = Counter(
-        str(by["big_again"][i].get("error_type")) for i in ids if not by["big_again"][i]["executes"]
-    )
+    refused = Counter(str(by[big][i].get("error_type")) for i in ids if not by[big][i]["executes"])
     if refused:
         out.append(
             "Big catalog, not executed: "
             + ", ".join(f"{k} {v}" for k, v in sorted(refused.items()))
             + "."
         )
-    again = sorted(q for q in by["big_rerun"] if q in ids)
+    again = sorted(q for q in by["big_rerun"] if q in ids) if not tag else []
     if again:
         rc = sorted({by["big_rerun"][q]["commit"] for q in again})
         ex = [q for q in again if by["big_rerun"][q]["executes"]]
@@ -512,7 +520,8 @@ def _big_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
             else "."
         )
     )
-    return out + _again_lines(by)
+    tags = sorted({a[len("big_again") :] for a in by if a.startswith("big_again") and by[a]})
+    return out + [x for t in tags for x in _again_lines(by, t)]
 
 
 def _rerun_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
@@ -720,6 +729,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--rerun-refused", action="store_true", help="see rerun_refused()")
     ap.add_argument("--again", action="store_true", help="see ask_again()")
+    ap.add_argument("--tag", default="", help="--again: a later pass (arms big_again<TAG>)")
+    ap.add_argument("--big-only", action="store_true", help="--again: the big catalog only")
     ap.add_argument("--rerun-big", action="store_true", help="see rerun_big()")
     ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
@@ -746,7 +757,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rerun_refused(args.model, args.max_tokens, until)
         return 0
     if args.again:
-        ask_again(args.model, args.max_tokens, until)
+        ask_again(args.model, args.max_tokens, until, args.tag, own=not args.big_only)
         return 0
     if args.rerun_big:
         rerun_big(args.model, args.max_tokens, until)

@@ -27,6 +27,7 @@ from defog import (
     read_records,
     reader_url,
     run_asker,
+    stratified,
 )
 
 __all__ = ["ask_again", "rerun_big", "rerun_refused"]
@@ -72,12 +73,15 @@ def rerun_refused(model: str, max_tokens: int, until: float) -> None:
         print(f"rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
 
 
-def ask_again(model: str, max_tokens: int, until: float) -> None:
+def ask_again(model: str, max_tokens: int, until: float, tag: str = "", own: bool = True) -> None:
     """The big-catalog arm's questions asked again with the checkout's code, together with
     their own-database pair: arms ``big_again`` and ``constrained_again``, one question at a
     time (big, then own), so each pair comes from one commit. Shows what a change does to
     the big arm (issue #25 §2: table names by schema) without overwriting the first answers,
-    which stay in the headline; resumable like the run."""
+    which stay in the headline; resumable like the run. ``tag``: a later pass at another
+    commit (arms ``big_again<tag>`` ...); ``own=False`` asks the big catalog only (its pairs
+    are then the untagged own-database answers, at their own commit). Questions go in the
+    run's stratified order, so a pass cut short is still a sample of every category."""
     from defog_big import BIG, ensure_big
 
     from grid_sql.ask.asker import Asker, load_backend
@@ -86,7 +90,8 @@ def ask_again(model: str, max_tokens: int, until: float) -> None:
     open_records(path)
     recs = read_records(path)
     done = {(r["qid"], r["arm"]) for r in recs}
-    todo = sorted({r["qid"] for r in recs if r["arm"] == "big"})
+    asked = {r["qid"] for r in recs if r["arm"] == "big"}
+    todo = [q.qid for q in stratified(load_questions(), None) if q.qid in asked]
     qs = {q.qid: q for q in load_questions()}
     ensure_role(sorted({q.db for q in qs.values()}))
     ensure_big(
@@ -109,7 +114,8 @@ def ask_again(model: str, max_tokens: int, until: float) -> None:
 
     for qid in todo:
         q = qs[qid]
-        for arm, db in (("big_again", BIG), ("constrained_again", q.db)):
+        arms = [("big_again" + tag, BIG)] + ([("constrained_again" + tag, q.db)] if own else [])
+        for arm, db in arms:
             if (qid, arm) in done:
                 continue
             if time.time() > until:
