@@ -42,12 +42,16 @@ def table_name_words(
     for tt in sem.table_terms:
         tid = tt[0]
         if (allowed >> tid) & 1:
-            out.extend(_words(rt, node, sem, tt))
+            out.extend(_words(rt, node, sem, tt, allowed))
     return tuple(out)
 
 
 def _words(
-    rt: ParserRuntime, node: StackNode, sem: ScopeRules, tt: tuple[int, int, int, int]
+    rt: ParserRuntime,
+    node: StackNode,
+    sem: ScopeRules,
+    tt: tuple[int, int, int, int],
+    allowed: int,
 ) -> tuple[tuple[int, CategoryWords], ...]:
     tid, nt_target, nt_qual, n_qual = tt
     bare, by_schema = sem.bare_tables, sem.table_schemas
@@ -69,14 +73,19 @@ def _words(
         names = sem.bare_or_schema
     else:
         names = bare
-    key = (tid, names, id(base))
+    # a bare name that reaches no table (a default schema holding none: defog_big's `public`)
+    # may admit no word where a schema name can start the name instead (no dead end)
+    may_empty = (
+        node.symbol != sem.t_dot and sem.schema_words and bool((allowed >> sem.t_schema) & 1)
+    )
+    key = (tid, names, id(base), bool(may_empty))
     memo = sem.table_words_memo
     got = memo.get(key)
     if got is None:
         kept = frozenset(w for w in base.words if norm_name(w) in names)
         got = (
             ()
-            if not kept or kept == base.words
+            if (not kept and not may_empty) or kept == base.words
             else ((tid, CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)),)
         )
         memo[key] = got

@@ -310,3 +310,42 @@ def test_three_part_names_admit_the_tables_columns() -> None:
             w = sql.encode()
             for i in range(len(w) + 1):
                 d.check(w[:i])
+
+
+def test_a_default_schema_without_tables() -> None:
+    """defog_big keeps every table in an application schema and none in ``public``: a bare
+    table name reaches nothing, so it admits no word at all (a schema name starts the item
+    instead); it used to fall back to every table, and ``FROM restaurant`` was generated."""
+    import numpy as np
+
+    from grid_sql.mask.cache import MaskCache
+    from grid_sql.mask.guide import Guide
+
+    from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
+
+    snap = SchemaSnapshot(
+        "postgresql",
+        "public",
+        (
+            SchemaInfo("restaurants", (_t("restaurant", "id", "name"), _t("location", "id"))),
+            SchemaInfo("scholar", (_t("author", "authorid"),)),
+        ),
+    )
+    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping({"verbs": ["select"]}), snap)
+    g = role_grammar_for(snap, pol, scopes=True, bind_select_list=True)
+    for sql in ("SELECT name FROM restaurants.restaurant", "SELECT * FROM scholar.author"):
+        assert _admits(g, sql), sql
+    for sql in ("SELECT name FROM restaurant", "SELECT * FROM author", "SELECT 1 FROM location"):
+        assert not _admits(g, sql), sql
+    d = Differential(g)
+    for sql in ("SELECT name FROM restaurant", "SELECT * FROM scholar.author AS a"):
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
+    guide = Guide(g, vocab("gpt-2"), cache=MaskCache())
+    for p in (b"SELECT * FROM ", b"SELECT * FROM rest", b"SELECT * FROM scholar."):
+        m = guide.matcher()
+        m.accept_tokens(greedy_tokens("gpt-2", p))
+        ids = m.allowed_token_ids()
+        ids = ids[ids != guide.eos_id]
+        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
