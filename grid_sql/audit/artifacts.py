@@ -98,6 +98,8 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
         if grammar.scopes.schema_columns is not None:  # likewise
             body["scopes"]["table_schemas"] = grammar.scopes.nested_schemas()
             body["scopes"]["default_schema"] = grammar.scopes.default_schema
+            if grammar.scopes.bare_reaches_all:
+                body["scopes"]["bare_reaches_all"] = True
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -160,6 +162,7 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     output_refuse=sc.get("output_refuse", ()),
                     table_schemas=sc.get("table_schemas"),
                     default_schema=sc.get("default_schema"),
+                    bare_reaches_all=bool(sc.get("bare_reaches_all", False)),
                 )
             )
     except AuditError:

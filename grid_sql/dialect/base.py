@@ -109,6 +109,11 @@ class Dialect:
     fresh_aliases: ClassVar[bool] = False
     """Default of ``role_scopes(fresh_aliases=)``: names compare case-insensitively quoted
     or not, so a table alias repeating a name of its FROM is a trap (SQLite)."""
+    bare_names_search_every_schema: ClassVar[bool] = False
+    """A bare table name is looked up in every schema, not only the default one (SQLite:
+    ``temp``, ``main``, then each attached database), so the scope rule's table names by
+    schema (``docs/scope.md``) keeps every table for a bare name and restricts ``s.``
+    only."""
     group_order_see_own_select_only: ClassVar[bool] = False
     """A name in GROUP BY or ORDER BY resolves against that SELECT alone, never an outer
     query, which also hides the outer levels from subqueries nested there (SQLite

@@ -93,7 +93,9 @@ class ScopeTable:
     checker), and after ``s.`` only the tables of ``s``; a FROM item's columns are those of
     the table in the schema it names (``academic.author`` has ``aid``, ``scholar.author``
     does not), not the union over same-named tables. Off (None) when every table is in the
-    default schema; in the fingerprint only when on.
+    default schema; in the fingerprint only when on. ``bare_reaches_all``: the dialect looks
+    a bare table name up in every schema (SQLite's attached databases): bare names keep
+    every table, ``s.`` is still held to the tables of ``s``.
     """
 
     def __init__(
@@ -109,6 +111,7 @@ class ScopeTable:
         output_refuse: Iterable[str] = (),
         table_schemas: Mapping[str, Mapping[str, Iterable[str]]] | None = None,
         default_schema: str | None = None,
+        bare_reaches_all: bool = False,
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -140,6 +143,8 @@ class ScopeTable:
                 names.setdefault(sch, set()).add(t)
             self.table_schemas = {k: frozenset(v) for k, v in sorted(names.items())}
             self.default_schema = norm_name(default_schema)
+        # a bare table name reaches every schema's tables (SQLite), not only the default's
+        self.bare_reaches_all = bare_reaches_all and self.schema_columns is not None
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
             "schemas": sorted(self.schemas),
@@ -159,6 +164,8 @@ class ScopeTable:
         if self.schema_columns is not None:
             body["table_schemas"] = self.nested_schemas()
             body["default_schema"] = self.default_schema
+            if self.bare_reaches_all:
+                body["bare_reaches_all"] = True
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def nested_schemas(self) -> dict[str, dict[str, list[str]]] | None:
@@ -175,6 +182,8 @@ class ScopeTable:
         """The tables a bare name in FROM reaches (None: every table)."""
         if self.table_schemas is None or self.default_schema is None:
             return None
+        if self.bare_reaches_all:
+            return frozenset(self.columns)
         return self.table_schemas.get(self.default_schema, frozenset())
 
     def __repr__(self) -> str:

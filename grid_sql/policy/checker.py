@@ -542,6 +542,16 @@ class _Run(ScopeRules, DmlRules):
         schema = table.db or self.policy.default_schema or self.c.snapshot.default_schema
         # a qualified name in its schema only: ``sales.t`` is no name of ``public.t``
         info = self.c.snapshot.table(table.name, schema)
+        if info is None and not table.db and self.c.d.bare_names_search_every_schema:
+            # SQLite: a bare name reaches attached databases too (one match, else refused)
+            hits = [
+                (sc.name, t)
+                for sc in self.c.snapshot.schemas
+                for t in sc.tables
+                if t.name.lower() == table.name.lower()
+            ]
+            if len(hits) == 1:
+                schema, info = hits[0]
         if info is None:
             return None
         sinfo = self.c.snapshot.schema(schema)

@@ -102,6 +102,7 @@ def role_scopes(
         output_refuse=denied_only_names(snapshot, policy) if hijack_free and policy else (),
         table_schemas=by_schema if multi else None,
         default_schema=default if multi else None,
+        bare_reaches_all=dialect.bare_names_search_every_schema,
     )
 
 

@@ -53,15 +53,21 @@ class SchemaView:
 
     def table(self, name: str, schema: str | None) -> tuple[str, TableInfo] | None:
         """(schema name, table) for a key made by :meth:`ident`: a qualified name in its
-        schema only, a bare one in the default schema only (as the server resolves them:
-        ``restaurants.distractor`` is no name of ``public.distractor``)."""
+        schema only, a bare one in the default schema (as the server resolves them:
+        ``restaurants.distractor`` is no name of ``public.distractor``), or where the dialect
+        searches every schema for a bare name, in the one other schema that has it."""
         s = self.snapshot.schema(schema if schema else self.default_schema)
-        if s is None:
+        if s is not None:
+            for t in s.tables:
+                if self.key(t.name) == name:
+                    return s.name, t
+        if schema or not self.d.bare_names_search_every_schema:
             return None
-        for t in s.tables:
-            if self.key(t.name) == name:
-                return s.name, t
-        return None
+        # SQLite: a bare name also reaches the attached databases, in attach order, which
+        # the catalog does not record: one match is the table, several are refused
+        found = [(sc.name, t) for sc in self.snapshot.schemas for t in sc.tables]
+        found = [(n, t) for n, t in found if self.key(t.name) == name]
+        return found[0] if len(found) == 1 else None
 
     def has(self, info: TableInfo, column: str) -> bool:
         return any(self.key(c.name) == column for c in info.columns)

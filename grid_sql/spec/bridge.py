@@ -46,5 +46,6 @@ def to_spec(grammar: Grammar) -> SpecGrammar:
                 for sch, ts in (g.scopes.nested_schemas() or {}).items()
             },
             g.scopes.default_schema,
+            g.scopes.bare_reaches_all,
         ),
     )

@@ -110,6 +110,7 @@ class SpecGrammar:
             frozenset[str],
             Mapping[str, Mapping[str, frozenset[str]]] | None,
             str | None,
+            bool,
         ]
         | None
     ) = None
@@ -352,7 +353,7 @@ class SpecOracle:
             term != "DOT"
             and sc is not None
             and sc.table_schemas is not None
-            and schema_only(self, stack, forest, sc.default_schema, sc.table_schemas)
+            and schema_only(self, stack, forest, sc.default_schema, sc.table_schemas, sc.bare_all)
         ):
             # a FROM item's first word that is only a schema name: only `.` may follow it
             if self._shift_tree(stack, forest, "DOT", b"") is not None:
@@ -608,8 +609,10 @@ class ScopeSpec:
         output_refuse: frozenset[str] = frozenset(),
         table_schemas: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
         default_schema: str | None = None,
+        bare_all: bool = False,
     ) -> None:
         self.tables = tables
+        self.bare_all = bare_all  # a bare table name reaches every schema (SQLite)
         # table names by schema (docs/scope.md): schema -> table -> columns; None: off
         self.table_schemas = table_schemas if default_schema is not None else None
         self.default_schema = default_schema or ""
@@ -907,7 +910,9 @@ class ScopeSpec:
             view = dict(oracle.lexicon) if view is None else view
             view["IDENT"] = (words, False)
         if self.table_schemas is not None:
-            entries = table_words(oracle, stack, forest, self.default_schema, self.table_schemas)
+            entries = table_words(
+                oracle, stack, forest, self.default_schema, self.table_schemas, self.bare_all
+            )
             if entries:
                 view = dict(oracle.lexicon) if view is None else view
                 view.update(entries)

@@ -46,6 +46,7 @@ def table_words(
     forest: tuple[Any, ...],
     default_schema: str,
     by_schema: Mapping[str, Mapping[str, frozenset[str]]],
+    bare_all: bool = False,
 ) -> dict[str, tuple[frozenset[bytes], Any]]:
     """The lexicon entries of the table categories the rule restricts here: where a table
     word can only complete its target (``table_name``, ``insert_target``, ...) or, with
@@ -81,7 +82,7 @@ def table_words(
                 continue
             names = frozenset(tables)
         else:
-            names = frozenset(by_schema.get(default_schema, {}))
+            names = _bare(by_schema, default_schema, bare_all)
             if qual in becomes:
                 names = names | frozenset(by_schema)
         words, fold = oracle.lexicon[t]
@@ -104,6 +105,7 @@ def schema_only(
     forest: tuple[Any, ...],
     default_schema: str,
     by_schema: Mapping[str, Mapping[str, frozenset[str]]],
+    bare_all: bool = False,
 ) -> bool:
     """The forest ends with a table word that starts a table name (the table may reduce it
     to its target or its qualifier only), names no table of the default schema and is a
@@ -119,4 +121,13 @@ def schema_only(
     if {arg.origin.name for _, arg in acts} != set(TARGETS[forest[-1][0]]):
         return False
     word = _unquote(forest[-1][1])
-    return word not in by_schema.get(default_schema, {}) and word in by_schema
+    return word not in _bare(by_schema, default_schema, bare_all) and word in by_schema
+
+
+def _bare(
+    by_schema: Mapping[str, Mapping[str, frozenset[str]]], default_schema: str, bare_all: bool
+) -> frozenset[str]:
+    """The tables a bare name reaches: the default schema's, or every schema's (SQLite)."""
+    if bare_all:
+        return frozenset(t for ts in by_schema.values() for t in ts)
+    return frozenset(by_schema.get(default_schema, {}))

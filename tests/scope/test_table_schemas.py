@@ -349,3 +349,52 @@ def test_a_default_schema_without_tables() -> None:
         ids = m.allowed_token_ids()
         ids = ids[ids != guide.eos_id]
         np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
+
+
+def test_sqlite_bare_names_reach_attached_databases() -> None:
+    """SQLite looks a bare table name up in temp, main, then each attached database: there a
+    bare name keeps every table and only ``s.`` is held to the tables of ``s`` (defog's
+    SQLite ewallet gold writes ``FROM users`` for ``consumer_div.users``)."""
+    snap = SchemaSnapshot(
+        "sqlite",
+        "main",
+        (
+            SchemaInfo("consumer_div", (_t("users", "uid", "email"),)),
+            SchemaInfo("main", (_t("orders", "id"),)),
+        ),
+    )
+    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping({"verbs": ["select"]}), snap)
+    g = role_grammar_for(snap, pol, scopes=True, bind_select_list=True)
+    assert g.scopes is not None and g.scopes.bare_reaches_all
+    for sql in ("SELECT email FROM users", "SELECT email FROM consumer_div.users"):
+        assert _admits(g, sql), sql
+    for sql in ("SELECT email FROM main.users", "SELECT id FROM consumer_div.orders"):
+        assert not _admits(g, sql), sql
+    d = Differential(g)
+    for sql in ("SELECT email FROM users", "SELECT id FROM consumer_div.orders"):
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
+    assert rebuild_grammar(grammar_artifact(g)).fingerprint == g.fingerprint
+
+
+def test_sqlite_checker_finds_a_bare_name_in_an_attached_database() -> None:
+    """The checker resolves a bare name as SQLite does: the default schema first, then the
+    one attached database that has it (rights judged on that table); a name in several
+    attached databases is refused (their attach order is not in the catalog)."""
+    snap = SchemaSnapshot(
+        "sqlite",
+        "main",
+        (
+            SchemaInfo("consumer_div", (_t("users", "uid", "email"), _t("dup", "a"))),
+            SchemaInfo("main", (_t("orders", "id"),)),
+            SchemaInfo("other", (_t("dup", "a"),)),
+        ),
+    )
+    app = AppPolicy.from_mapping({"columns": {"deny": {"consumer_div.users": ["email"]}}})
+    checker = Checker(snap, narrow(sqlite_baseline(snap), app, snap))
+    assert checker.check("SELECT uid FROM users") == []
+    (v,) = checker.check("SELECT u.email FROM users AS u")
+    assert v.kind == "column_not_readable"
+    (v,) = checker.check("SELECT a FROM dup")
+    assert v.kind == "unknown_table" and "several schemas" in v.message
