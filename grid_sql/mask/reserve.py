@@ -50,9 +50,10 @@ from ..errors import MaskError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import fold_lexeme
-from ..grammar.scope import MAX_REFS, Ref, norm_name
+from ..grammar.scope import MAX_REFS, Ref
 from ..parser.incremental import Configuration, LexiconView, ParserRuntime
 from ..parser.stack import StackNode
+from .bind_pieces import bind_pieces
 from .vocab import Vocabulary, greedy_token_ids
 
 __all__ = ["Completion", "ReserveTable", "reserve_table"]
@@ -719,34 +720,8 @@ class ReserveTable:
         return data
 
     def _bind_pieces(self, ref: Ref) -> list[bytes]:
-        """Candidate FROM items binding ``ref``, best first (tables having its column)."""
-        rt = self.rt
-        assert rt.sem is not None
-        tables = rt.sem.table.columns
-        tids = self.grammar.terminal_ids
-        comma = self.lexeme.get(tids.get("COMMA", -1), b",")
-        as_kw = self.lexeme.get(tids.get("AS", -1), b"AS")
-        spelled: dict[str, list[bytes]] = {}
-        words = rt.lexicon.get(tids.get("TABLE_NAME", -1))
-        for w in sorted(words.words, key=lambda w: (len(w), w)) if words is not None else ():
-            spelled.setdefault(norm_name(w), []).append(w)
-        sep = self.sep
-
-        def spell(t: str) -> list[bytes]:
-            return spelled.get(t, []) if words is not None else [t.encode()]
-
-        out: list[bytes] = []
-        if ref.qualifier is not None and ref.qualifier in tables:
-            out += [sep + comma + sep + w for w in spell(ref.qualifier)]
-        having = sorted(t for t, cs in tables.items() if ref.column in cs or ref.column == "*")
-        rest = sorted(t for t in tables if t not in having)
-        for t in having + rest:
-            for w in spell(t)[:1]:
-                if ref.qualifier is None:
-                    out.append(sep + comma + sep + w)
-                else:
-                    out.append(sep + comma + sep + w + sep + as_kw + sep + ref.spelled)
-        return out[:64]
+        """Candidate FROM items binding ``ref``, best first (``mask/bind_pieces.py``)."""
+        return bind_pieces(self, ref)
 
     def _scoped_word(self, cfg: Configuration, data: bytes, tid: int) -> bytes | None:
         """Under scope-aware lexicons (grammar/scope.py) the fixed shortest lexeme of a
@@ -769,10 +744,21 @@ class ReserveTable:
             words_ = [w for w in tries if words.admits(w)]
         else:
             words_ = sorted(words.words, key=lambda w: (len(w), w))
+        first = None
         for w in words_:
-            if rt.advance(at, w + self.sep) is not None:
-                return w
-        return None
+            nxt = rt.advance(at, w + self.sep)
+            if nxt is None:
+                continue
+            # not a word that may only go on with `.` (a schema name admitted as the first
+            # word of a FROM item, docs/scope.md "Table names by schema") if another exists
+            node = rt.finalize(nxt)
+            if node is not None and rt.sem is not None and rt.sem.t_dot >= 0:
+                only_dot = rt.allowed_mask(node) & rt.term_bits == 1 << rt.sem.t_dot
+                if only_dot and not rt.accepts_end(node):
+                    first = first or w
+                    continue
+            return w
+        return first
 
 
 _TABLES: dict[tuple[str, str], ReserveTable] = {}

@@ -42,16 +42,12 @@ def table_name_words(
     for tt in sem.table_terms:
         tid = tt[0]
         if (allowed >> tid) & 1:
-            out.extend(_words(rt, node, sem, tt, allowed))
+            out.extend(_words(rt, node, sem, tt))
     return tuple(out)
 
 
 def _words(
-    rt: ParserRuntime,
-    node: StackNode,
-    sem: ScopeRules,
-    tt: tuple[int, int, int, int],
-    allowed: int,
+    rt: ParserRuntime, node: StackNode, sem: ScopeRules, tt: tuple[int, int, int, int]
 ) -> tuple[tuple[int, CategoryWords], ...]:
     tid, nt_target, nt_qual, n_qual = tt
     bare, by_schema = sem.bare_tables, sem.table_schemas
@@ -73,19 +69,17 @@ def _words(
         names = sem.bare_or_schema
     else:
         names = bare
-    # a bare name that reaches no table (a default schema holding none: defog_big's `public`)
-    # may admit no word where a schema name can start the name instead (no dead end)
-    may_empty = (
-        node.symbol != sem.t_dot and sem.schema_words and bool((allowed >> sem.t_schema) & 1)
-    )
-    key = (tid, names, id(base), bool(may_empty))
+    key = (tid, names, id(base))
     memo = sem.table_words_memo
     got = memo.get(key)
     if got is None:
         kept = frozenset(w for w in base.words if norm_name(w) in names)
+        # no word (a default schema holding no readable table, as defog_big's `public`):
+        # unrestricted, since the termination reserve spells a FROM item with a bare table
+        # word and would find none (docs/scope.md)
         got = (
             ()
-            if (not kept and not may_empty) or kept == base.words
+            if not kept or kept == base.words
             else ((tid, CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)),)
         )
         memo[key] = got
