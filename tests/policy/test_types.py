@@ -109,15 +109,11 @@ def test_the_checker_passes_the_cast_types() -> None:
             assert not [v for v in checker.check(sql) if v.kind == "banned_type"], (dialect, sql)
 
 
-def test_a_typed_literal_is_headed_by_a_type_word() -> None:
-    """PostgreSQL's ``t 'x'``: the head may lex as a function, column, table or schema name
-    (they outrank TYPE_NAME), but with scopes it must be one of the role's type words:
-    ``statement_timestamp '2023-04-01'`` (defog q84/q183: admitted by the mask, unreadable to
-    sqlglot, refused by the checker) cannot be written; ``date '2023-04-01'`` can. The spec
-    agrees on every prefix."""
+def _pg_scoped_role() -> Grammar:
+    """A scoped PostgreSQL role over ``t(id, v)`` with the dialect's whole function list
+    (``statement_timestamp``, ``now``, ``date``), as the Asker builds it."""
     from grid_sql.policy.grants import no_grants_baseline
     from grid_sql.policy.scopes import role_scopes
-    from tests.differential.harness import Differential
 
     snap = SchemaSnapshot(
         "postgresql",
@@ -135,9 +131,20 @@ def test_a_typed_literal_is_headed_by_a_type_word() -> None:
         snap,
     )
     assert {"statement_timestamp", "now", "date"} <= pol.allowed_functions
-    g = role_grammar(Grammar.dialect("postgresql"), snap, pol).with_scopes(
+    return role_grammar(Grammar.dialect("postgresql"), snap, pol).with_scopes(
         role_scopes(snap, policy=pol)
     )
+
+
+def test_a_typed_literal_is_headed_by_a_type_word() -> None:
+    """PostgreSQL's ``t 'x'``: the head may lex as a function, column, table or schema name
+    (they outrank TYPE_NAME), but with scopes it must be one of the role's type words:
+    ``statement_timestamp '2023-04-01'`` (defog q84/q183: admitted by the mask, unreadable to
+    sqlglot, refused by the checker) cannot be written; ``date '2023-04-01'`` can. The spec
+    agrees on every prefix."""
+    from tests.differential.harness import Differential
+
+    g = _pg_scoped_role()
     rt = ParserRuntime.for_grammar(g)
 
     def admits(sql: str) -> bool:
@@ -173,28 +180,9 @@ def test_masks_exact_at_typed_literal_heads() -> None:
 
     from grid_sql.mask.cache import MaskCache
     from grid_sql.mask.guide import Guide
-    from grid_sql.policy.grants import no_grants_baseline
-    from grid_sql.policy.scopes import role_scopes
     from tests.mask.helpers import brute_force_ids, greedy_tokens, vocab
 
-    snap = SchemaSnapshot(
-        "postgresql",
-        "public",
-        (
-            SchemaInfo(
-                "public",
-                (TableInfo("t", columns=(ColumnInfo("id", "integer"), ColumnInfo("v", "text"))),),
-            ),
-        ),
-    )
-    pol = narrow(
-        no_grants_baseline(snap, Dialect.get("postgresql")),
-        AppPolicy.from_mapping({"verbs": ["select"]}),
-        snap,
-    )
-    g = role_grammar(Grammar.dialect("postgresql"), snap, pol).with_scopes(
-        role_scopes(snap, policy=pol)
-    )
+    g = _pg_scoped_role()
     guide = Guide(g, vocab("gpt-2"), cache=MaskCache())
     for p in [
         b"SELECT v FROM t LIMIT ",
