@@ -61,12 +61,8 @@ def table_words(
         after = oracle.shift(stack, t)
         if not isinstance(after, tuple):
             continue
-        row = oracle.table[after[-1]]
-        acts = [row[x] for x in row if x in oracle.rx or x == END]
-        if not acts or any(kind is Shift for kind, _ in acts):
-            continue
-        becomes = {arg.origin.name for _, arg in acts}
-        if target not in becomes or not becomes <= {target, qual}:
+        becomes = _reduced_to(oracle, after[-1])
+        if becomes is None or target not in becomes or not becomes <= {target, qual}:
             continue
         last = forest[-1] if forest else None
         prev = forest[-2] if len(forest) >= 2 else None
@@ -107,14 +103,20 @@ def schema_only(
         return False
     if len(forest) >= 2 and forest[-2][0] == "DOT":
         return False
-    row = oracle.table[stack[-1]]
-    acts = [row[x] for x in row if x in oracle.rx or x == END]
-    if any(kind is Shift for kind, _ in acts):
-        return False
-    if {arg.origin.name for _, arg in acts} != set(TARGETS[forest[-1][0]]):
+    if _reduced_to(oracle, stack[-1]) != set(TARGETS[forest[-1][0]]):
         return False
     word = _unquote(forest[-1][1])
     return word not in _bare(by_schema, default_schema, bare_all) and word in by_schema
+
+
+def _reduced_to(oracle: SpecOracle, state: int) -> set[str] | None:
+    """The rules the table may reduce by in ``state`` (None: it may shift, or does nothing:
+    the name is not complete there)."""
+    row = oracle.table[state]
+    acts = [row[x] for x in row if x in oracle.rx or x == END]
+    if not acts or any(kind is Shift for kind, _ in acts):
+        return None
+    return {arg.origin.name for _, arg in acts}
 
 
 def _bare(

@@ -189,9 +189,20 @@ def test_masks_exact_at_table_names() -> None:
 def test_single_schema_catalogs_unchanged() -> None:
     """The rule is off where every table is in the default schema (Spider, Chinook): same
     scope table, same fingerprint as before it existed."""
+    from grid_sql.grammar.scope import ScopeTable
+
     scope = role_scopes(snapshot("concert_singer"))
     assert scope.table_schemas is None and scope.bare_tables() is None
     assert "table_schemas" not in repr(scope.fingerprint)
+    # the fingerprint holds the rule only when it is on (so tables without it keep theirs)
+    off = ScopeTable({"t": ["a"]}, ["main", "s"])
+    assert (
+        off.fingerprint == ScopeTable({"t": ["a"]}, ["main", "s"], table_schemas=None).fingerprint
+    )
+    on = ScopeTable(
+        {"t": ["a"]}, ["main", "s"], table_schemas={"s": {"t": ["a"]}}, default_schema="main"
+    )
+    assert on.fingerprint != off.fingerprint
 
 
 def test_audit_archive_rebuilds_the_rule() -> None:
