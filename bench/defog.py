@@ -732,6 +732,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tag", default="", help="--again: a later pass (arms big_again<TAG>)")
     ap.add_argument("--big-only", action="store_true", help="--again: the big catalog only")
     ap.add_argument("--rerun-big", action="store_true", help="see rerun_big()")
+    ap.add_argument("--whole", action="store_true", help="see ask_whole()")
+    ap.add_argument("--free", action="store_true", help="--whole: the unconstrained arm")
+    ap.add_argument("--shard", default="0/1", help="--whole: K/N, every N-th question from K")
     ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
     args = ap.parse_args(argv)
@@ -751,7 +754,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if stop < now:  # past midnight UTC: the next day's HH:MM
             stop += dt.timedelta(days=1)
         until = stop.timestamp()
-    from defog_again import ask_again, rerun_big, rerun_refused
+    from defog_again import ask_again, ask_whole, rerun_big, rerun_refused
+
+    if args.whole:
+        ask_whole(args.model, args.max_tokens, until, args.tag, args.free, args.shard)
+        return 0
 
     if args.rerun_refused:
         rerun_refused(args.model, args.max_tokens, until)

@@ -3,7 +3,8 @@
 Split out of ``defog.py`` (each run appends its own arm to the same records, which
 ``defog.py --report`` reads): ``--rerun-refused`` (the constrained answers the database
 refused), ``--again`` (the big-catalog arm with its own-database pair, at one commit) and
-``--rerun-big`` (the answers ``--again`` saw fail, once more after later changes).
+``--rerun-big`` (the answers ``--again`` saw fail, once more after later changes) and
+``--whole`` (all the questions asked again on their own databases at one commit).
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from defog import (
     read_records,
     reader_url,
     run_asker,
+    run_free,
     stratified,
 )
 
-__all__ = ["ask_again", "rerun_big", "rerun_refused"]
+__all__ = ["ask_again", "ask_whole", "rerun_big", "rerun_refused"]
 
 
 def rerun_refused(model: str, max_tokens: int, until: float) -> None:
@@ -181,3 +183,55 @@ def rerun_big(model: str, max_tokens: int, until: float) -> None:
         with path.open("a") as fh:
             fh.write(json.dumps(rec, default=str) + "\n")
         print(f"big rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
+
+
+def ask_whole(
+    model: str, max_tokens: int, until: float, tag: str = "", free: bool = False, shard: str = "0/1"
+) -> None:
+    """Every question asked again on its own database with the checkout's code: arm
+    ``whole<tag>`` (``free``: the unconstrained arm ``whole_free<tag>``). The headline's
+    answers come from several commits (the run went on across sessions); a whole pass gives
+    the constrained arm's figures at one commit, and two passes paired show what the changes
+    between them did. ``shard`` ``K/N`` asks every N-th question from the K-th (two
+    processes on two cores); the records say the commit, so a pass split over commits shows."""
+    from grid_sql.ask.asker import Asker, load_backend
+
+    k, n = (int(x) for x in shard.split("/"))
+    path = out_path(model)
+    open_records(path)
+    arm = ("whole_free" if free else "whole") + tag
+    done = {r["qid"] for r in read_records(path) if r["arm"] == arm}
+    questions = stratified(load_questions(), None)[k::n]
+    ensure_role(sorted({q.db for q in questions}))
+    backend = load_backend(model)
+    commit = _commit()
+    askers: dict[str, Any] = {}
+    for q in questions:
+        if q.qid in done:
+            continue
+        if time.time() > until:
+            print("time is up: stopping (the run resumes from here)", file=sys.stderr)
+            return
+        if q.db not in askers:
+            askers[q.db] = Asker(
+                reader_url(q.db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
+            )
+        asker = askers[q.db]
+        rec = run_free(backend, asker, q, max_tokens) if free else run_asker(asker, q)
+        rec = {
+            "qid": q.qid,
+            "db": q.db,
+            "category": q.category,
+            "arm": arm,
+            "model": model,
+            "commit": commit,
+            **rec,
+        }
+        with path.open("a") as fh:
+            fh.write(json.dumps(rec, default=str) + "\n")
+        print(
+            f"{q.qid:3d} {arm:10s} exec={rec.get('executes')} ok={rec.get('correct')} "
+            f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
+            file=sys.stderr,
+            flush=True,
+        )
