@@ -27,10 +27,13 @@ exactly one reading, which the column types alone decide, so no model is needed:
 and one grouping error whose fix changes no answer the statement could have meant:
 
 * **a column that is neither grouped nor aggregated** (PostgreSQL's 42803, ``column "t2.name"
-  must appear in the GROUP BY clause``; SQLite and MariaDB run such a statement, returning
-  the column's value per group): the reported column, and every other bare column of that
+  must appear in the GROUP BY clause``; SQLite and MariaDB's default mode run such a
+  statement, returning one of the column's values per group): the reported column, and every other bare column of that
   SELECT's list outside aggregates, is appended to its ``GROUP BY`` (``GROUP BY T1.did`` ->
-  ``GROUP BY T1.did, T2.name``). Where the column depends on the grouped key (the name of a
+  ``GROUP BY T1.did, T2.name``); a column named in ORDER BY or HAVING is added alone.
+  MySQL and MariaDB under ``ONLY_FULL_GROUP_BY`` (MySQL's default) refuse the same statements
+  (1055); each dialect reads the column from its message (``Dialect.ungrouped_column``).
+  Where the column depends on the grouped key (the name of a
   grouped id: what the model meant) the groups are the same; where it does not, each value
   is its own group, which is the only way the column has one value per row. Only a SELECT
   that has a GROUP BY is changed (one without it asked for an aggregate over everything).
@@ -55,7 +58,6 @@ then checks it again (role grammar and checker) before anything runs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -313,38 +315,55 @@ def zero_division_fix(sql: str, dialect: str | Dialect) -> TypeFix | None:
     return TypeFix(fixed, ((0, len(sql), sql, fixed, reason),))
 
 
-_UNGROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
+def _outside_aggregates(root: exp.Expr) -> list[exp.Column]:
+    """The column references of ``root`` outside aggregates, window functions and nested
+    queries."""
+    out: list[exp.Column] = []
+    for col in root.find_all(exp.Column):
+        node: exp.Expr | None = col
+        inside = False
+        while node is not None and node is not root:
+            node = node.parent
+            if isinstance(node, (exp.AggFunc, exp.Window, exp.Select, exp.Subquery)):
+                inside = True
+                break
+        if not inside:
+            out.append(col)
+    return out
 
 
 def _bare_columns(select: exp.Select) -> list[exp.Column]:
     """The column references of ``select``'s list outside aggregates, window functions and
     nested queries."""
+    return [c for item in select.expressions for c in _outside_aggregates(item)]
+
+
+def _sort_and_having_columns(select: exp.Select) -> list[exp.Column]:
+    """The bare column references of ``select``'s ORDER BY and HAVING outside aggregates
+    (names of its own output aliases excluded: they are not columns to group by)."""
+    aliases = {e.alias.lower() for e in select.expressions if e.alias}
     out: list[exp.Column] = []
-    for item in select.expressions:
-        for col in item.find_all(exp.Column):
-            node: exp.Expr | None = col
-            inside = False
-            while node is not None and node is not item:
-                node = node.parent
-                if isinstance(node, (exp.AggFunc, exp.Window, exp.Select, exp.Subquery)):
-                    inside = True
-                    break
-            if not inside:
-                out.append(col)
+    for part in (select.args.get("order"), select.args.get("having")):
+        if part is not None:
+            out.extend(
+                c for c in _outside_aggregates(part) if c.table or c.name.lower() not in aliases
+            )
     return out
 
 
 def group_by_fix(sql: str, message: str, dialect: str | Dialect) -> TypeFix | None:
-    """``sql`` with the column the database named as ungrouped (``message``; PostgreSQL names
-    it ``table.column`` even where it is written bare), and the other bare columns of its
-    SELECT list, appended to that SELECT's GROUP BY (module doc); None
-    when the message names no column, the column is not found outside an aggregate, or its
-    SELECT has no GROUP BY."""
-    m = _UNGROUPED.search(message)
-    if m is None:
+    """``sql`` with the column the database named as ungrouped (``message``, read by
+    :meth:`Dialect.ungrouped_column`: PostgreSQL names it ``table.column`` even where it is
+    written bare), and the other bare columns of its SELECT list, appended to that SELECT's
+    GROUP BY (module doc); None when the message names no column, the column is not found
+    outside an aggregate (in the list, or in ORDER BY / HAVING, where only the named column
+    is added), or its SELECT has no GROUP BY."""
+    d = Dialect.lookup(dialect)
+    named = d.ungrouped_column(message)
+    if named is None:
         return None
-    qual, _, name = m.group(1).rpartition(".")
-    read = Dialect.lookup(dialect).sqlglot_read
+    qual, _, name = named.rpartition(".")
+    read = d.sqlglot_read
     try:
         tree = sqlglot.parse_one(sql, read=read)
     except (ParseError, TokenError, RecursionError):
@@ -353,13 +372,19 @@ def group_by_fix(sql: str, message: str, dialect: str | Dialect) -> TypeFix | No
     def key(c: exp.Column) -> tuple[str, str]:
         return c.table.lower(), c.name.lower()
 
+    def is_named(c: exp.Column) -> bool:
+        return c.name.lower() == name.lower() and c.table.lower() in ("", qual.lower())
+
     for select in tree.find_all(exp.Select):
         group = select.args.get("group")
         bare = _bare_columns(select)
-        if group is None or not any(
-            c.name.lower() == name.lower() and c.table.lower() in ("", qual.lower()) for c in bare
-        ):
+        if group is None:
             continue
+        if not any(is_named(c) for c in bare):
+            later = [c for c in _sort_and_having_columns(select) if is_named(c)]
+            if not later:
+                continue
+            bare = bare + later[:1]
         grouped = {key(g) for g in group.expressions if isinstance(g, exp.Column)}
         added: list[str] = []
         for c in bare:
@@ -371,7 +396,7 @@ def group_by_fix(sql: str, message: str, dialect: str | Dialect) -> TypeFix | No
             return None
         fixed = tree.sql(dialect=read)
         reason = (
-            f"column {m.group(1)} is neither grouped nor aggregated: "
+            f"column {named} is neither grouped nor aggregated: "
             f"{', '.join(added)} added to GROUP BY (regenerated)"
         )
         return TypeFix(fixed, ((0, len(sql), sql, fixed, reason),))

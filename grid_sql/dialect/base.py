@@ -401,8 +401,13 @@ class Dialect:
     def is_grouping_error(self, sqlstate: str | None, errno: int | None) -> bool:
         """The server refused a column that is neither grouped nor aggregated (PostgreSQL's
         42803; SQLite and MariaDB's defaults run it), which ``grid_sql/ask/typefix.py``
-        fixes from the column the message names."""
+        fixes from the column the message names (:meth:`ungrouped_column`)."""
         return False
+
+    def ungrouped_column(self, message: str) -> str | None:
+        """The column a grouping error's ``message`` names, as ``qualifier.column`` (the
+        qualifier as the server reports it, possibly empty); None if it names none."""
+        return None
 
     # ------------------------------------------------------------------ connecting
     def missing_database_file(self, url: URL) -> Path | None:

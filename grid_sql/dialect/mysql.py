@@ -10,6 +10,7 @@ so reflection falls back to ``information_schema`` there (:attr:`partial_catalog
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -49,6 +50,9 @@ _FUNCTIONS = f"""
     uuid values
 """
 
+# 1055 as MariaDB (``'db.T.name' isn't in GROUP BY``) and MySQL (``... contains
+# nonaggregated column 'db.t.name' which is not functionally dependent ...``) write it
+_UNGROUPED = re.compile(r"'([^']+)' isn't in GROUP BY|nonaggregated column '([^']+)'")
 _TIMEOUT_ERRNOS = frozenset({1969, 3024})  # MariaDB max_statement_time, MySQL max_execution_time
 _SYSTEM = ("mysql", "information_schema", "performance_schema", "sys")
 _COLUMNS = (
@@ -180,6 +184,19 @@ class MySQL(Dialect):
 
     def is_type_error(self, sqlstate: str | None, errno: int | None) -> bool:
         return errno in self.type_error_errnos
+
+    def is_grouping_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        # ER_WRONG_FIELD_WITH_GROUP under sql_mode ONLY_FULL_GROUP_BY (MySQL's default since
+        # 5.7; MariaDB's only when set); 1140 (no GROUP BY at all) is not fixed: no guess
+        return errno == 1055
+
+    def ungrouped_column(self, message: str) -> str | None:
+        m = _UNGROUPED.search(message)
+        if m is None:
+            return None
+        # db.table.column, the table as the statement wrote it
+        parts = (m.group(1) or m.group(2)).split(".")
+        return ".".join(parts[-2:])
 
     def fingerprint_queries(self, conn: Connection) -> list[str]:
         return ["SHOW GRANTS", _COLUMNS]

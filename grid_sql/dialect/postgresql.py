@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -62,6 +63,8 @@ _CATALOG = f"""
 # Parsed as expressions, not looked up in pg_proc (gram.y "func_expr_common_subexpr").
 PARSER_FUNCTIONS = "coalesce nullif greatest least trim rollup cube grouping"
 
+# 42803: ``column "t2.name" must appear in the GROUP BY clause or be used in an aggregate``
+_UNGROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
 _TIMEOUT_SQLSTATE = "57014"  # query_canceled (statement_timeout)
 
 # Every user relation's name, owner and ACL, every column's name, type and ACL, schema ACLs,
@@ -228,6 +231,10 @@ class PostgreSQL(Dialect):
 
     def is_grouping_error(self, sqlstate: str | None, errno: int | None) -> bool:
         return sqlstate == "42803"
+
+    def ungrouped_column(self, message: str) -> str | None:
+        m = _UNGROUPED.search(message)
+        return None if m is None else m.group(1)
 
     def fingerprint_queries(self, conn: Connection) -> list[str]:
         info = conn.dialect.server_version_info

@@ -314,6 +314,92 @@ def test_ungrouped_columns_are_grouped(sql: str, fixed: str) -> None:
     assert "added to GROUP BY" in fix.edits[0][4]
 
 
+@pytest.mark.parametrize(
+    ("sql", "fixed"),
+    [
+        (  # defog q155: the sort key is neither grouped nor aggregated; only it is added
+            "SELECT T1.venuename, COUNT(T2.paperid) FROM venue AS T1 JOIN paper AS T2 "
+            "ON T1.venueid = T2.venueid GROUP BY T1.venuename ORDER BY T2.venueid",
+            "SELECT T1.venuename, COUNT(T2.paperid) FROM venue AS T1 JOIN paper AS T2 "
+            "ON T1.venueid = T2.venueid GROUP BY T1.venuename, T2.venueid ORDER BY T2.venueid",
+        ),
+        (  # HAVING likewise; an output alias of the same name is no column to group by
+            "SELECT T2.x AS venueid FROM paper AS T2 GROUP BY T2.x HAVING T2.venueid > 1",
+            "SELECT T2.x AS venueid FROM paper AS T2 GROUP BY T2.x, T2.venueid "
+            "HAVING T2.venueid > 1",
+        ),
+    ],
+)
+def test_ungrouped_sort_keys_are_grouped(sql: str, fixed: str) -> None:
+    from grid_sql.ask.typefix import group_by_fix
+
+    msg = 'column "t2.venueid" must appear in the GROUP BY clause'
+    fix = group_by_fix(sql, msg, "postgresql")
+    assert fix is not None and fix.sql == fixed
+    # a sort key inside an aggregate, or the name of an output alias, is not the column
+    assert (
+        group_by_fix(
+            "SELECT COUNT(*) AS venueid FROM paper GROUP BY x ORDER BY venueid", msg, "postgresql"
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "(1055, \"'defog.T2.name' isn't in GROUP BY\")",  # MariaDB
+        '(1055, "Expression #1 of SELECT list is not in GROUP BY clause and contains '
+        "nonaggregated column 'defog.T2.name' which is not functionally dependent on columns "
+        'in GROUP BY clause; this is incompatible with sql_mode=only_full_group_by")',  # MySQL
+    ],
+)
+def test_mysql_names_the_ungrouped_column(message: str) -> None:
+    from grid_sql.ask.typefix import group_by_fix
+    from grid_sql.dialect import Dialect
+
+    d = Dialect.get("mysql")
+    assert d.is_grouping_error(None, 1055) and not d.is_grouping_error(None, 1140)
+    assert d.ungrouped_column(message) == "T2.name"
+    fix = group_by_fix("SELECT T2.name, COUNT(*) FROM t AS T2 GROUP BY T2.id", message, d)
+    assert fix is not None and fix.sql.endswith("GROUP BY T2.id, T2.name")
+
+
+def test_the_grouping_fix_runs_on_mariadb_only_full_group_by(server_engine) -> None:
+    """MariaDB under ``ONLY_FULL_GROUP_BY`` (MySQL's default mode) refuses an ungrouped
+    column with 1055; the fix reads the column from that message and the statement runs."""
+    from grid_sql.ask.execute import execute
+    from grid_sql.ask.typefix import group_by_fix
+    from grid_sql.ask.typehints import error_codes
+    from grid_sql.dialect import Dialect
+    from grid_sql.errors import ExecutionError
+
+    admin = server_engine("GRID_SQL_MYSQL_URL")
+    db = "gs_typefix_group"
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+        conn.exec_driver_sql(f"CREATE TABLE IF NOT EXISTS {db}.t (id int, name text, v int)")
+        conn.exec_driver_sql(f"DELETE FROM {db}.t")
+        conn.exec_driver_sql(f"INSERT INTO {db}.t VALUES (1, 'a', 2), (1, 'a', 3), (2, 'b', 4)")
+    url = admin.url.set(database=db)
+    engine = sa.create_engine(
+        url, connect_args={"init_command": "SET sql_mode='ONLY_FULL_GROUP_BY'"}
+    )
+    sql = "SELECT T2.name, SUM(T2.v) FROM t AS T2 GROUP BY T2.id ORDER BY T2.name"
+    try:
+        with pytest.raises(ExecutionError) as err:
+            execute(engine, sql)
+        d = Dialect.get("mysql")
+        assert d.is_grouping_error(*error_codes(err.value))
+        fix = group_by_fix(sql, str(err.value), d)
+        assert fix is not None
+        assert sorted(execute(engine, fix.sql).rows) == [("a", 5), ("b", 4)]
+    finally:
+        engine.dispose()
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {db}")
+
+
 def test_no_group_by_no_guess() -> None:
     """Without a GROUP BY the statement asked for one aggregate over every row: adding one
     would answer another question, so it is left to the model's repair round; likewise a
