@@ -27,16 +27,16 @@ exactly one reading, which the column types alone decide, so no model is needed:
 and one grouping error whose fix changes no answer the statement could have meant:
 
 * **a column that is neither grouped nor aggregated** (PostgreSQL's 42803, ``column "t2.name"
-  must appear in the GROUP BY clause``; SQLite and MariaDB's default mode run such a
-  statement, returning one of the column's values per group): the reported column, and every other bare column of that
-  SELECT's list outside aggregates, is appended to its ``GROUP BY`` (``GROUP BY T1.did`` ->
-  ``GROUP BY T1.did, T2.name``); a column named in ORDER BY or HAVING is added alone.
-  MySQL and MariaDB under ``ONLY_FULL_GROUP_BY`` (MySQL's default) refuse the same statements
-  (1055); each dialect reads the column from its message (``Dialect.ungrouped_column``).
-  Where the column depends on the grouped key (the name of a
-  grouped id: what the model meant) the groups are the same; where it does not, each value
-  is its own group, which is the only way the column has one value per row. Only a SELECT
-  that has a GROUP BY is changed (one without it asked for an aggregate over everything).
+  must appear in the GROUP BY clause``; SQLite and MariaDB's default mode run such a statement,
+  returning one of the column's values per group): the reported column, and every other bare
+  column of that SELECT's list outside aggregates, is appended to its ``GROUP BY`` (``GROUP BY
+  T1.did`` -> ``GROUP BY T1.did, T2.name``); a column named in ORDER BY or HAVING is added
+  alone. MySQL and MariaDB under ``ONLY_FULL_GROUP_BY`` (MySQL's default) refuse the same
+  statements (1055); each dialect reads the column from its message
+  (``Dialect.ungrouped_column``). Where the column depends on the grouped key (the name of a
+  grouped id: what the model meant) the groups are the same; where it does not, each value is
+  its own group, which is the only way the column has one value per row. Only a SELECT that has
+  a GROUP BY is changed (one without it asked for an aggregate over everything).
   Regenerated with sqlglot, like the two below.
 
 and one error that SQL itself gives a value for:
