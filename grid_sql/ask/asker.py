@@ -43,6 +43,7 @@ from ..errors import (
 )
 from ..grammar import Grammar
 from ..mask.guide import Guide
+from ..policy.aggregates import nests_aggregates
 from ..policy.autofix import AutofixResult, autofix
 from ..policy.checker import Checker, Violation, proposed_fix
 from ..policy.config import AppPolicy, explicit_verbs_only, narrow
@@ -220,7 +221,7 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps, ExecutionRepair)
         self._names = catalog_names(self.snapshot)  # a word that prefixes one is no idiom
         self._start_live(app, live_grants)
         self.user = user if user is not None else self.policy.role
-        self._modes: dict[bool, GenerationMode] = {}
+        self._modes: dict[bool | tuple[bool, str], GenerationMode] = {}
         self._mode(allow_writes)  # compile now: a role with no usable language fails here
         self._audit_arg = audit
         self._audit: AuditStore | None = None
@@ -324,6 +325,28 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps, ExecutionRepair)
             mode = GenerationMode(pol, grammar, Checker(self.snapshot, pol))
             self._modes[writes] = mode
             return mode
+
+    def _unnested_mode(self, mode: GenerationMode, writes: bool) -> GenerationMode:
+        """``mode`` narrowed so that no aggregate can be called inside an aggregate's
+        arguments (``grammar/scope_aggregates.py``): the repair round's language after the
+        checker refused a nesting (``SUM(CASE WHEN COUNT(x) > 1 ...)``, which a small model
+        otherwise writes again). Same policy and checker; ``mode`` itself where the grammar
+        has no scope rule to carry it."""
+        if mode.grammar.scopes is None or not mode.grammar.scopes.aggregates:
+            return mode
+        with self._lock:
+            got = self._modes.get((writes, "unnested"))
+            if got is None:
+                grammar = role_grammar_for(
+                    self.snapshot,
+                    mode.policy,
+                    scopes=True,
+                    bind_select_list=self.bind_select_list,
+                    nested_aggregates=False,
+                )
+                got = GenerationMode(mode.policy, grammar, mode.checker)
+                self._modes[writes, "unnested"] = got
+            return got
 
     @property
     def grammar(self) -> Grammar:
@@ -515,6 +538,10 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps, ExecutionRepair)
             )
             msgs = fit_repair(msgs, budget)
             repairs.append(Repair(gen.sql, texts, rnd, kind="idiom" if idioms else "checker"))
+            if any(v.kind == "aggregate_misuse" for v in found) and nests_aggregates(
+                gen.sql, self.dialect
+            ):
+                mode = self._unnested_mode(mode, writes)
             last = (gen.sql, found, texts)
         assert last is not None
         sql, found, texts = last

@@ -41,7 +41,7 @@ OnStep = Callable[[StepRecord], None]
 MAX_QUESTION_CHARS = 4000
 _GUIDES: dict[tuple[str, str], Guide] = {}
 _GUIDES_LOCK = threading.Lock()
-_ROLE_GRAMMARS: dict[tuple[str, str, str, bool, bool], Grammar] = {}
+_ROLE_GRAMMARS: dict[tuple[str, str, str, bool, bool, bool], Grammar] = {}
 
 if TYPE_CHECKING:  # pragma: no cover - an async bind opens its synchronous twin (.aio)
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
@@ -101,15 +101,25 @@ def role_grammar_for(
     *,
     scopes: bool = False,
     bind_select_list: bool = False,
+    nested_aggregates: bool = True,
 ) -> Grammar:
     """The role grammar of (schema, policy), compiled once per process and shared.
 
     Why: projection and LALR table construction take seconds, and every Asker (one per
     DB-API connection, notebook, request...) on the same role and schema needs the same one.
     ``scopes``: with scope-aware column lexicons (``docs/scope.md``) when the role has a
-    column lexicon; ``bind_select_list``: with them, the select-list obligations too.
+    column lexicon; ``bind_select_list``: with them, the select-list obligations too;
+    ``nested_aggregates=False``: with them, no aggregate inside an aggregate's arguments (the
+    repair round's narrowing, ``grammar/scope_aggregates.py``).
     """
-    key = (snapshot.dialect, snapshot.fingerprint, policy.fingerprint, scopes, bind_select_list)
+    key = (
+        snapshot.dialect,
+        snapshot.fingerprint,
+        policy.fingerprint,
+        scopes,
+        bind_select_list,
+        nested_aggregates,
+    )
     with _GUIDES_LOCK:
         hit = _ROLE_GRAMMARS.get(key)
     if hit is not None:
@@ -117,7 +127,12 @@ def role_grammar_for(
     # CTE references are kept only where the scope rule holds them to bound CTE names
     grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy, ctes=scopes)
     if scopes and grammar.lexicon is not None and "COLUMN_NAME" in grammar.lexicon:
-        scope = role_scopes(snapshot, bind_select_list=bind_select_list, policy=policy)
+        scope = role_scopes(
+            snapshot,
+            bind_select_list=bind_select_list,
+            policy=policy,
+            nested_aggregates=nested_aggregates,
+        )
         grammar = grammar.with_scopes(scope)
     elif scopes:  # no scope rule to hold CTE references to bound names: drop them
         grammar = role_grammar(Grammar.dialect(snapshot.dialect), snapshot, policy)

@@ -100,6 +100,10 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             body["scopes"]["default_schema"] = grammar.scopes.default_schema
             if grammar.scopes.bare_reaches_all:
                 body["scopes"]["bare_reaches_all"] = True
+        if grammar.scopes.aggregates:
+            body["scopes"]["aggregates"] = sorted(grammar.scopes.aggregates)
+            if not grammar.scopes.nested_aggregates:
+                body["scopes"]["nested_aggregates"] = False
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -163,6 +167,8 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     table_schemas=sc.get("table_schemas"),
                     default_schema=sc.get("default_schema"),
                     bare_reaches_all=bool(sc.get("bare_reaches_all", False)),
+                    aggregates=sc.get("aggregates", ()),
+                    nested_aggregates=bool(sc.get("nested_aggregates", True)),
                 )
             )
     except AuditError:

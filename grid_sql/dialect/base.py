@@ -168,6 +168,12 @@ class Dialect:
     aggregate_needs_grouping: ClassVar[bool] = False
     """An aggregate in ORDER BY or HAVING needs a GROUP BY or an aggregate in the select list
     (SQLite)."""
+    mask_aggregates: ClassVar[frozenset[str]] = frozenset({"avg", "count", "max", "min", "sum"})
+    """Function names that call an aggregate whatever their arguments: the role grammars
+    hold them out of the clauses where no aggregate runs (``docs/scope.md``, "Aggregates
+    where they run"). Only names with no scalar form (SQLite's two-argument ``min``/``max``
+    are scalar: not listed there); each is checked against the server
+    (``tests/db/test_db_aggregates.py``)."""
 
     # ------------------------------------------------------------------ errors
     strict_comparison_types: ClassVar[bool] = False

@@ -66,6 +66,10 @@ class MySQL(Dialect):
     name = "mysql"
     aliases = ("mariadb",)
     label = "MySQL/MariaDB"
+    mask_aggregates = frozenset(
+        "avg bit_and bit_or bit_xor count group_concat max min std stddev stddev_pop "
+        "stddev_samp sum var_pop var_samp variance".split()
+    )
     sqlglot = "mysql"
     # MySQL compares column names case-insensitively; sqlglot's default for MySQL is
     # case-sensitive, which would report `Title` vs `title` as an unknown column.

@@ -100,6 +100,10 @@ class PostgreSQL(Dialect):
     name = "postgresql"
     aliases = ("postgres", "pg")
     label = "PostgreSQL"
+    mask_aggregates = frozenset(
+        "array_agg avg bool_and bool_or count every max min stddev stddev_pop stddev_samp "
+        "string_agg sum var_pop var_samp variance".split()
+    )
     sqlglot = "postgres"
 
     identifier_quotes = ('"',)

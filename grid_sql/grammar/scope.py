@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LexiconError
 from .aliases import ALIAS_CLAUSES, ALIAS_STOPS
+from .scope_aggregates import AggregateRule
 from .scope_table import (  # noqa: F401 - re-exported: grammar.scope is their public home
     DEFAULT_SCHEMAS,
     KEYWORD_ARGS,
@@ -147,6 +148,8 @@ class Context:
     bound: tuple[bytes, ...] = ()
     rec: int = 0
     cte_outs: tuple[str, ...] = ()
+    noagg: int = 0  # depth tags of grammar/scope_aggregates.py (0: none)
+    inagg: int = 0
 
 
 ROOT_CONTEXT = Context()
@@ -326,11 +329,15 @@ class ScopeRules:
         # what a name shifted at a sort key or expression start may become (grammar-local)
         self.nt_any_name = nts.get("any_name", -1)
         self.nt_output_alias = nts.get("output_alias", -1)
+        # aggregates where they run (grammar/scope_aggregates.py)
+        self.aggs = AggregateRule(grammar, table, sym_base)
         for r in grammar.rules:
             rhs = tuple(str(s) for s in r.rhs)
             self.rule_rhs.append(rhs)
             name = r.lhs
-            if name == "column_ref":
+            if name == "func_name" and self.aggs.on and not self.aggs.nested:
+                kind = "func_name"
+            elif name == "column_ref":
                 kind = "column_ref"
             elif name == "select_item" and rhs[-2:] == ("DOT", "STAR"):
                 kind = "star_ref"
@@ -388,6 +395,8 @@ class ScopeRules:
         if kind == "name":
             v = children[0] if len(children) == 1 else None
             return v if isinstance(v, bytes) else None
+        if kind == "func_name":
+            return self.aggs.func_value(children)
         if kind == "alias":
             v = children[-1]
             return Bag(aliases=(norm_name(v) if isinstance(v, bytes) else WILDCARD,))
@@ -516,6 +525,10 @@ class ScopeRules:
     # ------------------------------------------------------------------ contexts
     def step(self, ctx: Context, symbol: int, value: Any, parent_symbol: int) -> Context:
         """The context of a node pushing ``symbol``/``value`` over a node with ``ctx``."""
+        out = self._step(ctx, symbol, value, parent_symbol)
+        return self.aggs.step(ctx, out, symbol, value, parent_symbol) if self.aggs.on else out
+
+    def _step(self, ctx: Context, symbol: int, value: Any, parent_symbol: int) -> Context:
         ctes, bound, rec, co = ctx.ctes, ctx.bound, ctx.rec, ctx.cte_outs
         if symbol == self.t_select or symbol in self.t_dml:
             return Context((*ctx.levels, Level(NONE)), ctes, bound, rec, co)

@@ -96,6 +96,14 @@ class ScopeTable:
     default schema; in the fingerprint only when on. ``bare_reaches_all``: the dialect looks
     a bare table name up in every schema (SQLite's attached databases): bare names keep
     every table, ``s.`` is still held to the tables of ``s``.
+    ``aggregates``: names that are aggregate functions whatever their arguments
+    (``docs/scope.md``, "Aggregates where they run"): a called name (``FUNCTION_NAME``) in a
+    ``WHERE``, join ``ON``, ``GROUP BY``, ``LIMIT``/``OFFSET``/``FETCH`` or ``FILTER`` of a
+    query level admits none of them (every engine refuses an aggregate there). With
+    ``nested_aggregates=False``, a deliberate narrowing for a repair round, neither inside an
+    aggregate call's arguments (``SUM(COUNT(x))``; valid only as a window's argument, which
+    the first round keeps). In the fingerprint only when non-empty (and the narrowing only
+    when on).
     """
 
     def __init__(
@@ -112,6 +120,8 @@ class ScopeTable:
         table_schemas: Mapping[str, Mapping[str, Iterable[str]]] | None = None,
         default_schema: str | None = None,
         bare_reaches_all: bool = False,
+        aggregates: Iterable[str] = (),
+        nested_aggregates: bool = True,
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -145,6 +155,8 @@ class ScopeTable:
             self.default_schema = norm_name(default_schema)
         # a bare table name reaches every schema's tables (SQLite), not only the default's
         self.bare_reaches_all = bare_reaches_all and self.schema_columns is not None
+        self.aggregates: frozenset[str] = frozenset(norm_name(n) for n in aggregates)
+        self.nested_aggregates = nested_aggregates or not self.aggregates
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
             "schemas": sorted(self.schemas),
@@ -166,6 +178,10 @@ class ScopeTable:
             body["default_schema"] = self.default_schema
             if self.bare_reaches_all:
                 body["bare_reaches_all"] = True
+        if self.aggregates:
+            body["aggregates"] = sorted(self.aggregates)
+            if not self.nested_aggregates:
+                body["nested_aggregates"] = False
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def nested_schemas(self) -> dict[str, dict[str, list[str]]] | None:

@@ -67,6 +67,37 @@ class ScopedViews:
         return v
 
     def _scoped_view(self: ParserRuntime, node: StackNode, sem: ScopeRules) -> LexiconView:  # type: ignore[misc]  # self: the runtime (module doc)
+        view = self._names_view(node, sem)
+        aggs = sem.aggs
+        if (
+            aggs.on
+            and (self.allowed_mask(node) >> aggs.fn_tid) & 1
+            and aggs.banned(self.ctx_at(node))
+        ):
+            return self._without_aggregates(view, sem)
+        return view
+
+    def _without_aggregates(self: ParserRuntime, view: LexiconView, sem: ScopeRules) -> LexiconView:  # type: ignore[misc]  # self: the runtime (module doc)
+        """``view`` with FUNCTION_NAME holding no aggregate's name (memoized per view;
+        ``grammar/scope_aggregates.py``)."""
+        key = ("noagg", view.fp)
+        out = self._views.get(key)
+        if out is None:
+            tid = sem.aggs.fn_tid
+            base = view.words[tid]
+            kept = frozenset(w for w in base.words if norm_name(w) not in sem.aggs.names)
+            lex = dict(view.words)
+            lex[tid] = CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)
+            h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
+            h.update(b"noagg:" + (view.fp or "").encode())
+            out = LexiconView(lex, view.mask | (1 << tid), h.hexdigest())
+            if len(self._views) >= VIEW_LIMIT:
+                self._views.clear()
+            self._views[key] = out
+        return out
+
+    def _names_view(self: ParserRuntime, node: StackNode, sem: ScopeRules) -> LexiconView:  # type: ignore[misc]  # self: the runtime (module doc)
+        """The view of identifier words at ``node`` before the aggregate rule."""
         allowed = self.allowed_mask(node)
         if allowed & self.fresh_mask:
             view = self._alias_view(node, sem)

@@ -391,3 +391,25 @@ def aggregate_misuse(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
                     edits=edits,
                 )
     return out
+
+
+def nests_aggregates(sql: str, dialect: str) -> bool:
+    """``sql`` calls an aggregate directly inside another's arguments, neither a window (the
+    nesting :func:`aggregate_misuse` refuses): what the Asker's repair round narrows its
+    language against (``grammar/scope_aggregates.py``). False when ``sql`` does not parse."""
+    read = Dialect.get(dialect).sqlglot_read
+    try:
+        trees = sqlglot.parse(sql, read=read)
+    except (sqlglot.errors.ParseError, TokenError, RecursionError):
+        return False
+    for tree in trees:
+        for call in tree.find_all(exp.Func) if tree is not None else ():
+            if not _is_aggregate(call, dialect) or _windowed(call):
+                continue
+            select, where, calls = _owner(call)
+            if select is None or where is None:
+                continue
+            outer = next((c for c in calls if _is_aggregate(c, dialect)), None)
+            if outer is not None and not _windowed(outer):
+                return True
+    return False

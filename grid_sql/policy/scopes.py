@@ -42,6 +42,8 @@ def role_scopes(
     cte_names: bool = True,
     output_aliases: bool = True,
     policy: Policy | None = None,
+    aggregates: bool = True,
+    nested_aggregates: bool = True,
 ) -> ScopeTable:
     """Every table (and view) of the snapshot with all of its columns, plus its schemas.
 
@@ -73,6 +75,10 @@ def role_scopes(
     schema's tables and ``s.`` only the tables of ``s`` (``docs/scope.md``, "Table names by
     schema"): a bare ``FROM restaurant`` for ``restaurants.restaurant`` is refused by the
     checker and by the server's search_path, so the mask does not offer it.
+    ``aggregates`` (default on): no aggregate of :attr:`Dialect.mask_aggregates` is called
+    in a clause where none runs (``docs/scope.md``, "Aggregates where they run");
+    ``nested_aggregates=False`` also none inside an aggregate's arguments (the repair round
+    after the checker refused a nesting).
     """
     tables: dict[str, list[str]] = {}
     schemas: list[str] = []
@@ -103,6 +109,8 @@ def role_scopes(
         table_schemas=by_schema if multi else None,
         default_schema=default if multi else None,
         bare_reaches_all=dialect.bare_names_search_every_schema,
+        aggregates=dialect.mask_aggregates if aggregates else (),
+        nested_aggregates=nested_aggregates,
     )
 
 

@@ -47,5 +47,9 @@ def to_spec(grammar: Grammar) -> SpecGrammar:
             },
             g.scopes.default_schema,
             g.scopes.bare_reaches_all,
+            g.scopes.aggregates
+            if g.lexicon is not None and "FUNCTION_NAME" in g.lexicon.categories
+            else frozenset(),
+            g.scopes.nested_aggregates,
         ),
     )

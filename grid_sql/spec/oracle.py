@@ -39,6 +39,7 @@ from lark.lexer import PatternStr
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
 from grid_sql.errors import EmptyLanguageError, GrammarError, LexiconError
+from grid_sql.spec.aggregates import aggregate_banned
 from grid_sql.spec.ctes import (
     ALIAS_CLAUSES,
     ALIAS_STOPS,
@@ -110,6 +111,22 @@ class SpecGrammar:
             frozenset[str],
             Mapping[str, Mapping[str, frozenset[str]]] | None,
             str | None,
+            bool,
+        ]
+        | tuple[
+            Mapping[str, frozenset[str]],
+            frozenset[str],
+            bool,
+            bool,
+            frozenset[str],
+            frozenset[str],
+            bool,
+            frozenset[str],
+            frozenset[str],
+            Mapping[str, Mapping[str, frozenset[str]]] | None,
+            str | None,
+            bool,
+            frozenset[str],
             bool,
         ]
         | None
@@ -610,8 +627,13 @@ class ScopeSpec:
         table_schemas: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
         default_schema: str | None = None,
         bare_all: bool = False,
+        aggregates: frozenset[str] = frozenset(),
+        nested_aggregates: bool = True,
     ) -> None:
         self.tables = tables
+        # aggregates where they run (spec/aggregates.py); empty: off
+        self.aggregates = aggregates
+        self.nested_aggregates = nested_aggregates
         self.bare_all = bare_all  # a bare table name reaches every schema (SQLite)
         # table names by schema (docs/scope.md): schema -> table -> columns; None: off
         self.table_schemas = table_schemas if default_schema is not None else None
@@ -916,6 +938,18 @@ class ScopeSpec:
             if entries:
                 view = dict(oracle.lexicon) if view is None else view
                 view.update(entries)
+        if (
+            self.aggregates
+            and "FUNCTION_NAME" in oracle.lexicon
+            and "FUNCTION_NAME" in oracle.allowed(stack)
+            and aggregate_banned(forest, self.aggregates, self.nested_aggregates)
+        ):
+            view = dict(oracle.lexicon) if view is None else view
+            words, fold = view["FUNCTION_NAME"]
+            view["FUNCTION_NAME"] = (
+                frozenset(w for w in words if _norm(w) not in self.aggregates),
+                fold,
+            )
         return view
 
     def _column_view(
