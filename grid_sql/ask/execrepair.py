@@ -23,7 +23,7 @@ from ..errors import ExecutionError, StatementTimeout
 from ..parser.incremental import accepts
 from .result import AskResult, GeneratedSQL, Repair
 from .retry import same_statement
-from .typefix import group_by_fix, type_fix, zero_division_fix
+from .typefix import cardinality_fix, group_by_fix, type_fix, zero_division_fix
 from .typehints import error_codes, type_hint
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -98,8 +98,8 @@ class ExecutionRepair:
         allow_writes: bool,
         options: dict[str, Any],
     ) -> tuple[str, str | None, Repair] | None:
-        """The deterministic fix of a type error, a division by zero or an ungrouped column
-        the database reported
+        """The deterministic fix of a type error, a division by zero, an ungrouped column or
+        a several-row subquery compared with ``=`` the database reported
         (grid_sql/ask/typefix.py) as (fixed statement, its audit id, its repair entry), or
         None: not such an error, autofix off, a write, no certain fix, or the fixed
         statement is outside the role's language or refused by the checker. The fixed
@@ -115,6 +115,8 @@ class ExecutionRepair:
             fix = zero_division_fix(gen.sql, d)
         elif d.is_grouping_error(state, errno):
             fix = group_by_fix(gen.sql, str(exc), d)
+        elif d.is_cardinality_error(state, errno):
+            fix = cardinality_fix(gen.sql, d)
         else:
             return None
         if fix is None:

@@ -39,6 +39,15 @@ and one grouping error whose fix changes no answer the statement could have mean
   a GROUP BY is changed (one without it asked for an aggregate over everything).
   Regenerated with sqlglot, like the two below.
 
+and one whose statement has one reading that runs:
+
+* **a subquery compared with ``=`` returned several rows** (PostgreSQL's 21000 ``more than
+  one row returned by a subquery used as an expression``, MySQL's 1242; SQLite takes the
+  first row): ``x = (SELECT ...)`` becomes ``x IN (SELECT ...)`` (``<>``: ``NOT IN``), what
+  equality with a set of rows means, for every such comparison whose subquery is not
+  single-row by its shape (``LIMIT 1``, aggregates only). Ordering comparisons are left
+  alone (``ANY`` or ``ALL``: no single reading). Regenerated.
+
 and one error that SQL itself gives a value for:
 
 * **division by zero** (PostgreSQL's 22012, where SQLite and MySQL return NULL): every
@@ -71,7 +80,7 @@ from ..dialect import Dialect
 from ..policy.findings import apply_edits
 from ..schema.model import SchemaSnapshot
 
-__all__ = ["TypeFix", "group_by_fix", "type_fix", "zero_division_fix"]
+__all__ = ["TypeFix", "cardinality_fix", "group_by_fix", "type_fix", "zero_division_fix"]
 
 _TEXT = exp.DataType.TEXT_TYPES
 _NUMBER = exp.DataType.INTEGER_TYPES
@@ -312,6 +321,56 @@ def zero_division_fix(sql: str, dialect: str | Dialect) -> TypeFix | None:
         return None
     fixed = tree.sql(dialect=read)
     reason = "division by zero: each denominator d is written NULLIF(d, 0) (regenerated)"
+    return TypeFix(fixed, ((0, len(sql), sql, fixed, reason),))
+
+
+def _single_row(query: exp.Expr) -> bool:
+    """``query`` returns at most one row by its shape: ``LIMIT 1``, or one SELECT whose
+    list is aggregates only with no GROUP BY."""
+    if not isinstance(query, exp.Select):
+        return False
+    limit = query.args.get("limit")
+    if limit is not None and limit.expression is not None and limit.expression.sql() == "1":
+        return True
+    if query.args.get("group") is not None or not query.expressions:
+        return False
+    return all(
+        isinstance(e.unalias(), exp.AggFunc) and not isinstance(e.unalias().parent, exp.Window)
+        for e in query.expressions
+    )
+
+
+def cardinality_fix(sql: str, dialect: str | Dialect) -> TypeFix | None:
+    """``sql`` with every ``x = (SELECT ...)`` that may return several rows written
+    ``x IN (SELECT ...)`` (``<>``/``!=``: ``NOT IN``; module doc), or None when there is
+    none or the statement does not parse."""
+    d = Dialect.lookup(dialect)
+    read = d.sqlglot_read
+    try:
+        tree = sqlglot.parse_one(sql, read=read)
+    except (ParseError, TokenError, RecursionError):
+        return None
+    changed = False
+    for cmp in list(tree.find_all(exp.EQ, exp.NEQ)):
+        for sub, other in ((cmp.expression, cmp.this), (cmp.this, cmp.expression)):
+            if (
+                isinstance(sub, exp.Subquery)
+                and not isinstance(other, exp.Subquery)
+                and not _single_row(sub.this)
+            ):
+                member: exp.Expr = exp.In(this=other.copy(), query=sub.copy())
+                if isinstance(cmp, exp.NEQ):
+                    member = exp.Not(this=member)
+                cmp.replace(member)
+                changed = True
+                break
+    if not changed:
+        return None
+    fixed = tree.sql(dialect=read)
+    reason = (
+        "a subquery compared with = returned several rows: `x = (SELECT ...)` is written "
+        "`x IN (SELECT ...)` (regenerated)"
+    )
     return TypeFix(fixed, ((0, len(sql), sql, fixed, reason),))
 
 

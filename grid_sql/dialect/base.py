@@ -404,6 +404,12 @@ class Dialect:
         SQLite and MySQL return NULL instead), which ``grid_sql/ask/typefix.py`` fixes."""
         return False
 
+    def is_cardinality_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        """The server refused a scalar subquery that returned several rows (PostgreSQL's
+        21000, MySQL's 1242; SQLite takes the first row), which ``grid_sql/ask/typefix.py``
+        fixes where it was compared with ``=``."""
+        return False
+
     def is_grouping_error(self, sqlstate: str | None, errno: int | None) -> bool:
         """The server refused a column that is neither grouped nor aggregated (PostgreSQL's
         42803; SQLite and MariaDB's defaults run it), which ``grid_sql/ask/typefix.py``

@@ -189,6 +189,9 @@ class MySQL(Dialect):
     def is_type_error(self, sqlstate: str | None, errno: int | None) -> bool:
         return errno in self.type_error_errnos
 
+    def is_cardinality_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        return errno == 1242  # ER_SUBQUERY_NO_1_ROW
+
     def is_grouping_error(self, sqlstate: str | None, errno: int | None) -> bool:
         # ER_WRONG_FIELD_WITH_GROUP under sql_mode ONLY_FULL_GROUP_BY (MySQL's default since
         # 5.7; MariaDB's only when set); 1140 (no GROUP BY at all) is not fixed: no guess

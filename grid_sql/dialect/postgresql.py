@@ -233,6 +233,9 @@ class PostgreSQL(Dialect):
     def is_division_by_zero(self, sqlstate: str | None, errno: int | None) -> bool:
         return sqlstate == "22012"
 
+    def is_cardinality_error(self, sqlstate: str | None, errno: int | None) -> bool:
+        return sqlstate == "21000"
+
     def is_grouping_error(self, sqlstate: str | None, errno: int | None) -> bool:
         return sqlstate == "42803"
 

@@ -515,3 +515,60 @@ def test_the_year_fix_runs_on_postgresql() -> None:
         assert execute(engine, fix.sql).rows
     finally:
         engine.dispose()
+
+
+CARDINALITY = (  # defog q23: the conference subquery returns several rows
+    "SELECT T1.title FROM publication AS T1 INNER JOIN domain_conference AS T5 "
+    "ON T1.cid = T5.cid WHERE T5.cid = (SELECT cid FROM conference)"
+)
+
+
+def test_equality_with_several_rows_is_membership() -> None:
+    from grid_sql.ask.typefix import cardinality_fix
+
+    fix = cardinality_fix(CARDINALITY, "postgresql")
+    assert fix is not None
+    assert fix.sql.endswith("WHERE T5.cid IN (SELECT cid FROM conference)")
+    fix = cardinality_fix("SELECT a FROM t WHERE (SELECT b FROM u) <> a", "postgresql")
+    assert fix is not None and fix.sql == "SELECT a FROM t WHERE NOT a IN (SELECT b FROM u)"
+    # single-row by shape, or an ordering comparison: nothing to change
+    for sql in (
+        "SELECT a FROM t WHERE a = (SELECT MAX(b) FROM u)",
+        "SELECT a FROM t WHERE a = (SELECT b FROM u LIMIT 1)",
+        "SELECT a FROM t WHERE a < (SELECT b FROM u)",
+        "SELECT (SELECT b FROM u) FROM t",
+    ):
+        assert cardinality_fix(sql, "postgresql") is None, sql
+
+
+def test_the_cardinality_fix_runs_on_postgresql() -> None:
+    from grid_sql.ask.execute import execute
+    from grid_sql.ask.typefix import cardinality_fix
+    from grid_sql.ask.typehints import error_codes
+    from grid_sql.dialect import Dialect
+    from grid_sql.errors import ExecutionError
+
+    url = sa.make_url(_yelp_url()).set(database="defog_academic")
+    engine = sa.create_engine(url)
+    try:
+        with pytest.raises(ExecutionError) as err:
+            execute(engine, CARDINALITY)
+        assert Dialect.get("postgresql").is_cardinality_error(*error_codes(err.value))
+        fix = cardinality_fix(CARDINALITY, "postgresql")
+        assert fix is not None
+        execute(engine, fix.sql)
+    finally:
+        engine.dispose()
+
+
+def test_the_cardinality_error_on_mariadb(server_engine) -> None:
+    from grid_sql.ask.execute import execute
+    from grid_sql.ask.typehints import error_codes
+    from grid_sql.dialect import Dialect
+    from grid_sql.errors import ExecutionError
+
+    engine = server_engine("GRID_SQL_MYSQL_URL")
+    sql = "SELECT 1 FROM (SELECT 1 AS a) AS t WHERE a = (SELECT 1 UNION ALL SELECT 2)"
+    with pytest.raises(ExecutionError) as err:
+        execute(engine, sql)
+    assert Dialect.get("mysql").is_cardinality_error(*error_codes(err.value))
