@@ -624,7 +624,9 @@ def report(model: str, command: str, notes: str = "") -> str:
             f"{wins} questions right only constrained, {losses} only unconstrained). "
             f"Executes: {100 * ediff:+.1f} points [{100 * elo:+.1f}, {100 * ehi:+.1f}].",
         ]
-    lines += [
+    from defog_again import whole_section
+
+    lines += whole_section(by) + [
         "",
         "## Per category",
         "",

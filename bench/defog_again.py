@@ -235,3 +235,69 @@ def ask_whole(
             file=sys.stderr,
             flush=True,
         )
+
+
+def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
+    """The ``--whole`` passes (every question on its own database at one commit each): per
+    pass executes, EX and dead ends, paired EX against the unconstrained arm and against the
+    previous pass, and the answers that did not execute (``defog.py --report``)."""
+    from defog import _pct, paired_bootstrap
+
+    tags = sorted(a[len("whole") :] for a in by if a.startswith("whole") and "free" not in a)
+    out: list[str] = []
+    prev: str | None = None
+    for tag in tags:
+        arm = "whole" + tag
+        rs = by[arm]
+        if not rs:
+            continue
+        ids = sorted(rs)
+        commits = sorted({r["commit"] for r in rs.values()})
+        ex = sum(bool(rs[i]["executes"]) for i in ids)
+        ok = sum(bool(rs[i]["correct"]) for i in ids)
+        dead = sum(bool(rs[i].get("dead_end")) for i in ids)
+        if not out:
+            out += [
+                "",
+                "## All questions asked again at one commit (`--whole`)",
+                "",
+                "The headline's constrained answers come from several commits; each pass below "
+                "asks every question on its own database with one checkout's code "
+                "(`python bench/defog.py --whole --tag T`).",
+                "",
+                "| pass | commit(s) | n | executes [95% Wilson] | EX [95% Wilson] | dead ends |",
+                "|---|---|---|---|---|---|",
+            ]
+        out.append(
+            f"| {arm} | {', '.join(commits)} | {len(ids)} | {_pct(ex, len(ids))} "
+            f"| {_pct(ok, len(ids))} | {dead} |"
+        )
+        pairs = [("unconstrained", by["unconstrained"])]
+        if prev is not None:
+            pairs.append((prev, by[prev]))
+        notes = []
+        for name, other in pairs:
+            both = [i for i in ids if i in other]
+            if not both:
+                continue
+            a = [bool(rs[i]["correct"]) for i in both]
+            b = [bool(other[i]["correct"]) for i in both]
+            lo, hi = paired_bootstrap(a, b)
+            d = (sum(a) - sum(b)) / len(both)
+            e = sum(bool(rs[i]["executes"]) for i in both) - sum(
+                bool(other[i]["executes"]) for i in both
+            )
+            notes.append(
+                f"{arm} − {name} on {len(both)} paired: EX {100 * d:+.1f} points "
+                f"[{100 * lo:+.1f}, {100 * hi:+.1f}], executes {e:+d} answers"
+            )
+        out += ["", *(f"- {n}" for n in notes), ""] if notes else []
+        prev = arm
+    if prev is not None:
+        last = by[prev]
+        bad = [last[i] for i in sorted(last) if not last[i]["executes"]]
+        out += [f"Not executed in {prev} ({len(bad)}):", ""]
+        for r in bad:
+            err = (r.get("error") or "")[:150].replace("\n", " ")
+            out.append(f"- q{r['qid']} ({r['category']}): {r.get('error_type')}: {err}")
+    return out
