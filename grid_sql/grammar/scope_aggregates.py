@@ -24,8 +24,8 @@ How: the scope context (``grammar/scope.py`` :class:`Context`) carries two depth
 keyword at level n when levels 1..n-1 are), and ``inagg`` (the narrowing), the level at
 which an aggregate's name was pushed. A tag applies only when it equals the current depth,
 so a nested query's positions are free unless its own clause holds them, and the tags
-vanish with the stack nodes that set them (a reduced clause). A ``)`` that closes a call's arguments clears ``inagg`` for what follows it (that
-call's ``FILTER``/``OVER``).
+vanish with the stack nodes that set them (a reduced clause). A ``)`` that closes a call's
+arguments clears ``inagg`` for what follows it (that call's ``FILTER``/``OVER``).
 """
 
 from __future__ import annotations

@@ -231,7 +231,8 @@ class ScopedViews:
     ) -> tuple[tuple[int, CategoryWords], ...]:
         """Identifier terminals whose word can only be a qualifier at ``node`` (its state
         after the word reduces it to ``any_name`` and nothing else) or a qualifier or an
-        ORDER BY output alias (``any_name`` / ``output_alias``), each with the words it may
+        ORDER BY output alias (``any_name`` / ``output_alias``), or, PostgreSQL, the head of a
+        typed literal (``typed_name``: a type word), each with the words it may
         be there (docs/scope.md, "The `.` after a name"): any other word would be a name no
         continuation of ``q.`` makes a valid reference (``WHERE Total_spent . x`` with
         ``Total_spent`` in no FROM table) or an alias the select list does not have
@@ -245,13 +246,19 @@ class ScopedViews:
         if quals is None:
             return ()
         out: list[tuple[int, CategoryWords]] = []
+        # a PostgreSQL typed literal's head must be a type word (ScopeRules.typed_words)
+        may_be = {sem.nt_any_name, sem.nt_output_alias}
+        if sem.typed_words is not None:
+            may_be.add(sem.nt_typed_name)
         for tid in sem.qualifier_terms:
             if not (allowed >> tid) & 1:
                 continue
             kinds = self._reduced_to(self.shift(node, tid))
-            if kinds is None or not kinds <= {sem.nt_any_name, sem.nt_output_alias}:
+            if kinds is None or not kinds <= may_be:
                 continue  # the word may be more than a qualifier or an output alias here
             names = quals if sem.nt_any_name in kinds else frozenset()
+            if sem.typed_words is not None and sem.nt_typed_name in kinds:
+                names = names | sem.typed_words
             if sem.nt_output_alias in kinds:
                 aliases = sem.output_aliases(ctx)
                 if aliases is None:

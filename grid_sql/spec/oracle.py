@@ -1014,9 +1014,12 @@ class ScopeSpec:
             if any(kind is Shift for kind, _ in acts):
                 continue  # the name is not complete here
             becomes = {arg.origin.name for _, arg in acts}
-            if not becomes <= {"any_name", "output_alias"}:
+            typed = "TYPE_NAME" in oracle.lexicon  # a typed literal's head: a type word
+            if not becomes <= {"any_name", "output_alias"} | ({"typed_name"} if typed else set()):
                 continue  # the word may be more than a qualifier or an output alias here
             may = set(quals) if "any_name" in becomes else set()
+            if "typed_name" in becomes:
+                may |= {_norm(w) for w in oracle.lexicon["TYPE_NAME"][0]}
             if "output_alias" in becomes:
                 if "*" in levels[-1].aliases:
                     continue

@@ -197,3 +197,44 @@ def test_masks_exact_at_typed_literal_heads() -> None:
         ids = m.allowed_token_ids()
         ids = ids[ids != guide.eos_id]
         np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
+
+
+def test_a_name_bound_nowhere_cannot_start_an_expression() -> None:
+    """At an expression start a table name can only qualify (``t.v``) or, PostgreSQL, head a
+    typed literal (a type word): a table the FROM does not bind is neither, so it is not
+    admitted at all. It used to be (``typed_name`` among its reductions kept the word
+    unrestricted), and the model then had only ``.`` to go on with: defog q84/q192 wrote
+    ``WHERE sbticker`` and then spaces up to the token budget."""
+    from grid_sql.policy.grants import no_grants_baseline
+    from grid_sql.policy.scopes import role_scopes
+    from tests.differential.harness import Differential
+
+    def table(name: str) -> TableInfo:
+        return TableInfo(name, columns=(ColumnInfo("id", "integer"), ColumnInfo("v", "text")))
+
+    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("public", (table("t"), table("u"))),))
+    pol = narrow(
+        no_grants_baseline(snap, Dialect.get("postgresql")),
+        AppPolicy.from_mapping({"verbs": ["select"]}),
+        snap,
+    )
+    g = role_grammar(Grammar.dialect("postgresql"), snap, pol).with_scopes(
+        role_scopes(snap, policy=pol, bind_select_list=True)
+    )
+    rt = ParserRuntime.for_grammar(g)
+    ok = [
+        "SELECT v FROM t WHERE t.v = 'x'",
+        "SELECT v FROM u AS w WHERE w.v = 'x'",
+        "SELECT v FROM t WHERE now() > date '2020-01-01'",
+        "SELECT v FROM t WHERE id IN (SELECT u.id FROM u)",
+    ]
+    refused = ["SELECT v FROM t WHERE u.v = 'x'", "SELECT v FROM t WHERE id > u.id"]
+    for sql in ok + refused:
+        cfg = rt.advance(rt.initial, sql.encode())
+        assert (cfg is not None and rt.eos_allowed(cfg)) == (sql in ok), sql
+    assert rt.advance(rt.initial, b"SELECT v FROM t WHERE u ") is None
+    d = Differential(g)
+    for sql in ok + refused:
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
