@@ -2,7 +2,7 @@
 
 Why: on defog's PostgreSQL questions the statements the database refused were type errors,
 and the repair round mostly wrote the same statement again (a small model does not act on
-"operator does not exist: text = bigint", nor on the dialect's hint). Two of those errors have
+"operator does not exist: text = bigint", nor on the dialect's hint). Some of those errors have
 exactly one reading, which the column types alone decide, so no model is needed:
 
 * **text compared for equality with a number** (``text = bigint``): a text column equal to
@@ -14,6 +14,12 @@ exactly one reading, which the column types alone decide, so no model is needed:
   left alone: on text they compare letters, not numbers, so the reading is not certain.
 * **LIKE on a column that is not text** (``date ~~ unknown``): the column is cast to text
   (``CAST(order_date AS TEXT) LIKE '2020%'``), the only way the pattern can apply.
+* **a text column used as a date** (``text >= timestamp``, ``extract(unknown, text)``;
+  defog keeps dates as text in some tables): compared with a date or time value (``=``,
+  ``<``, ...), or the source of ``EXTRACT``, the column is cast to that type
+  (``CAST(cm.start_dt AS TIMESTAMP) >= t.start_dt - INTERVAL '14 days'``; ``DATE`` against a
+  date): a comparison with a time is about time, and EXTRACT reads only dates and times. A
+  text that is no date then fails at run time, as the statement did.
 * **days between two dates taken as an interval** (``EXTRACT(DAY FROM d1 - d2)`` with both
   operands DATE columns or ``CURRENT_DATE``: ``extract(unknown, integer)``): on PostgreSQL
   the difference of two dates is already the number of days, so the EXTRACT is dropped
@@ -84,6 +90,7 @@ __all__ = ["TypeFix", "cardinality_fix", "group_by_fix", "type_fix", "zero_divis
 
 _TEXT = exp.DataType.TEXT_TYPES
 _NUMBER = exp.DataType.INTEGER_TYPES
+_TIMES = exp.DataType.TEMPORAL_TYPES - {exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ}
 
 
 @dataclass(frozen=True)
@@ -125,24 +132,33 @@ def _span(sql: str, col: exp.Column) -> tuple[int, int] | None:
     return start, end
 
 
-def _as_text(node: exp.Expr) -> exp.Expr | None:
-    """The edit that writes a number-typed ``node`` as text: a quoted literal or a cast."""
-    if isinstance(node, exp.Literal) and not node.is_string:
+def _converted(node: exp.Expr, to: str) -> exp.Expr | None:
+    """The edit that writes ``node`` as type ``to``: a number literal as a quoted one (to
+    text), a column as a cast."""
+    if to == "TEXT" and isinstance(node, exp.Literal) and not node.is_string:
         return exp.Literal.string(node.this)
     if isinstance(node, exp.Column):
-        return exp.Cast(this=node.copy(), to=exp.DataType.build("TEXT"))
+        return exp.Cast(this=node.copy(), to=exp.DataType.build(to))
     return None
 
 
-def _mismatches(tree: exp.Expr) -> Iterator[tuple[exp.Expr, str]]:
-    """(node to write as text, reason) for every certain type mismatch in an annotated tree."""
-    for node in tree.find_all(exp.EQ, exp.NEQ, exp.In, exp.Like, exp.ILike):
+def _mismatches(tree: exp.Expr) -> Iterator[tuple[exp.Expr, str, str]]:
+    """(node to convert, reason, the type to convert it to) for every certain type mismatch
+    in an annotated tree."""
+    for ext in tree.find_all(exp.Extract):
+        col = ext.expression
+        if isinstance(col, exp.Column) and _type(col) in _TEXT:
+            yield col, "EXTRACT needs a date or time, this column is text", "TIMESTAMP"
+    for node in tree.find_all(
+        exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.ILike
+    ):
         if isinstance(node, (exp.Like, exp.ILike)):
             left = node.this
             t = _type(left)
             if isinstance(left, exp.Column) and t is not None and t not in _TEXT:
                 if t != exp.DataType.Type.UNKNOWN:
-                    yield left, f"LIKE needs text, this column is {str(t).rsplit('.', 1)[-1]}"
+                    kind = str(t).rsplit(".", 1)[-1]
+                    yield left, f"LIKE needs text, this column is {kind}", "TEXT"
             continue
         if isinstance(node, exp.In):
             left = node.this
@@ -154,12 +170,17 @@ def _mismatches(tree: exp.Expr) -> Iterator[tuple[exp.Expr, str]]:
                 sides = list(query.this.expressions)[:1] if len(query.this.expressions) == 1 else []
             for side in (x.unalias() for x in sides):  # qualify aliases a projection
                 if _type(side) in _NUMBER:
-                    yield side, "a number compared with a text column"
+                    yield side, "a number compared with a text column", "TEXT"
             continue
         a, b = node.this, node.expression
-        for text_side, num_side in ((a, b), (b, a)):
-            if _type(text_side) in _TEXT and _type(num_side) in _NUMBER:
-                yield num_side, "a number compared with a text column"
+        for text_side, other in ((a, b), (b, a)):
+            if _type(text_side) not in _TEXT:
+                continue
+            if isinstance(node, (exp.EQ, exp.NEQ)) and _type(other) in _NUMBER:
+                yield other, "a number compared with a text column", "TEXT"
+            elif isinstance(text_side, exp.Column) and _type(other) in _TIMES:
+                to = "DATE" if _type(other) == exp.DataType.Type.DATE else "TIMESTAMP"
+                yield text_side, "a text column compared with a date or time", to
 
 
 def _is_date(node: exp.Expr) -> bool:
@@ -232,10 +253,14 @@ def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> Type
     edits: list[tuple[int, int, str, str, str]] = []
     expected = original.copy()
     targets: list[tuple[exp.Expr, exp.Expr]] = []
-    for node, reason in _mismatches(annotated):
+    seen: set[tuple[str, int]] = set()
+    for node, reason, to in _mismatches(annotated):
+        if _pos(node) in seen:
+            continue  # (a column both extracted from and compared: one cast)
+        seen.add(_pos(node))
         meta = (node.this if isinstance(node, exp.Column) else node).meta
         orig = by_pos.get(_pos(node))
-        new = None if orig is None else _as_text(orig)
+        new = None if orig is None else _converted(orig, to)
         if orig is None or new is None:
             return None  # a mismatch we cannot write exactly: leave it to the repair round
         if isinstance(orig, exp.Column):
@@ -245,7 +270,7 @@ def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> Type
         if span is None:
             return None
         old = sql[span[0] : span[1]]
-        text = f"CAST({old} AS TEXT)" if isinstance(orig, exp.Column) else new.sql(dialect=read)
+        text = f"CAST({old} AS {to})" if isinstance(orig, exp.Column) else new.sql(dialect=read)
         edits.append((span[0], span[1], old, text, f"{old}: {reason}"))
         targets.append((orig, new))
     days = list(_date_differences(annotated))

@@ -572,3 +572,73 @@ def test_the_cardinality_error_on_mariadb(server_engine) -> None:
     with pytest.raises(ExecutionError) as err:
         execute(engine, sql)
     assert Dialect.get("mysql").is_cardinality_error(*error_codes(err.value))
+
+
+TEXT_DATES = (  # defog q198: concomitant_meds keeps its dates as text
+    "SELECT t.treatment_id FROM treatments t JOIN concomitant_meds cm "
+    "ON t.treatment_id = cm.treatment_id WHERE cm.start_dt >= t.start_dt - INTERVAL '14 days' "
+    "AND cm.start_dt <= t.start_dt + INTERVAL '14 days'"
+)
+
+
+def _derm() -> SchemaSnapshot:
+    return SchemaSnapshot(
+        dialect="postgresql",
+        default_schema="public",
+        schemas=(
+            SchemaInfo(
+                "public",
+                (
+                    _t("treatments", ("treatment_id", "integer"), ("start_dt", "date")),
+                    _t("concomitant_meds", ("treatment_id", "integer"), ("start_dt", "text")),
+                ),
+            ),
+        ),
+    )
+
+
+def test_a_text_column_used_as_a_date_is_cast() -> None:
+    fix = type_fix(TEXT_DATES, _derm(), "postgresql")
+    assert fix is not None
+    assert fix.sql == TEXT_DATES.replace(
+        "cm.start_dt >=", "CAST(cm.start_dt AS TIMESTAMP) >="
+    ).replace("cm.start_dt <=", "CAST(cm.start_dt AS TIMESTAMP) <=")
+    assert all("compared with a date or time" in e[4] for e in fix.edits)
+    fix = type_fix(
+        "SELECT COUNT(*) FROM concomitant_meds WHERE EXTRACT(YEAR FROM start_dt) = 2022 "
+        "AND start_dt < CURRENT_DATE",
+        _derm(),
+        "postgresql",
+    )
+    assert fix is not None and fix.sql == (
+        "SELECT COUNT(*) FROM concomitant_meds WHERE EXTRACT(YEAR FROM CAST(start_dt AS "
+        "TIMESTAMP)) = 2022 AND CAST(start_dt AS DATE) < CURRENT_DATE"
+    )
+    # text against text, or a date column against a date: nothing to change
+    assert (
+        type_fix("SELECT 1 FROM concomitant_meds WHERE start_dt > 'x'", _derm(), "postgresql")
+        is None
+    )
+    assert (
+        type_fix("SELECT 1 FROM treatments WHERE start_dt > CURRENT_DATE", _derm(), "postgresql")
+        is None
+    )
+
+
+def test_the_text_date_fix_runs_on_postgresql() -> None:
+    from grid_sql.ask.execute import execute
+    from grid_sql.ask.typehints import error_codes
+    from grid_sql.dialect import Dialect
+    from grid_sql.errors import ExecutionError
+
+    url = sa.make_url(_yelp_url()).set(database="defog_derm_treatment")
+    engine = sa.create_engine(url)
+    try:
+        with pytest.raises(ExecutionError) as err:
+            execute(engine, TEXT_DATES)
+        assert Dialect.get("postgresql").is_type_error(*error_codes(err.value))
+        fix = type_fix(TEXT_DATES, _derm(), "postgresql")
+        assert fix is not None
+        execute(engine, fix.sql)
+    finally:
+        engine.dispose()
