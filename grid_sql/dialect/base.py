@@ -168,6 +168,9 @@ class Dialect:
     aggregate_needs_grouping: ClassVar[bool] = False
     """An aggregate in ORDER BY or HAVING needs a GROUP BY or an aggregate in the select list
     (SQLite)."""
+    declared_types_are_affinities: ClassVar[bool] = False
+    """A declared column type only picks a storage affinity and reads nothing (SQLite): the
+    checker does not judge DDL column types there (``policy/edges.py``)."""
     mask_aggregates: ClassVar[frozenset[str]] = frozenset({"avg", "count", "max", "min", "sum"})
     """Function names that call an aggregate whatever their arguments: the role grammars
     hold them out of the clauses where no aggregate runs (``docs/scope.md``, "Aggregates

@@ -80,6 +80,7 @@ class SQLite(Dialect):
     unknown_quoted_names_are_strings = True
     output_alias_clauses = ("where", "group", "having", "order")
     bare_names_search_every_schema = True  # temp, main, then attached databases
+    declared_types_are_affinities = True
     # min/max with two or more arguments are scalar functions here
     mask_aggregates = frozenset({"avg", "count", "group_concat", "sum", "total"})
     fresh_aliases = True

@@ -18,7 +18,12 @@ server runs can drift apart (issue 23), and each rule here is an allow-list rath
   PostgreSQL's ``'sales.secret'::regclass`` (or ``regclass 'sales.secret'``) looks the name
   up and answers with the table's oid whether or not the role may read it (``regrole``,
   ``regproc``, ``regnamespace`` likewise), and a type sqlglot does not know (a user-defined
-  one, ``pg_catalog.x``) is not judged at all.
+  one, ``pg_catalog.x``) is not judged at all. A column a ``CREATE``/``ALTER TABLE`` declares
+  converts every value stored in it, so its type must be one of those, an auto-numbered
+  integer (``SERIAL``) or an enumeration (MySQL's ``ENUM``/``SET``) (:data:`COLUMN_TYPES`;
+  ``CREATE TABLE t (x regclass)`` then ``INSERT ... ('sales.secret')`` would probe a denied
+  table's existence). SQLite's declared types only pick an affinity and read nothing: any
+  name stays there.
 * **Row values.** A whole-row reference (PostgreSQL's bare table alias as a value, ``t.*``
   anywhere but directly in a select list, ``ROW(t.*)``, ``(t).col``, ``to_json(t)``,
   ``RETURNING t.*``) reads every column of the row, so every column of the table must be
@@ -222,9 +227,38 @@ VALUE_TYPES: frozenset[object] = frozenset(
 )  # fmt: skip
 
 
-def type_findings(stmt: exp.Expr) -> Iterator[Violation]:
-    """Conversions to a type outside :data:`VALUE_TYPES` (module doc, "Types")."""
+# Column types a CREATE/ALTER TABLE may declare: the value types, auto-numbered integers and
+# enumerations (module doc, "Types"); a value stored in a column is converted to its type
+COLUMN_TYPES: frozenset[object] = VALUE_TYPES | {
+    _T.SERIAL, _T.SMALLSERIAL, _T.BIGSERIAL, _T.ENUM, _T.SET,
+}  # fmt: skip
+
+
+def type_findings(stmt: exp.Expr, dialect: str | None = None) -> Iterator[Violation]:
+    """Conversions to a type outside :data:`VALUE_TYPES`, and declared column types outside
+    :data:`COLUMN_TYPES` (module doc, "Types"; SQLite's declared types are affinities only,
+    so any name is kept there)."""
+    from grid_sql.dialect import Dialect
     from grid_sql.policy.violation import Violation
+
+    if dialect is None or not Dialect.get(dialect).declared_types_are_affinities:
+        for col in stmt.find_all(exp.ColumnDef):
+            kind = col.args.get("kind")
+            if not isinstance(kind, exp.DataType):
+                continue
+            bad = next(
+                (dt for dt in kind.find_all(exp.DataType) if dt.this not in COLUMN_TYPES), None
+            )
+            if bad is not None:
+                name = bad.sql()
+                yield Violation(
+                    "banned_type",
+                    f"A column of type {name} is not allowed: a declared column type must be a "
+                    "plain value type (numbers, text, dates and times, booleans, JSON, UUID), "
+                    "an auto-numbered integer or an enumeration.",
+                    snippet=name,
+                    why="type not on the allow-list",
+                )
 
     for cast in stmt.find_all(exp.Cast):  # TryCast too; `::` and typed literals parse to it
         to = cast.args.get("to")
@@ -252,7 +286,7 @@ def edge_findings(run: Any, stmt: exp.Expr) -> Iterator[Violation]:
     allowed = run.policy.allowed_functions
     yield from function_findings(run.sql, run.tokens, [stmt], allowed, dialect)
     yield from session_findings(stmt, dialect)
-    yield from type_findings(stmt)
+    yield from type_findings(stmt, dialect)
 
     def columns_of(table: exp.Table) -> frozenset[str] | None:
         ref = run._lookup(table)

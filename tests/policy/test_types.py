@@ -238,3 +238,39 @@ def test_a_name_bound_nowhere_cannot_start_an_expression() -> None:
         w = sql.encode()
         for i in range(len(w) + 1):
             d.check(w[:i])
+
+
+def test_declared_column_types_are_judged() -> None:
+    """A declared column converts every value stored in it: PostgreSQL's ``regclass`` column
+    would look a stored name up in the catalog (``INSERT ... ('sales.secret')`` probes a
+    denied table), so DDL types are held to value types, serials and enumerations; SQLite's
+    declared types are affinities only and stay free."""
+    refused = {
+        "postgresql": [
+            "CREATE TABLE t (x regclass)",
+            "CREATE TABLE t (id int, r regrole)",
+            "ALTER TABLE t ADD COLUMN y regnamespace",
+            "CREATE TABLE t (x mytype)",
+        ],
+        "mysql": ["CREATE TABLE t (g geometry)"],
+        "sqlite": [],
+    }
+    kept = {
+        "postgresql": [
+            "CREATE TABLE t (id serial PRIMARY KEY, name text, total numeric(8,2), "
+            "tags text[], at timestamp with time zone, ok boolean, doc jsonb)",
+            "ALTER TABLE t ADD COLUMN n bigint",
+        ],
+        "mysql": [
+            "CREATE TABLE t (id int AUTO_INCREMENT PRIMARY KEY, kind ENUM('a', 'b'), "
+            "v double, s varchar(20), d datetime)"
+        ],
+        "sqlite": ["CREATE TABLE t (a INTEGER PRIMARY KEY, b foo, c, d BLOB, e DATETIME)"],
+    }
+    for dialect in DIALECTS:
+        snap = SchemaSnapshot(dialect, None, ())
+        checker = Checker(snap, sqlite_baseline(snap))
+        for sql in refused[dialect]:
+            assert "banned_type" in {v.kind for v in checker.check(sql)}, (dialect, sql)
+        for sql in kept[dialect]:
+            assert "banned_type" not in {v.kind for v in checker.check(sql)}, (dialect, sql)
