@@ -282,6 +282,9 @@ class ScopeRules:
         )
         self.table_term_of = {tt[0]: tt for tt in self.table_terms}
         self.table_words_memo: dict[Any, Any] = {}  # parser/tables.py, per name set
+        self.t_schema = t("SCHEMA_NAME")
+        slex = grammar.lexicon.categories.get("SCHEMA_NAME") if grammar.lexicon else None
+        self.schema_words = bool(slex is not None and slex.words)  # a qualifier can be spelled
         # typed literals (PostgreSQL ``typed_name STRING``): the head must be a type word of
         # the role's TYPE_NAME lexicon whichever name category it lexed as (parser/tables.py)
         self.t_string = t("STRING")

@@ -632,7 +632,7 @@ class ReserveTable:
             raise MaskError(f"no completion from the stack {node!r}")
         terms = self._expand(syms)
         if rt.sem is not None and (
-            (terms and not (rt.allowed_mask(node) >> terms[0]) & 1)
+            (terms and not self._writable(node, terms[0]))
             or (not terms and not rt.accepts_end(node))
         ):
             # the scope rule dropped the first terminal the grammar alone would read (the
@@ -672,11 +672,14 @@ class ReserveTable:
             raise MaskError(f"no completion through an allowed terminal from {node!r}")
         return ranked[0][1]
 
-    def _allowed_completions(self, node: StackNode) -> list[tuple[int, list[int]]]:
+    def _allowed_completions(self, node: StackNode, depth: int = 2) -> list[tuple[int, list[int]]]:
         """``(tokens, terminals)`` of the cheapest grammar completion through each terminal
         the runtime allows at ``node``, cheapest first (ties: lower terminal id). One ranking
         for both users: the cheapest completion past a scope refinement takes the first, the
-        completion search tries them in this order."""
+        completion search tries them in this order. Where the refinements also refuse what
+        the grammar completion writes right after the terminal (a schema name that may not
+        end a FROM item: it must go on as ``s.t``), that terminal's completion goes through
+        the allowed terminals there too (``depth`` levels)."""
         rt = self.rt
         ranked: list[tuple[int, list[int]]] = []
         bits = rt.allowed_mask(node) & rt.term_bits
@@ -684,14 +687,32 @@ class ReserveTable:
             low = bits & -bits
             bits ^= low
             t = low.bit_length() - 1
-            if t not in self.piece:
+            if t not in self.piece or not self._writable(node, t):
                 continue
-            syms = self._stack_completion(rt.shift(node, t, self.lexeme[t]))
-            if syms is not None:
-                terms = [t, *self._expand(syms)]
+            n2 = rt.shift(node, t, self.lexeme[t])
+            syms = self._stack_completion(n2)
+            rest = None if syms is None else self._expand(syms)
+            if depth and rest is not None and rt.sem is not None:
+                if (rest and not self._writable(n2, rest[0])) or (
+                    not rest and not rt.accepts_end(n2)
+                ):
+                    sub = self._allowed_completions(n2, depth - 1)
+                    rest = sub[0][1] if sub else None
+            if rest is not None:
+                terms = [t, *rest]
                 ranked.append((sum(len(self.piece[x]) for x in terms), terms))
         ranked.sort(key=lambda r: (r[0], r[1][0]))
         return ranked
+
+    def _writable(self, node: StackNode, t: int) -> bool:
+        """The runtime allows ``t`` at ``node`` and, for a category terminal, the view there
+        admits some word (a bare table name where the default schema holds no table admits
+        none: the item starts with a schema name instead)."""
+        rt = self.rt
+        if not (rt.allowed_mask(node) >> t) & 1:
+            return False
+        cat = rt.lex_at(node).words.get(t)  # (an IDENT held to the bound CTE names too)
+        return cat is None or cat.exclude or bool(cat.words)
 
     def _bind_refs(self, cfg: Configuration, data: bytes, tokens: list[int], tid: int) -> bytes:
         """Select-list obligations (``docs/scope.md``): if reading ``tid`` after ``data``

@@ -26,7 +26,7 @@ from ..grammar.scope import NONE, OPEN, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
 from .scoping import ScopedViews
 from .stack import StackNode
-from .tables import schema_only, untyped_literal_head
+from .tables import schema_only, unbound_schema_ref, untyped_literal_head
 from .views import VIEW_LIMIT, LexiconView  # noqa: F401 - re-exported (their old home)
 
 
@@ -291,6 +291,9 @@ class ParserRuntime(ScopedViews):
                     m &= ~dot
                 elif self._must_qualify(node) or schema_only(self, node, self.sem):
                     m = (m & ~self.term_bits) | dot
+            if self.sem is not None and unbound_schema_ref(self, node, self.sem):
+                keep = (1 << self.sem.t_dot) | (1 << self.sem.t_lpar)
+                m = (m & ~self.term_bits) | (m & keep)
             node.allowed = m
         return m
 
@@ -436,7 +439,11 @@ class ParserRuntime(ScopedViews):
                 e
                 and self.sem is not None
                 and self.sem.t_dot >= 0
-                and (self._must_qualify(node) or schema_only(self, node, self.sem))
+                and (
+                    self._must_qualify(node)
+                    or schema_only(self, node, self.sem)
+                    or unbound_schema_ref(self, node, self.sem)
+                )
             ):
                 e = False
             node.eos = e

@@ -42,12 +42,16 @@ def table_name_words(
     for tt in sem.table_terms:
         tid = tt[0]
         if (allowed >> tid) & 1:
-            out.extend(_words(rt, node, sem, tt))
+            out.extend(_words(rt, node, sem, tt, allowed))
     return tuple(out)
 
 
 def _words(
-    rt: ParserRuntime, node: StackNode, sem: ScopeRules, tt: tuple[int, int, int, int]
+    rt: ParserRuntime,
+    node: StackNode,
+    sem: ScopeRules,
+    tt: tuple[int, int, int, int],
+    allowed: int,
 ) -> tuple[tuple[int, CategoryWords], ...]:
     tid, nt_target, nt_qual, n_qual = tt
     bare, by_schema = sem.bare_tables, sem.table_schemas
@@ -69,7 +73,12 @@ def _words(
         names = sem.bare_or_schema
     else:
         names = bare
-    key = (tid, names, id(base))
+    # a bare name that reaches no table (a default schema holding none: defog_big's `public`)
+    # may admit no word where a schema name can start the name instead (no dead end)
+    may_empty = (
+        node.symbol != sem.t_dot and sem.schema_words and bool((allowed >> sem.t_schema) & 1)
+    )
+    key = (tid, names, id(base), bool(may_empty))
     memo = sem.table_words_memo
     got = memo.get(key)
     if got is None:
@@ -79,7 +88,7 @@ def _words(
         # word and would find none (docs/scope.md)
         got = (
             ()
-            if not kept or kept == base.words
+            if (not kept and not may_empty) or kept == base.words
             else ((tid, CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)),)
         )
         memo[key] = got
@@ -121,3 +130,20 @@ def untyped_literal_head(rt: ParserRuntime, node: StackNode, sem: ScopeRules) ->
     if a >= 0 or rt.rule_lhs[-a - 1] != sem.nt_typed_name:
         return False
     return norm_name(w) not in words
+
+
+def unbound_schema_ref(rt: ParserRuntime, node: StackNode, sem: ScopeRules) -> bool:
+    """Whether the ``SCHEMA_NAME`` word on top of ``node`` starts a FROM item where it could
+    end it as a CTE reference (``cte_ref: IDENT | SCHEMA_NAME``: a CTE may be named like a
+    schema) but names no CTE bound there: then it can only be ``s.`` (or a table function's
+    name, ``s(``), so nothing else may follow it. ``FROM consumer_div`` was admitted as a
+    CTE reference on a catalog with no WITH at all (defog's ewallet; the checker refused it,
+    and the termination reserve wrote it where bare table names reach nothing)."""
+    w = node.value
+    if not sem.cte_names or node.symbol != sem.t_schema or not isinstance(w, bytes):
+        return False
+    kinds = rt._reduced_to(node)
+    if kinds is None or sem.nt_cte_ref not in kinds:
+        return False
+    p = node.parent
+    return p is None or w not in sem.bound_ctes(rt.ctx_at(p))

@@ -60,6 +60,12 @@ def cte_words(oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]) -> froz
         return None
     if {arg.origin.name for _, arg in acts} != {"cte_ref"}:
         return None
+    return bound_names(forest)
+
+
+def bound_names(forest: tuple[Any, ...]) -> frozenset[bytes]:
+    """The CTE names (as written) a FROM item at the end of ``forest`` may reference: see
+    :func:`cte_words`."""
     bound: list[bytes] = []
     frames: list[bool] = []  # per WITH still being written: is it RECURSIVE?
     for k, x in enumerate(forest):

@@ -43,6 +43,7 @@ from grid_sql.spec.aggregates import aggregate_banned
 from grid_sql.spec.ctes import (
     ALIAS_CLAUSES,
     ALIAS_STOPS,
+    bound_names,
     cte_outs,
     cte_words,
     query_outs,
@@ -375,6 +376,20 @@ class SpecOracle:
             # a FROM item's first word that is only a schema name: only `.` may follow it
             if self._shift_tree(stack, forest, "DOT", b"") is not None:
                 return None
+        if (
+            term not in ("DOT", "LPAR")
+            and sc is not None
+            and sc.ctes
+            and forest
+            and _tok(forest[-1], "SCHEMA_NAME")
+            and any(
+                kind is not Shift and arg.origin.name == "cte_ref"
+                for x, (kind, arg) in self.table[stack[-1]].items()
+                if x in self.rx or x == END
+            )
+            and forest[-1][1] not in bound_names(forest[:-1])
+        ):
+            return None  # a schema name bound as no CTE: only `s.` or `s(` (spec/ctes.py)
         while True:
             act = self.table[st[-1]].get(term)
             if act is None:

@@ -83,7 +83,14 @@ def table_words(
                 names = names | frozenset(by_schema)
         words, fold = oracle.lexicon[t]
         kept = frozenset(w for w in words if _unquote(w) in names)
-        if kept and kept != words:
+        # a bare name reaching no table may admit none where a schema name can start it
+        bare_start = not (last is not None and last[0] == "DOT")
+        may_empty = (
+            bare_start
+            and bool(oracle.lexicon.get("SCHEMA_NAME", (frozenset(), False))[0])
+            and "SCHEMA_NAME" in oracle.allowed(stack)
+        )
+        if (kept or may_empty) and kept != words:
             out[t] = (kept, fold)
     return out
 

@@ -323,47 +323,6 @@ def test_three_part_names_admit_the_tables_columns() -> None:
                 d.check(w[:i])
 
 
-def test_a_default_schema_without_tables() -> None:
-    """defog_big keeps every table in an application schema and none in ``public``: a bare
-    table name reaches nothing, and a restriction to no word is not made (the termination
-    reserve writes a FROM item as one table word), so bare names stay unrestricted there and
-    the checker names the schema; ``s.`` is still held to the tables of ``s``. Known gap."""
-    import numpy as np
-
-    from grid_sql.mask.cache import MaskCache
-    from grid_sql.mask.guide import Guide
-
-    from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
-
-    snap = SchemaSnapshot(
-        "postgresql",
-        "public",
-        (
-            SchemaInfo("restaurants", (_t("restaurant", "id", "name"), _t("location", "id"))),
-            SchemaInfo("scholar", (_t("author", "authorid"),)),
-        ),
-    )
-    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping({"verbs": ["select"]}), snap)
-    g = role_grammar_for(snap, pol, scopes=True, bind_select_list=True)
-    for sql in ("SELECT name FROM restaurants.restaurant", "SELECT name FROM restaurant"):
-        assert _admits(g, sql), sql
-    assert not _admits(g, "SELECT * FROM scholar.restaurant")
-    (v,) = Checker(snap, pol).check("SELECT name FROM restaurant")
-    assert "it is `restaurants.restaurant`" in v.message
-    d = Differential(g)
-    for sql in ("SELECT name FROM restaurant", "SELECT * FROM scholar.author AS a"):
-        w = sql.encode()
-        for i in range(len(w) + 1):
-            d.check(w[:i])
-    guide = Guide(g, vocab("gpt-2"), cache=MaskCache())
-    for p in (b"SELECT * FROM ", b"SELECT * FROM rest", b"SELECT * FROM scholar."):
-        m = guide.matcher()
-        m.accept_tokens(greedy_tokens("gpt-2", p))
-        ids = m.allowed_token_ids()
-        ids = ids[ids != guide.eos_id]
-        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
-
-
 def test_sqlite_bare_names_reach_attached_databases() -> None:
     """SQLite looks a bare table name up in temp, main, then each attached database: there a
     bare name keeps every table and only ``s.`` is held to the tables of ``s`` (defog's
@@ -434,6 +393,75 @@ def test_the_reserve_binds_with_schema_qualified_tables() -> None:
     ):
         m = guide.matcher()
         m.accept_tokens(greedy_tokens("gpt-2", p))
+        comp = table.completion(m.config)  # raises MaskError when it cannot be verified
+        for t in comp.tokens:
+            m.accept_token(t)
+        assert m.is_accepting(), (p, comp.data)
+
+
+def test_a_default_schema_without_tables() -> None:
+    """defog's ewallet and big catalog keep every table in an application schema and none
+    in ``public``: a bare table name reaches nothing, so it admits no word at all (a schema
+    name starts the item instead), and a schema name alone is no item unless a CTE of that
+    name is bound. Spec and fast path agree, masks are exact, and the reserve finishes."""
+    from grid_sql.mask.cache import MaskCache
+    from grid_sql.mask.guide import Guide
+    from grid_sql.mask.reserve import reserve_table
+
+    from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
+
+    snap = SchemaSnapshot(
+        "postgresql",
+        "public",
+        (
+            SchemaInfo("restaurants", (_t("restaurant", "id", "name"), _t("location", "id"))),
+            SchemaInfo("scholar", (_t("author", "authorid"),)),
+        ),
+    )
+    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping({"verbs": ["select"]}), snap)
+    g = role_grammar_for(snap, pol, scopes=True, bind_select_list=True)
+    ok = [
+        "SELECT name FROM restaurants.restaurant",
+        "SELECT * FROM scholar.author",
+        "WITH restaurants AS (SELECT 1 AS id) SELECT id FROM restaurants",
+        "SELECT r.name FROM restaurants.restaurant AS r JOIN restaurants.location AS l "
+        "ON l.id = r.id",
+    ]
+    refused = [
+        "SELECT name FROM restaurant",
+        "SELECT * FROM author",
+        "SELECT 1 FROM location",
+        "SELECT 1 FROM restaurants",
+        "SELECT 1 FROM scholar AS s",
+        "WITH x AS (SELECT 1 AS id) SELECT id FROM restaurants",
+    ]
+    for sql in ok:
+        assert _admits(g, sql), sql
+    for sql in refused:
+        assert not _admits(g, sql), sql
+    (v,) = Checker(snap, pol).check("SELECT name FROM restaurant")
+    assert "it is `restaurants.restaurant`" in v.message
+    d = Differential(g)
+    for sql in ok + refused:
+        w = sql.encode()
+        for i in range(len(w) + 1):
+            d.check(w[:i])
+    v = vocab("gpt-2")
+    guide = Guide(g, v, cache=MaskCache())
+    table = reserve_table(g, v)
+    for p in (
+        b"SELECT * FROM ",
+        b"SELECT * FROM rest",
+        b"SELECT * FROM scholar.",
+        b"SELECT r.name FROM ",
+        b"SELECT name FROM restaurants.restaurant AS r JOIN ",
+        b"SELECT id FROM restaurants.location WHERE id IN (SELECT id FROM ",
+    ):
+        m = guide.matcher()
+        m.accept_tokens(greedy_tokens("gpt-2", p))
+        ids = m.allowed_token_ids()
+        ids = ids[ids != guide.eos_id]
+        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
         comp = table.completion(m.config)  # raises MaskError when it cannot be verified
         for t in comp.tokens:
             m.accept_token(t)
