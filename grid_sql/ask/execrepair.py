@@ -8,7 +8,8 @@ and typing rules, and they read best in one place:
    checker, is sealed like a ``run_sql`` statement and runs instead (``Repair(kind="typefix")``);
 2. **the repair round**: the database's message (and the dialect's type hint) goes back to
    the model, if the round is unused, the statement read-only and not a time-out; a repair
-   that writes the same statement again is not run twice;
+   that writes the same statement again is not run twice, and a repair the database
+   refuses in turn gets the deterministic fixes of 1. once;
 3. **the refusal itself**, typed (:class:`ExecutionError` naming the statement and its audit
    records).
 """
@@ -88,7 +89,20 @@ class ExecutionRepair:
         try:
             res = run(again.sql, again.audit_id)
         except ExecutionError as exc2:
-            raise exc2.about(again.sql, again.audit_ids, again.repairs) from exc2.__cause__
+            # the repair round's statement gets the same deterministic fixes (defog q155: the
+            # model added the GROUP BY the first statement lacked, but not its sort key)
+            fixed = self._type_fixed(again, exc2, allow_writes, options)
+            if fixed is None:
+                raise exc2.about(again.sql, again.audit_ids, again.repairs) from exc2.__cause__
+            sql, audit_id, repair = fixed
+            try:
+                res = run(sql, audit_id)
+            except ExecutionError:
+                raise exc2.about(again.sql, again.audit_ids, again.repairs) from exc2.__cause__
+            again.repairs = [*again.repairs, repair]
+            again.audit_ids = [*again.audit_ids, *filter(None, [audit_id])]
+            again.sql, again.audit_id = sql, audit_id or again.audit_id
+            on_sql(again)
         return AskResult.answered(again, res, t_start)
 
     def _type_fixed(  # type: ignore[misc]  # self: the Asker
