@@ -245,6 +245,7 @@ def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
 
     tags = sorted(a[len("whole") :] for a in by if a.startswith("whole") and "free" not in a)
     out: list[str] = []
+    notes: list[str] = []
     prev: str | None = None
     for tag in tags:
         arm = "whole" + tag
@@ -275,7 +276,6 @@ def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
         pairs = [("unconstrained", by["unconstrained"])]
         if prev is not None:
             pairs.append((prev, by[prev]))
-        notes = []
         for name, other in pairs:
             both = [i for i in ids if i in other]
             if not both:
@@ -291,8 +291,8 @@ def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
                 f"{arm} − {name} on {len(both)} paired: EX {100 * d:+.1f} points "
                 f"[{100 * lo:+.1f}, {100 * hi:+.1f}], executes {e:+d} answers"
             )
-        out += ["", *(f"- {n}" for n in notes), ""] if notes else []
         prev = arm
+    out += ["", *(f"- {n}" for n in notes), ""] if notes else []
     if prev is not None:
         last = by[prev]
         bad = [last[i] for i in sorted(last) if not last[i]["executes"]]
