@@ -82,56 +82,10 @@ class SpecGrammar:
     ignored: frozenset[str]
     # category terminal -> (allowed words, fold_bare_case)
     lexicon: Mapping[str, tuple[frozenset[bytes], bool]] = field(default_factory=dict)
-    # scope-aware column lexicons (docs/scope.md): (table -> column names, schema names),
+    # scope-aware column lexicons (docs/scope.md): ScopeSpec's arguments in order (table ->
+    # column names, schema names, then the optional rules; spec/bridge.py writes them),
     # names lower-case and unquoted; None: off
-    scopes: (
-        tuple[Mapping[str, frozenset[str]], frozenset[str], bool, bool]
-        | tuple[
-            Mapping[str, frozenset[str]], frozenset[str], bool, bool, frozenset[str], frozenset[str]
-        ]
-        | tuple[
-            Mapping[str, frozenset[str]],
-            frozenset[str],
-            bool,
-            bool,
-            frozenset[str],
-            frozenset[str],
-            bool,
-            frozenset[str],
-            frozenset[str],
-        ]
-        | tuple[
-            Mapping[str, frozenset[str]],
-            frozenset[str],
-            bool,
-            bool,
-            frozenset[str],
-            frozenset[str],
-            bool,
-            frozenset[str],
-            frozenset[str],
-            Mapping[str, Mapping[str, frozenset[str]]] | None,
-            str | None,
-            bool,
-        ]
-        | tuple[
-            Mapping[str, frozenset[str]],
-            frozenset[str],
-            bool,
-            bool,
-            frozenset[str],
-            frozenset[str],
-            bool,
-            frozenset[str],
-            frozenset[str],
-            Mapping[str, Mapping[str, frozenset[str]]] | None,
-            str | None,
-            bool,
-            frozenset[str],
-            bool,
-        ]
-        | None
-    ) = None
+    scopes: tuple[Any, ...] | None = None
 
     @classmethod
     def from_lark(

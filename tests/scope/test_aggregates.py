@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import pytest
 
 from grid_sql.ask.asker import role_grammar_for
@@ -212,34 +211,21 @@ def test_fast_equals_spec(dialect: str, nested: bool) -> None:
 def test_masks_exact_where_aggregates_are_held_out(nested: bool) -> None:
     """Token masks equal the brute force at the held-out positions (tokens that cross into
     a called name included), and the reserve finishes from each."""
-    from grid_sql.mask.cache import MaskCache
-    from grid_sql.mask.guide import Guide
-    from grid_sql.mask.reserve import reserve_table
+    from ..mask.helpers import assert_masks_exact
 
-    from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
-
-    g = grammar("postgresql", nested)
-    v = vocab("gpt-2")
-    guide = Guide(g, v, cache=MaskCache())
-    table = reserve_table(g, v)
-    for p in [
-        b"SELECT id FROM orders WHERE ",
-        b"SELECT id FROM orders WHERE su",  # substr( yes, sum( no
-        b"SELECT id FROM orders WHERE total > (SELECT ",
-        b"SELECT cid FROM orders GROUP BY ",
-        b"SELECT o.id FROM orders AS o JOIN customer AS c ON ",
-        b"SELECT SUM(CASE WHEN ",
-        b"SELECT SUM(total) FILTER (WHERE ",
-    ] + ([b"SELECT SUM(CASE WHEN COUNT(id) > 1 THEN 1 ELSE 0 END"] if nested else []):
-        m = guide.matcher()
-        m.accept_tokens(greedy_tokens("gpt-2", p))
-        ids = m.allowed_token_ids()
-        ids = ids[ids != guide.eos_id]
-        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
-        comp = table.completion(m.config)  # raises MaskError when it cannot be verified
-        for t in comp.tokens:
-            m.accept_token(t)
-        assert m.is_accepting(), (p, comp.data)
+    assert_masks_exact(
+        grammar("postgresql", nested),
+        [
+            b"SELECT id FROM orders WHERE ",
+            b"SELECT id FROM orders WHERE su",  # substr( yes, sum( no
+            b"SELECT id FROM orders WHERE total > (SELECT ",
+            b"SELECT cid FROM orders GROUP BY ",
+            b"SELECT o.id FROM orders AS o JOIN customer AS c ON ",
+            b"SELECT SUM(CASE WHEN ",
+            b"SELECT SUM(total) FILTER (WHERE ",
+        ]
+        + ([b"SELECT SUM(CASE WHEN COUNT(id) > 1 THEN 1 ELSE 0 END"] if nested else []),
+    )
 
 
 def test_audit_archive_rebuilds_the_narrowing() -> None:

@@ -129,18 +129,8 @@ def test_masks_exact_at_cte_references() -> None:
     """Token masks (Rust walk over the view) equal the brute force where a CTE reference is
     written, including tokens that cross into it (`` s WHERE``), and the reserve finishes a
     pending CTE name."""
-    import numpy as np
+    from ..mask.helpers import assert_masks_exact
 
-    from grid_sql.mask.cache import MaskCache
-    from grid_sql.mask.guide import Guide
-    from grid_sql.mask.reserve import reserve_table
-
-    from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
-
-    g = cte_role()
-    v = vocab("gpt-2")
-    guide = Guide(g, v, cache=MaskCache())
-    table = reserve_table(g, v)
     prefixes = [
         b"WITH s AS (SELECT Name FROM singer) SELECT * FROM ",
         b"WITH s AS (SELECT Name FROM singer) SELECT * FROM s",
@@ -158,16 +148,7 @@ def test_masks_exact_at_cte_references() -> None:
         b"SELECT 2 AS yy FROM singer GROUP BY yy HAVING ",
         b"SELECT 2 AS yy FROM singer WHERE 1 IN (SELECT y",
     ]
-    for p in prefixes:
-        m = guide.matcher()
-        m.accept_tokens(greedy_tokens("gpt-2", p))
-        ids = m.allowed_token_ids()
-        ids = ids[ids != guide.eos_id]
-        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
-        comp = table.completion(m.config)  # raises MaskError when it cannot be verified
-        for t in comp.tokens:
-            m.accept_token(t)
-        assert m.is_accepting(), (p, comp.data)
+    assert_masks_exact(cte_role(), prefixes)
 
 
 DEFINED_ADMITTED = [

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import pytest
 
 from grid_sql.ask.asker import role_grammar_for
@@ -152,17 +151,9 @@ def test_fast_equals_spec_on_schema_statements(bind: bool) -> None:
 def test_masks_exact_at_table_names() -> None:
     """Token masks equal the brute force where a table name is written, bare and after a
     schema, including tokens that cross into it, and the reserve finishes a pending name."""
-    from grid_sql.mask.cache import MaskCache
-    from grid_sql.mask.guide import Guide
-    from grid_sql.mask.reserve import reserve_table
+    from ..mask.helpers import assert_masks_exact
 
-    from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
-
-    g = role()
-    v = vocab("gpt-2")
-    guide = Guide(g, v, cache=MaskCache())
-    table = reserve_table(g, v)
-    for p in [
+    prefixes = [
         b"SELECT * FROM ",
         b"SELECT * FROM rest",
         b"SELECT * FROM restaurants.",
@@ -174,16 +165,8 @@ def test_masks_exact_at_table_names() -> None:
         b"SELECT * FROM orders AS o JOIN sales.ord",
         b"SELECT restaurants.restaurant.",
         b"SELECT restaurants.restaurant.na",
-    ]:
-        m = guide.matcher()
-        m.accept_tokens(greedy_tokens("gpt-2", p))
-        ids = m.allowed_token_ids()
-        ids = ids[ids != guide.eos_id]
-        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
-        comp = table.completion(m.config)  # raises MaskError when it cannot be verified
-        for t in comp.tokens:
-            m.accept_token(t)
-        assert m.is_accepting(), (p, comp.data)
+    ]
+    assert_masks_exact(role(), prefixes)
 
 
 def test_single_schema_catalogs_unchanged() -> None:
@@ -404,11 +387,7 @@ def test_a_default_schema_without_tables() -> None:
     in ``public``: a bare table name reaches nothing, so it admits no word at all (a schema
     name starts the item instead), and a schema name alone is no item unless a CTE of that
     name is bound. Spec and fast path agree, masks are exact, and the reserve finishes."""
-    from grid_sql.mask.cache import MaskCache
-    from grid_sql.mask.guide import Guide
-    from grid_sql.mask.reserve import reserve_table
-
-    from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
+    from ..mask.helpers import assert_masks_exact
 
     snap = SchemaSnapshot(
         "postgresql",
@@ -446,23 +425,14 @@ def test_a_default_schema_without_tables() -> None:
         w = sql.encode()
         for i in range(len(w) + 1):
             d.check(w[:i])
-    v = vocab("gpt-2")
-    guide = Guide(g, v, cache=MaskCache())
-    table = reserve_table(g, v)
-    for p in (
-        b"SELECT * FROM ",
-        b"SELECT * FROM rest",
-        b"SELECT * FROM scholar.",
-        b"SELECT r.name FROM ",
-        b"SELECT name FROM restaurants.restaurant AS r JOIN ",
-        b"SELECT id FROM restaurants.location WHERE id IN (SELECT id FROM ",
-    ):
-        m = guide.matcher()
-        m.accept_tokens(greedy_tokens("gpt-2", p))
-        ids = m.allowed_token_ids()
-        ids = ids[ids != guide.eos_id]
-        np.testing.assert_array_equal(ids, brute_force_ids(guide, m.config), err_msg=repr(p))
-        comp = table.completion(m.config)  # raises MaskError when it cannot be verified
-        for t in comp.tokens:
-            m.accept_token(t)
-        assert m.is_accepting(), (p, comp.data)
+    assert_masks_exact(
+        g,
+        (
+            b"SELECT * FROM ",
+            b"SELECT * FROM rest",
+            b"SELECT * FROM scholar.",
+            b"SELECT r.name FROM ",
+            b"SELECT name FROM restaurants.restaurant AS r JOIN ",
+            b"SELECT id FROM restaurants.location WHERE id IN (SELECT id FROM ",
+        ),
+    )
