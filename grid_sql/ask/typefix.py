@@ -324,15 +324,23 @@ def type_fix(sql: str, snapshot: SchemaSnapshot, dialect: str | Dialect) -> Type
     return TypeFix(fixed, tuple(edits))
 
 
+def _parsed(sql: str, dialect: str | Dialect) -> tuple[exp.Expr, str] | None:
+    """``sql``'s tree and the dialect's sqlglot name, for the fixes that regenerate the
+    statement (None: it does not parse)."""
+    read = Dialect.lookup(dialect).sqlglot_read
+    try:
+        return sqlglot.parse_one(sql, read=read), read
+    except (ParseError, TokenError, RecursionError):
+        return None
+
+
 def zero_division_fix(sql: str, dialect: str | Dialect) -> TypeFix | None:
     """``sql`` with every denominator ``NULLIF(d, 0)`` (module doc), or None when there is no
     division to guard or the statement does not parse."""
-    d = Dialect.lookup(dialect)
-    read = d.sqlglot_read
-    try:
-        tree = sqlglot.parse_one(sql, read=read)
-    except (ParseError, TokenError, RecursionError):
+    got = _parsed(sql, dialect)
+    if got is None:
         return None
+    tree, read = got
     changed = False
     for div in list(tree.find_all(exp.Div)):
         den = div.expression
@@ -369,12 +377,10 @@ def cardinality_fix(sql: str, dialect: str | Dialect) -> TypeFix | None:
     """``sql`` with every ``x = (SELECT ...)`` that may return several rows written
     ``x IN (SELECT ...)`` (``<>``/``!=``: ``NOT IN``; module doc), or None when there is
     none or the statement does not parse."""
-    d = Dialect.lookup(dialect)
-    read = d.sqlglot_read
-    try:
-        tree = sqlglot.parse_one(sql, read=read)
-    except (ParseError, TokenError, RecursionError):
+    got = _parsed(sql, dialect)
+    if got is None:
         return None
+    tree, read = got
     changed = False
     for cmp in list(tree.find_all(exp.EQ, exp.NEQ)):
         for sub, other in ((cmp.expression, cmp.this), (cmp.this, cmp.expression)):
@@ -447,11 +453,10 @@ def group_by_fix(sql: str, message: str, dialect: str | Dialect) -> TypeFix | No
     if named is None:
         return None
     qual, _, name = named.rpartition(".")
-    read = d.sqlglot_read
-    try:
-        tree = sqlglot.parse_one(sql, read=read)
-    except (ParseError, TokenError, RecursionError):
+    got = _parsed(sql, d)
+    if got is None:
         return None
+    tree, read = got
 
     def key(c: exp.Column) -> tuple[str, str]:
         return c.table.lower(), c.name.lower()

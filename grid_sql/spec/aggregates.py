@@ -11,17 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .tables import _unquote as _name  # the spec's name comparison (quotes off, lower)
+
 # clause keywords whose clause cannot call its level's aggregates
 KEYWORDS = frozenset({"WHERE", "ON", "GROUP", "LIMIT", "OFFSET", "FETCH"})
-
-
-def _name(b: bytes) -> str:
-    s = b.decode("utf-8", "replace")
-    if len(s) >= 2 and s[0] == s[-1] and s[0] in '"`':
-        s = s[1:-1].replace(s[0] + s[0], s[0])
-    elif len(s) >= 2 and s[0] == "[" and s[-1] == "]":
-        s = s[1:-1]
-    return s.lower()
 
 
 def aggregate_banned(forest: tuple[Any, ...], names: frozenset[str], nested: bool) -> bool:
