@@ -34,6 +34,7 @@ CATEGORIES = (
     "DELETE_TABLE_NAME",
     "TRUNCATE_TABLE_NAME",
     "FUNCTION_NAME",
+    "NILADIC_NAME",
     "TYPE_NAME",
 )
 
@@ -157,6 +158,8 @@ def test_identifier_categories(dialect):
     assert prio["COLUMN_NAME"] > prio["TABLE_NAME"] > prio["SCHEMA_NAME"] > prio["IDENT"]
     # a called name: below COLUMN_NAME (func_name takes both), above the qualifier-only ones
     assert prio["COLUMN_NAME"] > prio["FUNCTION_NAME"] > prio["TABLE_NAME"]
+    # a function of no arguments: right below the called name, so it plays its roles
+    assert prio["FUNCTION_NAME"] > prio["NILADIC_NAME"] > prio["TABLE_NAME"]
     # every write-target category outranks SCHEMA_NAME (a qualifier may lex as either)
     for verb in ("INSERT", "UPDATE", "DELETE", "TRUNCATE"):
         if f"{verb}_TABLE_NAME" not in prio:

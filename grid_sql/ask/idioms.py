@@ -83,11 +83,16 @@ def _known_functions() -> frozenset[str]:
 
 
 def _allowed_functions(grammar: Grammar, dialect: str) -> frozenset[str]:
-    """The function names the role grammar can write (its ``FUNCTION_NAME`` lexicon), else
-    the dialect's allow-list."""
+    """The function names the role grammar can write (its ``FUNCTION_NAME`` and
+    ``NILADIC_NAME`` lexicons), else the dialect's allow-list."""
     lex = grammar.lexicon
     if lex is not None and "FUNCTION_NAME" in lex.categories:
-        words = lex.categories["FUNCTION_NAME"].words
+        words = [
+            w
+            for cat in ("FUNCTION_NAME", "NILADIC_NAME")
+            if cat in lex.categories
+            for w in lex.categories[cat].words
+        ]
         return frozenset(w.decode("utf-8", "replace").strip('"`[]').lower() for w in words)
     return dialect_function_names(dialect)
 

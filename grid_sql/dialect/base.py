@@ -145,6 +145,14 @@ class Dialect:
     """The curated allow-list of function names (lower case); see policy/functions.py for
     what may be on it and why."""
 
+    niladic_functions: ClassVar[frozenset[str]] = frozenset()
+    """Functions of the allow-list that take no arguments in every form the server has
+    (``now()``, ``pi()``, ``row_number()``): the role grammar calls them through
+    ``NILADIC_NAME`` (``niladic_call: NILADIC_NAME LPAR RPAR``), so
+    ``statement_timestamp('2021-01-01')``, a call no server resolves, has no token path.
+    Checked on the servers (``tests/policy/test_niladic.py``: PostgreSQL's ``pg_proc``,
+    MariaDB's parameter-count errors, SQLite's ``function_list``). Never an aggregate."""
+
     function_replacements: ClassVar[dict[str, str]] = {}
     """Functions models borrow from other dialects that this one lacks, with what to write
     instead, keyed by lower-case name. Where :meth:`linked_functions` can answer it decides
@@ -368,6 +376,10 @@ class Dialect:
         :meth:`linked_functions` says exists where it can say."""
         linked = self.linked_functions()
         return self.functions if linked is None else self.functions & linked
+
+    def niladic_names(self) -> frozenset[str]:
+        """:attr:`niladic_functions` that a statement may call (:meth:`function_names`)."""
+        return self.niladic_functions & self.function_names()
 
     def date_prompt_line(self, allowed: frozenset[str]) -> str | None:
         """One prompt line of this dialect's date functions and cast syntax, naming only

@@ -94,6 +94,21 @@ class MySQL(Dialect):
     double_quoted_strings = True
     user_variables = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
+    # an argument is a syntax or parameter-count error (MySQL 8, MariaDB 10.11; not now(),
+    # curtime(), rand(): they take a precision or a seed)
+    niladic_functions: ClassVar[frozenset[str]] = frozenset(
+        {
+            "cume_dist",
+            "curdate",
+            "dense_rank",
+            "percent_rank",
+            "pi",
+            "rank",
+            "row_number",
+            "utc_date",
+            "uuid",
+        }
+    )
     # Functions models borrow that MySQL/MariaDB lack (checked against the server in tests);
     # the catalog is extensible, so this is a deny-list of certain absences.
     function_replacements: ClassVar[dict[str, str]] = {

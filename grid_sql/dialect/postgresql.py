@@ -129,6 +129,20 @@ class PostgreSQL(Dialect):
     output_alias_clauses = ("group",)
     backslash_escapes_vary = True
     functions: ClassVar[frozenset[str]] = words(_CATALOG) | words(PARSER_FUNCTIONS)
+    # every pg_proc overload has no argument (PostgreSQL 15; not random(): 17 adds
+    # random(min, max); not rank() and its kin: hypothetical-set aggregates take arguments)
+    niladic_functions: ClassVar[frozenset[str]] = frozenset(
+        {
+            "clock_timestamp",
+            "gen_random_uuid",
+            "now",
+            "pi",
+            "row_number",
+            "statement_timestamp",
+            "timeofday",
+            "transaction_timestamp",
+        }
+    )
     # Functions models borrow that PostgreSQL lacks (checked against the server in tests); its
     # catalog is extensible, so this is a deny-list of certain absences.
     function_replacements: ClassVar[dict[str, str]] = {

@@ -90,6 +90,10 @@ class SQLite(Dialect):
     embedded = True
     aggregate_needs_grouping = True
     functions: ClassVar[frozenset[str]] = words(_FUNCTIONS)
+    # zero-argument functions (``PRAGMA function_list``: narg 0 only)
+    niladic_functions: ClassVar[frozenset[str]] = frozenset(
+        {"cume_dist", "dense_rank", "percent_rank", "pi", "random", "rank", "row_number"}
+    )
     # What to write instead of a function the library lacks (the library decides what is
     # missing: :meth:`linked_functions`).
     function_replacements: ClassVar[dict[str, str]] = {

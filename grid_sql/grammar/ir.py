@@ -445,7 +445,22 @@ class Grammar:
         return self._derive(self._reduce(rules, self.lexicon), merged, self.lexicon, terminals)
 
     def with_lexicon(self, lexicon: SchemaLexicon) -> Grammar:
-        """L3: restrict category terminals to allowed words (validated: W_c ⊆ R_c)."""
+        """L3: restrict category terminals to allowed words (validated: W_c ⊆ R_c).
+
+        A lexicon that restricts called names (``FUNCTION_NAME``) but says nothing of the
+        functions of no arguments (``NILADIC_NAME``) leaves those no words: otherwise an
+        unrestricted category ranked above the table names would call any name with ``()``
+        (``version()``) and lex every qualifier."""
+        if (
+            "FUNCTION_NAME" in lexicon.categories
+            and "NILADIC_NAME" in self.terminal_ids
+            and "NILADIC_NAME" not in lexicon.categories
+        ):
+            cats = lexicon.categories
+            lexicon = SchemaLexicon(
+                {**{n: c.words for n, c in cats.items()}, "NILADIC_NAME": ()},
+                {**{n: c.fold_bare_case for n, c in cats.items()}, "NILADIC_NAME": False},
+            )
         for name, cat in lexicon.categories.items():
             if name not in self.terminal_ids:
                 raise LexiconError(f"lexicon names unknown terminal {name!r}")

@@ -43,7 +43,9 @@ _KEYWORD_FUNCS = frozenset({"cast", "exists", "count", "any", "all", "some", "va
 
 
 def dialect_functions(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
-    """Calls of functions the dialect does not have, by the name written in ``sql``."""
+    """Calls of functions the dialect does not have, by the name written in ``sql``, and
+    calls that give arguments to a function that takes none (``Dialect.niladic_functions``:
+    ``statement_timestamp('2021-01-01')`` resolves on no server)."""
     out: list[Finding] = []
     seen: set[tuple[str, int | None]] = set()
     d = Dialect.lookup(dialect)
@@ -65,6 +67,21 @@ def dialect_functions(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
             continue
         if isinstance(node.parent, exp.Dot) or node.args.get("db"):
             continue  # schema-qualified (user-defined) function: the catalog decides
+        if low in d.niladic_functions and pos is not None:
+            after = sql[pos + len(name) :]
+            if re.match(r"\s*\(", after) and not re.match(r"\s*\(\s*\)", after):
+                seen.add((low, pos))
+                out.append(
+                    Finding(
+                        "unknown_function",
+                        f"`{name}(...)`: {name.upper()} takes no arguments; write {name}().",
+                        f"call {name}() with no arguments",
+                        position=pos,
+                        snippet=name,
+                        column=None,
+                    )
+                )
+            continue
         if not d.lacks_function(low):
             continue
         instead = d.function_instead(low)

@@ -11,9 +11,11 @@ Columns admit the names readable or writable in at least one table, and schemas 
 the tables kept. Called names (``FUNCTION_NAME``) admit only the policy's allowed functions
 (the curated per-dialect allow-list of ``policy/functions.py``), so the model cannot spell a
 function that reads a table by name, runs SQL or touches files, and a column cannot be spelled
-as a call of a function that does not exist. A conversion's type (``TYPE_NAME``: ``CAST(x AS
-t)``, ``x::t``, ``t 'x'``) admits only the dialect's plain value types (``Dialect.cast_types``),
-so ``'secret'::regclass`` (a catalog lookup by name) is outside every role's language.
+as a call of a function that does not exist; a function of no arguments (``NILADIC_NAME``,
+``Dialect.niladic_functions``) is called with ``()`` only. A conversion's type (``TYPE_NAME``:
+``CAST(x AS t)``, ``x::t``, ``t 'x'``) admits only the dialect's plain value types
+(``Dialect.cast_types``), so ``'secret'::regclass`` (a catalog lookup by name) is outside
+every role's language.
 
 Current limit, stated rather than hidden: the column lexicon is one list for every column
 position, the union over the tables; which columns of which table a statement may touch is
@@ -180,7 +182,18 @@ def role_grammar(
     words: dict[str, list[bytes]] = {}
     names_of: dict[str, set[str]] = {**tables, "COLUMN_NAME": columns, "SCHEMA_NAME": schemas}
     if functions and "FUNCTION_NAME" in g.terminal_ids:
-        names_of["FUNCTION_NAME"] = set(policy.allowed_functions) | set(extra_functions)
+        called = set(policy.allowed_functions) | set(extra_functions)
+        d = Dialect.get(dialect)
+        # a function of no arguments is called through NILADIC_NAME only (its `()` is the
+        # whole argument list); without that category it stays a FUNCTION_NAME
+        niladic = (
+            called & (d.niladic_functions - d.mask_aggregates)
+            if "NILADIC_NAME" in g.terminal_ids
+            else set()
+        )
+        names_of["FUNCTION_NAME"] = called - niladic
+        if "NILADIC_NAME" in g.terminal_ids:
+            names_of["NILADIC_NAME"] = niladic
     if "TYPE_NAME" in g.terminal_ids:  # a conversion names a plain value type only
         names_of["TYPE_NAME"] = set(Dialect.get(dialect).cast_types)
     # Bare names match case-insensitively, as the engines compare them, except table and

@@ -536,6 +536,7 @@ SCOPE_MAX_REFS = 32
 EXCLUDE = "exclude"  # lexicon fold marker: the words are refused (compared case-folded)
 _IDENT_TERMINALS = (
     "FUNCTION_NAME",
+    "NILADIC_NAME",
     "TABLE_NAME",
     "INSERT_TABLE_NAME",
     "UPDATE_TABLE_NAME",
