@@ -736,7 +736,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rerun-big", action="store_true", help="see rerun_big()")
     ap.add_argument("--whole", action="store_true", help="see ask_whole()")
     ap.add_argument("--free", action="store_true", help="--whole: the unconstrained arm")
-    ap.add_argument("--shard", default="0/1", help="--whole: K/N, every N-th question from K")
+    ap.add_argument("--shard", default="0/1", help="--whole, --again: K/N, every N-th from K")
     ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
     args = ap.parse_args(argv)
@@ -766,7 +766,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rerun_refused(args.model, args.max_tokens, until)
         return 0
     if args.again:
-        ask_again(args.model, args.max_tokens, until, args.tag, own=not args.big_only)
+        ask_again(
+            args.model, args.max_tokens, until, args.tag, own=not args.big_only, shard=args.shard
+        )
         return 0
     if args.rerun_big:
         rerun_big(args.model, args.max_tokens, until)

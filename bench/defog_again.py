@@ -75,7 +75,9 @@ def rerun_refused(model: str, max_tokens: int, until: float) -> None:
         print(f"rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
 
 
-def ask_again(model: str, max_tokens: int, until: float, tag: str = "", own: bool = True) -> None:
+def ask_again(
+    model: str, max_tokens: int, until: float, tag: str = "", own: bool = True, shard: str = "0/1"
+) -> None:
     """The big-catalog arm's questions asked again with the checkout's code, together with
     their own-database pair: arms ``big_again`` and ``constrained_again``, one question at a
     time (big, then own), so each pair comes from one commit. Shows what a change does to
@@ -83,7 +85,8 @@ def ask_again(model: str, max_tokens: int, until: float, tag: str = "", own: boo
     which stay in the headline; resumable like the run. ``tag``: a later pass at another
     commit (arms ``big_again<tag>`` ...); ``own=False`` asks the big catalog only (its pairs
     are then the untagged own-database answers, at their own commit). Questions go in the
-    run's stratified order, so a pass cut short is still a sample of every category."""
+    run's stratified order, so a pass cut short is still a sample of every category;
+    ``shard`` ``K/N`` asks every N-th of them from the K-th (two processes on two cores)."""
     from defog_big import BIG, ensure_big
 
     from grid_sql.ask.asker import Asker, load_backend
@@ -93,7 +96,8 @@ def ask_again(model: str, max_tokens: int, until: float, tag: str = "", own: boo
     recs = read_records(path)
     done = {(r["qid"], r["arm"]) for r in recs}
     asked = {r["qid"] for r in recs if r["arm"] == "big"}
-    todo = [q.qid for q in stratified(load_questions(), None) if q.qid in asked]
+    k, n = (int(x) for x in shard.split("/"))
+    todo = [q.qid for q in stratified(load_questions(), None) if q.qid in asked][k::n]
     qs = {q.qid: q for q in load_questions()}
     ensure_role(sorted({q.db for q in qs.values()}))
     ensure_big(

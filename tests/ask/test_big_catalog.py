@@ -176,6 +176,37 @@ def test_one_schema_wins_over_namesakes_in_others():
     assert Linker(one).rank("publication author")[0].name in {"publication", "author"}
 
 
+def test_run_together_names_and_irregular_verbs_reach_their_tables():
+    """defog's scholar and academic join tables (``paperkeyphrase``, ``writes``): PostgreSQL
+    folds ``PaperKeyphrase`` to one word and the questions say "written"; both were missing
+    from the big catalog's prompts (``bench/defog_big_recall.py``)."""
+    from grid_sql.schema.linking import split_compounds
+
+    assert stem("written") == stem("wrote") == stem("writes") == "write"
+    vocabulary = {"paper", "keyphrase", "dataset", "phrase", "restaurant"}
+    assert split_compounds(
+        [{"paperkeyphrase"}, {"keyphrase"}, {"restaurant"}, {"paperdataset"}], vocabulary
+    ) == [{"paper", "keyphrase"}, {"keyphrase"}, {"restaurant"}, {"paper", "dataset"}]
+
+    def t(name: str, *cols: str) -> TableInfo:
+        return TableInfo(name, columns=tuple(ColumnInfo(c, "bigint") for c in cols))
+
+    real = (
+        t("paper", "paperid", "title", "year"),
+        t("keyphrase", "keyphraseid", "keyphrasename"),
+        t("paperkeyphrase", "paperid", "keyphraseid"),
+        t("writes", "paperid", "authorid"),
+        t("author", "authorid", "authorname"),
+    )
+    noise = tuple(t(f"paper_{w}_log", "id", "title") for w in ("archive", "staging", "tmp"))
+    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("scholar", real + noise),))
+    tables = visible_tables(snap, sqlite_baseline(snap))
+    top = [x.name for x in Linker(tables).rank("Which keyphrases appear in papers from 2020?")]
+    assert "paperkeyphrase" in top[:3]
+    top = [x.name for x in Linker(tables).rank("How many papers has each author written?")]
+    assert "writes" in top[:3]
+
+
 def test_fingerprints_do_not_move_without_comments():
     """A comment-less catalog keeps the fingerprint it had before comments were read (its
     canonical JSON has no comment keys); a comment is part of it and round-trips."""
