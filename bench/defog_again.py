@@ -35,6 +35,29 @@ from defog import (
 __all__ = ["ask_again", "ask_whole", "rerun_big", "rerun_refused"]
 
 
+def _write(path: Any, q: Any, arm: str, model: str, commit: str, answer: dict[str, Any]) -> dict:
+    """Append one answer of ``arm`` to the records (the fields every runner writes first,
+    then the answer's) and print its line; returns the record."""
+    rec = {
+        "qid": q.qid,
+        "db": q.db,
+        "category": q.category,
+        "arm": arm,
+        "model": model,
+        "commit": commit,
+        **answer,
+    }
+    with path.open("a") as fh:
+        fh.write(json.dumps(rec, default=str) + "\n")
+    print(
+        f"{q.qid:3d} {arm:18s} exec={rec.get('executes')} ok={rec.get('correct')} "
+        f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return rec
+
+
 def rerun_refused(model: str, max_tokens: int, until: float) -> None:
     """The constrained answers the database refused (``ExecutionError``), asked again with
     the checkout's code: arm ``rerun``, with the commit of the first answer. Shows what a
@@ -60,19 +83,9 @@ def rerun_refused(model: str, max_tokens: int, until: float) -> None:
         asker = Asker(
             reader_url(q.db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
         )
-        rec = {
-            "qid": q.qid,
-            "db": q.db,
-            "category": q.category,
-            "arm": "rerun",
-            "model": model,
-            "commit": commit,
-            "first_commit": r["commit"],
-            **run_asker(asker, q),
-        }
-        with path.open("a") as fh:
-            fh.write(json.dumps(rec, default=str) + "\n")
-        print(f"rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
+        _write(
+            path, q, "rerun", model, commit, {"first_commit": r["commit"], **run_asker(asker, q)}
+        )
 
 
 def ask_again(
@@ -127,24 +140,8 @@ def ask_again(
             if time.time() > until:
                 print("time is up: stopping (the run resumes from here)", file=sys.stderr)
                 return
-            rec = run_asker(asker_for(db), q, where=BIG if db == BIG else None)
-            rec = {
-                "qid": q.qid,
-                "db": q.db,
-                "category": q.category,
-                "arm": arm,
-                "model": model,
-                "commit": commit,
-                **rec,
-            }
-            with path.open("a") as fh:
-                fh.write(json.dumps(rec, default=str) + "\n")
-            print(
-                f"{q.qid:3d} {arm:18s} exec={rec.get('executes')} ok={rec.get('correct')} "
-                f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
-                file=sys.stderr,
-                flush=True,
-            )
+            answer = run_asker(asker_for(db), q, where=BIG if db == BIG else None)
+            _write(path, q, arm, model, commit, answer)
 
 
 def rerun_big(model: str, max_tokens: int, until: float) -> None:
@@ -175,18 +172,7 @@ def rerun_big(model: str, max_tokens: int, until: float) -> None:
                 reader_url(BIG), model=backend, audit=False, max_tokens=max_tokens, date_help=True
             )
         q = qs[qid]
-        rec = {
-            "qid": q.qid,
-            "db": q.db,
-            "category": q.category,
-            "arm": "big_rerun",
-            "model": model,
-            "commit": commit,
-            **run_asker(asker, q, where=BIG),
-        }
-        with path.open("a") as fh:
-            fh.write(json.dumps(rec, default=str) + "\n")
-        print(f"big rerun {q.qid}: exec={rec['executes']} ok={rec['correct']} {rec['repairs']}")
+        _write(path, q, "big_rerun", model, commit, run_asker(asker, q, where=BIG))
 
 
 def ask_whole(
@@ -221,24 +207,8 @@ def ask_whole(
                 reader_url(q.db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
             )
         asker = askers[q.db]
-        rec = run_free(backend, asker, q, max_tokens) if free else run_asker(asker, q)
-        rec = {
-            "qid": q.qid,
-            "db": q.db,
-            "category": q.category,
-            "arm": arm,
-            "model": model,
-            "commit": commit,
-            **rec,
-        }
-        with path.open("a") as fh:
-            fh.write(json.dumps(rec, default=str) + "\n")
-        print(
-            f"{q.qid:3d} {arm:10s} exec={rec.get('executes')} ok={rec.get('correct')} "
-            f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
-            file=sys.stderr,
-            flush=True,
-        )
+        answer = run_free(backend, asker, q, max_tokens) if free else run_asker(asker, q)
+        _write(path, q, arm, model, commit, answer)
 
 
 def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
