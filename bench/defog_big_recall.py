@@ -54,7 +54,7 @@ def main() -> None:
     questions = {q.qid: q for q in load_questions()}
     asker = Asker(reader_url("big"), model=load_backend(args.model), audit=False, date_help=True)
     shown_all: list[int] = []
-    n_gold = n_shown = 0
+    n_gold = n_shown = n_home = n_full = 0
     for qid in sorted(big):
         q = questions[qid]
         gold = gold_tables(q.gold)
@@ -66,6 +66,7 @@ def main() -> None:
         if got == gold:
             shown_all.append(qid)
         mine = sum(s == home for s, _ in full)
+        n_home, n_full = n_home + mine, n_full + len(full)
         seen = "all gold shown" if got == gold else "missing " + ",".join(sorted(gold - got))
         print(
             f"q{qid:<4}{q.db:15s}{seen:40s}own-db tables {mine}/{len(full)}"
@@ -74,6 +75,7 @@ def main() -> None:
         )
     missing = [q for q in big if q not in shown_all]
     print(f"\ngold tables described in full: {n_shown}/{n_gold}")
+    print(f"tables described from the question's own database: {n_home}/{n_full}")
     for label, ids in (("every gold table shown", shown_all), ("a gold table missing", missing)):
         b = sum(bool(big[q]["correct"]) for q in ids)
         o = sum(bool(own.get(q, {}).get("correct")) for q in ids)
