@@ -14,7 +14,9 @@ Two fixes come from the schema (:class:`~grid_sql.policy.conformance.CertainEdit
   ``c``, both are FROM items of the same level (never a new or lost correlation), and every
   FROM item's columns are known;
 * ``equal_join`` — an ambiguous bare ``c`` whose candidates are all joined by ``=`` on ``c``
-  (inner joins only, one declared type), so that every candidate holds the same value.
+  (inner joins only, one declared type), so that every candidate holds the same value; a
+  derived table counts when it passes a base table's ``c`` through unchanged (its type is
+  that column's: ``Resolver.output_type``), and the qualifier written is a real table's.
 
 and one fix that SQL's own rules decide:
 

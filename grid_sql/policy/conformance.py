@@ -322,17 +322,22 @@ class _Conformance(ConformanceMessages):
         self, scope: Scope, hits: list[_Source], key: str, written: str, pos: int | None
     ) -> None:
         """An ambiguous bare ``c``: qualify it when every candidate is provably equal — all
-        candidates are real tables whose ``c`` has one declared type, joined by ``=`` on ``c``
-        (top-level AND chains of inner-join ON clauses and WHERE), with no outer join in the
-        query (a NULL-extended side would break the equality)."""
+        candidates are real tables, or derived tables passing a real table's ``c`` through
+        (``Resolver.output_type``), whose ``c`` has one declared type, joined by ``=`` on
+        ``c`` (top-level AND chains of inner-join ON clauses and WHERE), with no outer join
+        in the query (a NULL-extended side would break the equality). The qualifier chosen is
+        a real table's the role may read."""
         sel = scope.expression
         if pos is None or not isinstance(sel, exp.Select):
             return
-        if any(s.info is None or s.written is None for s in hits):
-            return
         types = set()
         for s in hits:
-            assert s.info is not None
+            if s.info is None:
+                derived = self.r.output_type(s, key)
+                if derived is None:
+                    return
+                types.add(derived)
+                continue
             c = next((c for c in s.info.columns if self.view.key(c.name) == key), None)
             if c is None:
                 return
@@ -379,7 +384,10 @@ class _Conformance(ConformanceMessages):
                     parent[find(ends[0])] = find(ends[1])
         if len({find(id(s)) for s in hits}) != 1:
             return
-        choice = next((s for s in hits if self._readable(s, key)), None)
+        choice = next(
+            (s for s in hits if s.info is not None and s.written and self._readable(s, key)),
+            None,
+        )
         if choice is None or own.get(choice.key) is not choice:
             return
         labels = " and ".join(s.label() for s in hits)

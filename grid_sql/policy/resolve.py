@@ -123,7 +123,11 @@ class Resolver:
             key = view.key(alias)
             if isinstance(src, Scope):
                 out[key] = _Source(
-                    alias, key, outputs=self._outputs(src), written=_alias_text(node, self.sql)
+                    alias,
+                    key,
+                    outputs=self._outputs(src),
+                    written=_alias_text(node, self.sql),
+                    inner=src,
                 )
             elif isinstance(src, exp.Table):
                 if isinstance(src.this, exp.Func) or not isinstance(src.this, exp.Identifier):
@@ -179,6 +183,56 @@ class Resolver:
             else:
                 names.add(self.view.key(p.sql()))  # engine-named expression column
         return names
+
+    def output_type(self, src: _Source, key: str) -> str | None:
+        """The declared type of output ``key`` of the derived table or CTE ``src`` when it
+        passes one column of a base table of its own FROM through unchanged (``SELECT
+        d.datasetid``, ``SELECT datasetid AS datasetid``): the value is that column's, so is
+        its type (the equal-join fix, ``conformance.py``). None otherwise: a set operation,
+        a column list, an expression, a bare name that not exactly one FROM item has or an
+        item whose columns are unknown."""
+        if not isinstance(src.inner, Scope):
+            return None
+        return self._output_types(src.inner).get(key)
+
+    def _output_types(self, scope: Scope) -> dict[str, str]:
+        expr = scope.expression
+        holder = expr.parent
+        alias = holder.args.get("alias") if isinstance(holder, exp.CTE | exp.Subquery) else None
+        if not isinstance(expr, exp.Select) or (
+            isinstance(alias, exp.TableAlias) and alias.columns
+        ):
+            return {}
+        try:
+            inner = self.sources(scope)
+        except OptimizeError:  # two FROM items share a name: nothing binds there
+            return {}
+        out: dict[str, str] = {}
+        for p in expr.expressions:
+            col = p.this if isinstance(p, exp.Alias) else p
+            if not isinstance(col, exp.Column) or col.is_star:
+                continue
+            if not isinstance(col.this, exp.Identifier):
+                continue
+            name = self.view.ident(col.this)
+            if col.args.get("table") is not None:
+                found = inner.get(self.view.ident(col.args["table"]))
+                if found is None or found.info is None:
+                    continue
+            else:
+                has = [x.provides(self.view, name) for x in inner.values()]
+                if None in has or has.count(True) != 1:
+                    continue
+                found = next(x for x, h in zip(inner.values(), has, strict=True) if h)
+                if found.info is None:
+                    continue
+            info = found.info
+            c = next((c for c in info.columns if self.view.key(c.name) == name), None)
+            if c is None:
+                continue
+            out_name = self.view.ident(p.args["alias"]) if isinstance(p, exp.Alias) else name
+            out[out_name] = c.type.strip().lower()
+        return out
 
     def output_aliases(self, scope: Scope) -> set[str]:
         """Lookup keys of the output aliases of ``scope``'s SELECT list."""

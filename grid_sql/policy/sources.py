@@ -96,6 +96,7 @@ class _Source:
     schema: str | None = None
     info: TableInfo | None = None
     outputs: set[str] | None = None  # derived table/CTE column keys (None: unknown)
+    inner: Scope | None = None  # a derived table's or CTE's own scope (Resolver.output_type)
     opaque: bool = False  # unknown table, table function: columns cannot be judged
     end: int | None = None  # offset just after the FROM item's text (name or alias)
     span: tuple[int, int] | None = None  # the table name as written

@@ -130,6 +130,40 @@ def test_ambiguous_name_qualified_only_when_the_candidates_are_joined_equal(role
     )
 
 
+def test_equal_join_through_a_derived_table_that_passes_the_column_through(role):
+    """defog q149: a bare name a derived table and a joined table both have, joined `=` on
+    it. The derived table's column is the base table's, unchanged, so it has that column's
+    declared type and the candidates hold the same value; the qualifier is the real table's."""
+    derived = "(SELECT ArtistId FROM Artist GROUP BY ArtistId) AS a"
+    join = "JOIN Album AS T1 ON a.ArtistId = T1.ArtistId"
+    sql = f"SELECT COUNT(DISTINCT ArtistId) FROM {derived} {join}"
+    assert _fixed(role, sql) == sql.replace("DISTINCT ArtistId", "DISTINCT T1.ArtistId")
+    r = autofix(sql, *role)
+    assert {e.kind for e in r.edits} == {"equal_join"}
+    # qualified and renamed to itself: still the same column
+    sql = (
+        "SELECT ArtistId FROM (SELECT x.ArtistId AS ArtistId FROM Artist AS x) AS a "
+        "JOIN Album AS T1 ON T1.ArtistId = a.ArtistId"
+    )
+    assert _fixed(role, sql).startswith("SELECT T1.ArtistId FROM")
+    # an expression, an aggregate, a set operation or a column list: the type is not known
+    for inner in (
+        "(SELECT ArtistId + 0 AS ArtistId FROM Artist) AS a",
+        "(SELECT MAX(ArtistId) AS ArtistId FROM Artist) AS a",
+        "(SELECT ArtistId FROM Artist UNION SELECT ArtistId FROM Album) AS a",
+        "(SELECT ArtistId FROM Artist) AS a(ArtistId)",
+    ):
+        _untouched(
+            role, f"SELECT ArtistId FROM {inner} JOIN Album AS T1 ON a.ArtistId = T1.ArtistId"
+        )
+    # not joined on the name
+    _untouched(
+        role,
+        "SELECT ArtistId FROM (SELECT ArtistId FROM Artist) AS a JOIN Album AS T1 "
+        "ON a.ArtistId = T1.AlbumId",
+    )
+
+
 def test_quoted_identifiers_and_odd_spacing_keep_the_formatting(role):
     sql = (
         'SELECT  T1 .  "Name" ,\n   "T1".Title\nFROM Album  AS "T1"\n  JOIN "Artist" AS "T2" '
