@@ -350,6 +350,32 @@ def open_records(path: Path) -> None:
         path.write_bytes(gzip.decompress(packed.read_bytes()))
 
 
+def write_record(
+    path: Path, q: Question, arm: str, model: str, commit: str, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """Append one answer of ``arm`` to the records (the fields every runner writes first,
+    then the answer's) and print its line; returns the record."""
+    rec = {
+        "qid": q.qid,
+        "db": q.db,
+        "category": q.category,
+        "arm": arm,
+        "model": model,
+        "commit": commit,
+        **answer,
+    }
+    with path.open("a") as fh:
+        fh.write(json.dumps(rec, default=str) + "\n")
+    print(
+        f"{q.qid:3d} {q.category:14s} {arm:18s} exec={rec.get('executes')} "
+        f"ok={rec.get('correct')} dead={rec.get('dead_end')} "
+        f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return rec
+
+
 def evaluate(
     model: str, per_category: int | None, arms: Sequence[str], max_tokens: int, until: float
 ) -> None:
@@ -401,25 +427,7 @@ def evaluate(
                 rec = {"same_prompt": True}
             else:
                 rec = run_asker(asker_for(q.db, False), q)
-            rec = {
-                "qid": q.qid,
-                "db": q.db,
-                "category": q.category,
-                "arm": arm,
-                "model": model,
-                "commit": commit,
-                "date_line": line is not None,
-                **rec,
-            }
-            with path.open("a") as fh:
-                fh.write(json.dumps(rec, default=str) + "\n")
-            print(
-                f"{q.qid:3d} {q.category:14s} {arm:13s} exec={rec.get('executes')} "
-                f"ok={rec.get('correct')} dead={rec.get('dead_end')} "
-                f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
-                file=sys.stderr,
-                flush=True,
-            )
+            write_record(path, q, arm, model, commit, {"date_line": line is not None, **rec})
 
 
 def _again_lines(by: dict[str, dict[int, dict[str, Any]]], tag: str = "") -> list[str]:

@@ -9,7 +9,6 @@ refused), ``--again`` (the big-catalog arm with its own-database pair, at one co
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import Any
@@ -30,32 +29,10 @@ from defog import (
     run_asker,
     run_free,
     stratified,
+    write_record,
 )
 
 __all__ = ["ask_again", "ask_whole", "rerun_big", "rerun_refused"]
-
-
-def _write(path: Any, q: Any, arm: str, model: str, commit: str, answer: dict[str, Any]) -> dict:
-    """Append one answer of ``arm`` to the records (the fields every runner writes first,
-    then the answer's) and print its line; returns the record."""
-    rec = {
-        "qid": q.qid,
-        "db": q.db,
-        "category": q.category,
-        "arm": arm,
-        "model": model,
-        "commit": commit,
-        **answer,
-    }
-    with path.open("a") as fh:
-        fh.write(json.dumps(rec, default=str) + "\n")
-    print(
-        f"{q.qid:3d} {arm:18s} exec={rec.get('executes')} ok={rec.get('correct')} "
-        f"{rec.get('seconds', 0)}s {str(rec.get('sql'))[:120]!r}",
-        file=sys.stderr,
-        flush=True,
-    )
-    return rec
 
 
 def rerun_refused(model: str, max_tokens: int, until: float) -> None:
@@ -83,7 +60,7 @@ def rerun_refused(model: str, max_tokens: int, until: float) -> None:
         asker = Asker(
             reader_url(q.db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
         )
-        _write(
+        write_record(
             path, q, "rerun", model, commit, {"first_commit": r["commit"], **run_asker(asker, q)}
         )
 
@@ -141,7 +118,7 @@ def ask_again(
                 print("time is up: stopping (the run resumes from here)", file=sys.stderr)
                 return
             answer = run_asker(asker_for(db), q, where=BIG if db == BIG else None)
-            _write(path, q, arm, model, commit, answer)
+            write_record(path, q, arm, model, commit, answer)
 
 
 def rerun_big(model: str, max_tokens: int, until: float) -> None:
@@ -172,7 +149,7 @@ def rerun_big(model: str, max_tokens: int, until: float) -> None:
                 reader_url(BIG), model=backend, audit=False, max_tokens=max_tokens, date_help=True
             )
         q = qs[qid]
-        _write(path, q, "big_rerun", model, commit, run_asker(asker, q, where=BIG))
+        write_record(path, q, "big_rerun", model, commit, run_asker(asker, q, where=BIG))
 
 
 def ask_whole(
@@ -208,7 +185,7 @@ def ask_whole(
             )
         asker = askers[q.db]
         answer = run_free(backend, asker, q, max_tokens) if free else run_asker(asker, q)
-        _write(path, q, arm, model, commit, answer)
+        write_record(path, q, arm, model, commit, answer)
 
 
 def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
