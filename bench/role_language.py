@@ -88,7 +88,9 @@ def defog_snapshot(data: Path, db: str, dialect: str) -> SchemaSnapshot:
     """The catalog of a defog database from its ``table_metadata`` (names and types), as the
     database would list it: ``schema.table`` keys in their schema (``ewallet``'s
     ``consumer_div``), the rest in the dialect's default one; on PostgreSQL names folded to
-    lower case, as the bare names of the defog DDL are."""
+    lower case, as the bare names of the defog DDL are. On MySQL a schema is a database and
+    sql-eval loads each defog database as one: its gold names ``ewallet``'s tables bare
+    (``FROM users``, never ``consumer_div.``), so they are the connected database's."""
     meta = json.loads((data / "defog_sql_eval" / "databases" / db / f"{db}.json").read_text())
     default = db if dialect == "mysql" else DEFAULT_SCHEMA[dialect]  # MySQL: the database
 
@@ -98,6 +100,7 @@ def defog_snapshot(data: Path, db: str, dialect: str) -> SchemaSnapshot:
     by_schema: dict[str, list[TableInfo]] = {}
     for key, cols in meta["table_metadata"].items():
         schema, _, name = key.rpartition(".")
+        schema = "" if dialect == "mysql" else schema
         columns = tuple(ColumnInfo(fold(c["column_name"]), c.get("data_type", "")) for c in cols)
         by_schema.setdefault(fold(schema) or default, []).append(
             TableInfo(fold(name), columns=columns)
