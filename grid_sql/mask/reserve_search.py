@@ -1,0 +1,152 @@
+"""The termination reserve's completions past scope refinements (``mask/reserve.py``).
+
+Split out of :mod:`grid_sql.mask.reserve` (its module doc has the design): the cheapest
+grammar completion reads only the grammar, but with scopes the runtime may refuse the
+terminal it would write first (the ``.`` after a name no reference can continue) or a bare
+word where the item must go on as ``s.t``. These methods rank the completions through the
+terminals the runtime does allow, and search the configurations themselves when spelling
+the cheapest one word by word still fails. Mixed into :class:`ReserveTable`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import MaskError
+from ..parser.incremental import Configuration
+from ..parser.stack import StackNode
+
+if TYPE_CHECKING:
+    from .reserve import ReserveTable
+
+_MAX_SEARCH = 4_000  # configurations the fallback completion search may visit
+_MAX_SEARCH_DEPTH = 48  # terminals it may write
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A reserve completion: ``tokens`` spell ``data``; ``cost`` = ``len(tokens)`` (EOS not
+    included: the caller appends it)."""
+
+    tokens: tuple[int, ...]
+    data: bytes
+
+    @property
+    def cost(self) -> int:
+        return len(self.tokens)
+
+
+class RefinedCompletions:
+    """The completion ranking and search through allowed terminals (module doc)."""
+
+    def _search_completion(  # type: ignore[misc]  # self: the ReserveTable
+        self: ReserveTable, cfg: Configuration
+    ) -> Completion | None:
+        """A verified completion by depth-first search over the terminals the runtime allows
+        at each step (scope refinements included), each spelled by up to three words of the
+        view in force, cheapest grammar completion first; bounded by ``_MAX_SEARCH`` advances.
+        Not minimal: the reported cost is still exactly the tokens written."""
+        rt = self.rt
+        closed = self._close_pending(cfg)
+        if closed is None:
+            return None
+        ext, _ = closed
+        budget = [_MAX_SEARCH]
+
+        def order(node: StackNode) -> list[int]:
+            return [terms[0] for _, terms in self._allowed_completions(node)]
+
+        def words(data: bytes, t: int) -> list[bytes]:
+            at = rt.advance(cfg, data + self.sep) if data or self.sep else cfg
+            view = rt.lex_at(at.stack) if at is not None else None
+            cat = view.words.get(t) if view is not None else None
+            if cat is None or cat.exclude:
+                w = self._scoped_word(cfg, data, t)
+                return [self.lexeme[t] if w is None else w]
+            return sorted(cat.words, key=lambda w: (len(w), w))[:3]
+
+        def dfs(data: bytes, depth: int) -> bytes | None:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            at = rt.advance(cfg, data) if data else cfg
+            node = None if at is None else rt.finalize(at)
+            if at is None or node is None:
+                return None
+            if rt.eos_allowed(at):
+                return data
+            if depth == 0:
+                return None
+            for t in order(node):
+                for w in words(data, t):
+                    got = dfs(data + self.sep + w, depth - 1)
+                    if got is not None:
+                        return got
+                    if budget[0] < 0:
+                        return None
+            return None
+
+        data = dfs(ext, _MAX_SEARCH_DEPTH)
+        if data is None:
+            return None
+        rest = data[len(ext) :]
+        tokens = (self._spell(ext) if ext else []) + (self._spell(rest) if rest else [])
+        return Completion(tuple(tokens), data)
+
+    def _completion_via_allowed(  # type: ignore[misc]  # self: the ReserveTable
+        self: ReserveTable, node: StackNode
+    ) -> list[int]:
+        """The cheapest terminal sequence to ACCEPT whose first terminal the runtime allows at
+        ``node`` (the grammar-only search of :meth:`_stack_completion` does not see the
+        scope rule's refinements of the allowed set); same token-weighted metric."""
+        ranked = self._allowed_completions(node)
+        if not ranked:
+            raise MaskError(f"no completion through an allowed terminal from {node!r}")
+        return ranked[0][1]
+
+    def _allowed_completions(  # type: ignore[misc]  # self: the ReserveTable
+        self: ReserveTable, node: StackNode, depth: int = 2
+    ) -> list[tuple[int, list[int]]]:
+        """``(tokens, terminals)`` of the cheapest grammar completion through each terminal
+        the runtime allows at ``node``, cheapest first (ties: lower terminal id). One ranking
+        for both users: the cheapest completion past a scope refinement takes the first, the
+        completion search tries them in this order. Where the refinements also refuse what
+        the grammar completion writes right after the terminal (a schema name that may not
+        end a FROM item: it must go on as ``s.t``), that terminal's completion goes through
+        the allowed terminals there too (``depth`` levels)."""
+        rt = self.rt
+        ranked: list[tuple[int, list[int]]] = []
+        bits = rt.allowed_mask(node) & rt.term_bits
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            t = low.bit_length() - 1
+            if t not in self.piece or not self._writable(node, t):
+                continue
+            n2 = rt.shift(node, t, self.lexeme[t])
+            syms = self._stack_completion(n2)
+            rest = None if syms is None else self._expand(syms)
+            if depth and rest is not None and rt.sem is not None:
+                if (rest and not self._writable(n2, rest[0])) or (
+                    not rest and not rt.accepts_end(n2)
+                ):
+                    sub = self._allowed_completions(n2, depth - 1)
+                    rest = sub[0][1] if sub else None
+            if rest is not None:
+                terms = [t, *rest]
+                ranked.append((sum(len(self.piece[x]) for x in terms), terms))
+        ranked.sort(key=lambda r: (r[0], r[1][0]))
+        return ranked
+
+    def _writable(  # type: ignore[misc]  # self: the ReserveTable
+        self: ReserveTable, node: StackNode, t: int
+    ) -> bool:
+        """The runtime allows ``t`` at ``node`` and, for a category terminal, the view there
+        admits some word (a bare table name where the default schema holds no table admits
+        none: the item starts with a schema name instead)."""
+        rt = self.rt
+        if not (rt.allowed_mask(node) >> t) & 1:
+            return False
+        cat = rt.lex_at(node).words.get(t)  # (an IDENT held to the bound CTE names too)
+        return cat is None or cat.exclude or bool(cat.words)
