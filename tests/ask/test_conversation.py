@@ -211,11 +211,14 @@ def test_twenty_concurrent_async_asks_share_one_backend(qwen: object, tmp_path: 
         by_q.setdefault(r.question, set()).add(r.sql)
     assert all(len(s) == 1 for s in by_q.values()), by_q
     assert all(r.rows for r in results)
-    # the loop kept running while the model worked: ticks all along, no stall anywhere near
-    # one generation (elapsed / 20 each; a blocked loop would stall that long per ask). Relative
-    # bounds: a loaded host (CI beside other jobs) slows the ticker without blocking the loop.
+    # the loop kept running while the model worked: ticks all along (a loop blocked by the
+    # generations would tick only between asks, ~20 times), and no stall as long as one
+    # generation (elapsed / 20 each; a blocked loop would stall that long per ask). Relative
+    # bounds: a loaded host (CI beside other jobs) slows the ticker without blocking the loop;
+    # with the other xdist worker busy the longest gap reached 1.1 s of a 35 s run (0.6 of a
+    # generation), over the half-generation bound used before.
     assert ticks >= elapsed / 0.05 * 0.3, (ticks, elapsed, worst)
-    assert worst < elapsed / (2 * len(questions)), (ticks, elapsed, worst)
+    assert worst < elapsed / len(questions), (ticks, elapsed, worst)
 
 
 def test_a_conversation_turn_can_be_awaited(chinook_asker: Asker) -> None:
