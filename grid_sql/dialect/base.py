@@ -377,10 +377,6 @@ class Dialect:
         linked = self.linked_functions()
         return self.functions if linked is None else self.functions & linked
 
-    def niladic_names(self) -> frozenset[str]:
-        """:attr:`niladic_functions` that a statement may call (:meth:`function_names`)."""
-        return self.niladic_functions & self.function_names()
-
     def date_prompt_line(self, allowed: frozenset[str]) -> str | None:
         """One prompt line of this dialect's date functions and cast syntax, naming only
         functions in ``allowed`` (the role's allow-list); None when no idiom is left."""

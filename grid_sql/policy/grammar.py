@@ -183,17 +183,12 @@ def role_grammar(
     names_of: dict[str, set[str]] = {**tables, "COLUMN_NAME": columns, "SCHEMA_NAME": schemas}
     if functions and "FUNCTION_NAME" in g.terminal_ids:
         called = set(policy.allowed_functions) | set(extra_functions)
-        d = Dialect.get(dialect)
         # a function of no arguments is called through NILADIC_NAME only (its `()` is the
         # whole argument list); without that category it stays a FUNCTION_NAME
-        niladic = (
-            called & (d.niladic_functions - d.mask_aggregates)
-            if "NILADIC_NAME" in g.terminal_ids
-            else set()
-        )
-        names_of["FUNCTION_NAME"] = called - niladic
         if "NILADIC_NAME" in g.terminal_ids:
-            names_of["NILADIC_NAME"] = niladic
+            names_of["NILADIC_NAME"] = called & Dialect.get(dialect).niladic_functions
+            called -= names_of["NILADIC_NAME"]
+        names_of["FUNCTION_NAME"] = called
     if "TYPE_NAME" in g.terminal_ids:  # a conversion names a plain value type only
         names_of["TYPE_NAME"] = set(Dialect.get(dialect).cast_types)
     # Bare names match case-insensitively, as the engines compare them, except table and
