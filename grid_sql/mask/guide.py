@@ -24,7 +24,7 @@ from ..errors import MaskError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.scope import NONE
-from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime, ScanState
+from ..parser.incremental import EMPTY_SCAN, Configuration, ParserRuntime
 from ..parser.stack import StackNode
 from .cache import KIND_GENERIC, KIND_IDENT, MaskCache, MaskEntry, MaskKey
 from .matcher import Matcher
@@ -132,18 +132,20 @@ class Guide:
         self._warm: dict[tuple[Any, ...], _Warm] = {}
         self._warm_bytes = 0
         # CD resolution memos (see _resolve_residue); plain dicts, benign races.
-        # class record: [configuration below, pending lexeme live, {node: sub-walk result}]
+        # class record: (configuration below, pending lexeme live, {node: sub-walk result})
         # (with scope-aware lexicons the emitted identifier is part of both keys: it is the
         # semantic value the sub-walk's scope is computed from)
-        self._advanced: dict[tuple[StackNode, int, bytes, bytes | None], list[Any] | None] = {}
-        self._shifted: dict[tuple[StackNode, int, bytes | None], StackNode] = {}
+        # (stacks by uid: keys of ints and bytes only, which the garbage collector stops
+        # tracking; see StackNode)
+        self._advanced: dict[tuple[int, int, bytes, bytes | None], tuple[Any, ...] | None] = {}
+        self._shifted: dict[tuple[int, int, bytes | None], StackNode] = {}
         # the sub-walk memo of a class record, shared by every class record (any stack,
         # terminal, requeue) whose advance reaches the same configuration: a sub-walk is a
         # function of (configuration below, pending lexeme live, trie node) only, and a
         # fresh stack at each step mostly advances onto configurations seen before
-        self._subs_at: dict[tuple[StackNode, ScanState, bool], dict[int, Any]] = {}
+        self._subs_at: dict[tuple[int, int, bytes, int, int, bool], dict[int, Any]] = {}
         self._n_subs = 0  # sub-walks memoized inside the class records of _advanced
-        self._modes: dict[tuple[StackNode, int], int] = {}  # see _value_read
+        self._modes: dict[tuple[int, int], int] = {}  # see _value_read
         # bytes that may start a `.` or an ignored terminal (a qualifier's dot may follow)
         self._dotish: frozenset[int] = frozenset()
         rt = self.runtime
@@ -278,7 +280,7 @@ class Guide:
         configuration, node) only. So each class of the entry is resolved once (a rejected
         class drops all of its residue entries), and the sub-walks are memoized per class
         by node. Stacks are hash-consed by the parser runtime, so the class memo
-        (``_advanced``) is keyed by identity and survives across fills and requests: a step
+        (``_advanced``) is keyed by node uid and survives across fills and requests: a step
         whose root entry is new still finds most of its CD sub-walks already resolved.
         """
         memo_on = self.cache.enabled
@@ -289,23 +291,24 @@ class Guide:
         keys, class_of = (
             entry.classes() if self.runtime.sem is None else self._scoped_classes(stack, entry)
         )
-        resolved: list[list[Any] | None] = []
+        resolved: list[tuple[Any, ...] | None] = []
         for term, requeue, *lexeme in keys:
             lx = lexeme[0] if lexeme else None
             if lx is not None and not self._value_read(stack, term, requeue):
                 lx = None  # the name is never read by the scope rule: one class for all
-            ak = (stack, term, requeue, lx)
+            ak = (stack.uid, term, requeue, lx)
             rec = advanced.get(ak, _UNSEEN)
             if rec is _UNSEEN:
                 res = self._advance_class(stack, term, requeue, lx)
                 if res is None:
                     rec = None
                 else:
-                    ck = (res[0].stack, res[0].scan, res[1])
+                    c2, sc = res[0], res[0].scan
+                    ck = (c2.stack.uid, sc.dfa, sc.rem, sc.la_len, sc.la_state, res[1])
                     subs_at = self._subs_at.get(ck)
                     if subs_at is None:
                         subs_at = self._subs_at[ck] = {}
-                    rec = [res[0], res[1], subs_at]
+                    rec = (c2, res[1], subs_at)
                 if len(advanced) >= RESOLVE_MEMO_LIMIT:
                     self._clear_resolution_memo()
                 advanced[ak] = rec
@@ -385,7 +388,7 @@ class Guide:
         ``.`` or an ignored terminal. Sound because a dropped value leaves every lexicon
         view of the sub-walk unchanged; memoized per (stack, terminal).
         """
-        mk = (stack, term)
+        mk = (stack.uid, term)
         mode = self._modes.get(mk)
         if mode is None:
             mode = self._value_mode(stack, term)
@@ -458,7 +461,7 @@ class Guide:
         ``stack`` and re-scan ``requeue``: the configuration below a residue entry and
         whether its pending lexeme is live (None: rejected)."""
         rt = self.runtime
-        sk = (stack, term, lexeme)
+        sk = (stack.uid, term, lexeme)
         s1 = self._shifted.get(sk)
         if s1 is None:
             s1 = rt.shift(stack, term, lexeme)

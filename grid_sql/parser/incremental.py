@@ -187,6 +187,8 @@ class ParserRuntime(ScopedViews):
         self.sem: ScopeRules | None = None
         self._col_index: dict[str, frozenset[bytes]] = {}
         self._views: dict[tuple[Any, ...], LexiconView] = {}
+        # the words a qualifier terminal keeps for a set of names (ScopedViews._qualifier_words)
+        self._qual_cats: dict[tuple[int, frozenset[str]], CategoryWords | None] = {}
         if grammar.scopes is not None:
             self.sem = ScopeRules(grammar, grammar.scopes, self.n_terminals + 1)
             cw = self.lexicon[self.sem.column_tid]
@@ -223,12 +225,13 @@ class ParserRuntime(ScopedViews):
                 self.closers_mask |= 1 << tc  # $END (column n_terminals) included
         self.root = StackNode(tables.start_state, None, 0)
         self.initial = Configuration(self.root, EMPTY_SCAN)
-        # Hash-consing of pushes: (parent, state, symbol) -> the node. Equal stacks built
-        # from the root become one object, so the per-node memos (allowed set, EOS) and the
-        # identity-keyed memos of the mask layer survive across steps and requests instead
-        # of being recomputed on freshly shifted copies. Bounded by clearing: a cleared
-        # table only costs new, structurally equal nodes.
-        self._interned: dict[tuple[StackNode, int, int, Any], StackNode] = {}
+        # Hash-consing of pushes: (parent uid, state, symbol, value) -> the node (keyed by the
+        # parent's uid, not the parent: see StackNode; the node holds its parent alive).
+        # Equal stacks built from the root become one object, so the per-node memos (allowed
+        # set, EOS) and the uid-keyed memos of the mask layer survive across steps and
+        # requests instead of being recomputed on freshly shifted copies. Bounded by
+        # clearing: a cleared table only costs new, structurally equal nodes.
+        self._interned: dict[tuple[int, int, int, Any], StackNode] = {}
 
     # ------------------------------------------------------------------ LALR side
     def _simulate(self, node: StackNode, tid: int) -> bool:
@@ -524,7 +527,7 @@ class ParserRuntime(ScopedViews):
 
     def _push(self, parent: StackNode, state: int, symbol: int, value: Any = None) -> StackNode:
         """The interned node ``state`` over ``parent`` (see ``_interned``)."""
-        k = (parent, state, symbol, value)
+        k = (parent.uid, state, symbol, value)
         tbl = self._interned
         node = tbl.get(k)
         if node is None:

@@ -12,7 +12,7 @@ type narrower than the class (``[misc]``), hence the ignore on each ``def``.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
@@ -24,6 +24,8 @@ from .views import VIEW_LIMIT, LexiconView, make_view
 
 if TYPE_CHECKING:
     from .incremental import ParserRuntime
+
+_UNSET: Any = object()
 
 
 class ScopedViews:
@@ -264,14 +266,23 @@ class ScopedViews:
                 if aliases is None:
                     continue
                 names = names | aliases
-            base = self.lexicon.get(tid)
-            if base is not None:
-                kept = frozenset(w for w in base.words if norm_name(w) in names)
-                out.append((tid, CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)))
-                continue
-            spelled = self._spellings(names, tid)
-            if spelled is not None:
-                out.append((tid, CategoryWords(spelled, True, True)))
+            # a pure function of (tid, names): memoized, one object per distinct set (the
+            # views built from it then meet in make_view's memo by identity-cheap equality)
+            ck = (tid, names)
+            cat = self._qual_cats.get(ck, _UNSET)
+            if cat is _UNSET:
+                base = self.lexicon.get(tid)
+                if base is not None:
+                    kept = frozenset(w for w in base.words if norm_name(w) in names)
+                    cat = CategoryWords(kept, base.fold_bare_case, base.fold_quoted_case)
+                else:
+                    spelled = self._spellings(names, tid)
+                    cat = None if spelled is None else CategoryWords(spelled, True, True)
+                if len(self._qual_cats) >= VIEW_LIMIT:
+                    self._qual_cats.clear()
+                self._qual_cats[ck] = cat
+            if cat is not None:
+                out.append((tid, cat))
         return tuple(out)
 
     def _reduced_to(self: ParserRuntime, node: StackNode) -> set[int] | None:  # type: ignore[misc]  # self: the runtime (module doc)

@@ -9,9 +9,12 @@ and memoizes its allowed-terminal set (paper §3, reduce-chain simulation).
 from __future__ import annotations
 
 import hashlib
+import itertools
 from typing import Any
 
 _HASH_PERSON = b"grid-sql-cfg"
+# Serial numbers of nodes, never reused in a process (``next`` is atomic under the GIL).
+_UIDS = itertools.count()
 
 
 def mix_hash(parent_hash: int, state: int, symbol: int) -> int:
@@ -27,9 +30,19 @@ def mix_hash(parent_hash: int, state: int, symbol: int) -> int:
 
 
 class StackNode:
-    """One LALR state on the persistent stack (``parent`` is the node below)."""
+    """One LALR state on the persistent stack (``parent`` is the node below).
+
+    ``uid`` names the node in the memo keys of the parser and mask layers instead of the node
+    itself. Why: a key tuple holding only ints and bytes is one the cyclic garbage collector
+    stops tracking, while one holding a node stays tracked for as long as the memo keeps it;
+    the scoped grammars' memos hold hundreds of thousands of keys, and every full collection
+    walked them all (issue #26: those collections were the cold path's worst fills). A uid is
+    never reused, so a memo entry whose node was freed can only miss, never answer for
+    another node.
+    """
 
     __slots__ = (
+        "uid",
         "state",
         "parent",
         "symbol",
@@ -45,6 +58,7 @@ class StackNode:
     def __init__(
         self, state: int, parent: StackNode | None, symbol: int, value: Any = None
     ) -> None:
+        self.uid: int = next(_UIDS)
         self.state = state
         self.parent = parent
         self.symbol = symbol
