@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grid_sql.mask import guide as guide_mod
+from grid_sql.mask import residue as residue_mod
 from grid_sql.mask.cache import MaskEntry
 from grid_sql.mask.guide import Guide
 from grid_sql.parser import Configuration, incremental
@@ -115,8 +115,8 @@ def test_pushes_are_hash_consed_and_clearing_is_harmless(
 
 
 def test_memo_limits_clear_without_changing_masks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(guide_mod, "SUB_MEMO_LIMIT", 2)
-    monkeypatch.setattr(guide_mod, "RESOLVE_MEMO_LIMIT", 2)
+    monkeypatch.setattr(residue_mod, "SUB_MEMO_LIMIT", 2)
+    monkeypatch.setattr(residue_mod, "RESOLVE_MEMO_LIMIT", 2)
     gk, gp = guide_pair("chinook", "llama-spm")
     m = gk.matcher()
     for t in greedy_tokens("llama-spm", statements("chinook", 2)[1]):

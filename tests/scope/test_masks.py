@@ -9,6 +9,7 @@ import pytest
 from grid_sql.errors import MaskError
 from grid_sql.mask.cache import KIND_GENERIC, MaskCache, MaskEntry, MaskKey
 from grid_sql.mask.guide import Guide, bitmask_to_ids
+from grid_sql.mask.residue import FillMemo
 from grid_sql.mask.walk import kernels_enabled
 
 from ..mask.helpers import brute_force_ids, greedy_tokens, vocab
@@ -226,3 +227,45 @@ def test_no_token_continues_a_dead_qualifier() -> None:
         m.accept_tokens(greedy_tokens("gpt-2", p))
         dots = [int(i) for i in m.allowed_token_ids() if tb[int(i)].lstrip().startswith(b".")]
         assert bool(dots) == dot_ok, (p, [tb[i] for i in dots[:5]])
+
+
+def test_fill_memo_generations() -> None:
+    """``FillMemo``: a read finds the current generation, then the old one (copying the
+    entry forward); ``age`` drops the old generation; ``clear`` empties the memo in place."""
+    m: FillMemo[int, str] = FillMemo()
+    m[1] = "a"
+    m.age()
+    m[2] = "b"
+    assert len(m) == 2 and m.get(1) == "a" and 1 in m.new  # promoted on read
+    m.age()
+    m.age()
+    assert m.get(1, "gone") == "gone" and m.get(2) is None and len(m) == 0
+    m[3] = "c"
+    held = m
+    m.clear()
+    assert held is m and len(m) == 0
+
+
+def test_aged_resolution_memo_keeps_masks_and_holds_two_fills() -> None:
+    """With scope rules the CD memos are aged at every fill (``mask/residue.py``): masks
+    and entry ids equal a guide that resolves every fill with no memo at all (cache off),
+    and after a fill the memo holds only that fill's records and what it read."""
+    g = scoped(DB)
+    aged = Guide(g, vocab("gpt-2"), cache=MaskCache())
+    bare = Guide(g, vocab("gpt-2"), cache=MaskCache(), trie=aged.trie)
+    bare.cache.enabled = False  # reference: no entry cache, no resolution memo
+    kept = 0  # fills after which the old generation held records
+    for q in GOLD[:2] + EXTRA:
+        for _ in range(2):  # the second pass: warm records, and memo hits where it misses
+            m = aged.matcher()
+            for t in greedy_tokens("gpt-2", q.encode()):
+                a = np.zeros(aged.n_words, dtype=np.int32)
+                b = np.zeros(bare.n_words, dtype=np.int32)
+                _, ea = aged.fill_bitmask(m.config, a)
+                _, eb = bare.fill_bitmask(m.config, b)
+                np.testing.assert_array_equal(a, b, err_msg=q)
+                assert ea == eb
+                m.accept_token(t)
+                assert not aged._advanced.new and not aged._subs_at.new
+                kept += bool(aged._advanced.old)
+    assert kept and bare._n_subs == 0
