@@ -353,6 +353,12 @@ class ScopeRules:
             else:
                 kind = "merge"
             self.rule_kind.append(kind)
+        # one-child merges (an expression's chain of unit rules): the value is the child's
+        # Bag or None, which ParserRuntime._reduce_valued reads without calling reduce
+        self.unit_merge: list[bool] = [
+            k == "merge" and len(rhs) == 1
+            for k, rhs in zip(self.rule_kind, self.rule_rhs, strict=True)
+        ]
 
     # ------------------------------------------------------------------ values
     def records_refs(self, rule: int) -> bool:

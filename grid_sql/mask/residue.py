@@ -156,7 +156,9 @@ class ResidueResolution:
             if lx is not None and not self._value_read(stack, term, requeue):
                 lx = None  # the name is never read by the scope rule: one class for all
             ak = (stack.uid, term, requeue, lx)
-            rec = advanced.get(ak, _UNSEEN)
+            rec = advanced.new.get(ak, _UNSEEN)  # (FillMemo.get inlined for the hit)
+            if rec is _UNSEEN and advanced.old:
+                rec = advanced.get(ak, _UNSEEN)
             if rec is _UNSEEN:
                 res = self._advance_class(stack, term, requeue, lx)
                 if res is None:
@@ -332,7 +334,10 @@ class ResidueResolution:
         whether its pending lexeme is live (None: rejected)."""
         rt = self.runtime
         sk = (stack.uid, term, lexeme)
-        s1 = self._shifted.get(sk)
+        shifted = self._shifted
+        s1 = shifted.new.get(sk)
+        if s1 is None and shifted.old:
+            s1 = shifted.get(sk)
         if s1 is None:
             s1 = rt.shift(stack, term, lexeme)
             if len(self._shifted) >= RESOLVE_MEMO_LIMIT:

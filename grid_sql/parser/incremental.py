@@ -478,6 +478,13 @@ class ParserRuntime(ScopedViews):
 
     def _reduce_valued(self, node: StackNode, r: int, sem: ScopeRules) -> StackNode:
         """Reduce rule ``r`` on ``node`` with its semantic value (scope-aware lexicons)."""
+        if sem.unit_merge[r]:  # what ScopeRules.reduce gives a one-child merge
+            v = node.value
+            base = node.parent
+            assert base is not None, "popped below the stack root"
+            a = self.rule_lhs[r]
+            val = v if isinstance(v, Bag) else None
+            return self._push(base, self.goto[base.state][a], self.n_terminals + 1 + a, val)
         n = self.rule_len[r]
         kids: list[Any] = [None] * n
         base = node
