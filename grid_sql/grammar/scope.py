@@ -211,6 +211,9 @@ class ScopeRules:
         self.valued: frozenset[int] = frozenset(
             t.id for t in grammar.terminals if t.category or t.name == "IDENT"
         )
+        # the same as a sorted tuple: what a mask entry's memo of its classes is tagged with
+        # (a tuple of ints, which the cyclic garbage collector stops tracking)
+        self.valued_key: tuple[int, ...] = tuple(sorted(self.valued))
         # terminals no three-part name can start with after a bound `q.`
         self.blocked_after_qualifier: frozenset[int] = frozenset(
             t.id

@@ -56,6 +56,11 @@ class MaskKey:
         )
 
 
+def _slot(namespace: str, key: MaskKey) -> tuple[Any, ...]:
+    """The cache's dict key for ``key`` under ``namespace`` (see ``MaskCache._entries``)."""
+    return (namespace, key.kind, key.node, key.remainder, key.allowed, key.schema_fp, key.scope)
+
+
 @dataclass(frozen=True, slots=True)
 class PackedWords:
     """The CI ids of an entry pre-packed as XGrammar-layout bitmask words.
@@ -204,7 +209,10 @@ class MaskCache:
     def __init__(self, max_bytes: int = 256 << 20) -> None:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[str, MaskKey], MaskEntry] = OrderedDict()
+        # keyed by (namespace, *the key's fields): a tuple of ints, bytes and strings, which
+        # the cyclic garbage collector stops tracking (one holding the MaskKey stays
+        # tracked, and a full collection walked every key of a scoped grammar's cache)
+        self._entries: OrderedDict[tuple[Any, ...], MaskEntry] = OrderedDict()
         self._bytes = 0
         self.stats = CacheStats()
         self.enabled = True
@@ -257,11 +265,12 @@ class MaskCache:
         if not self.enabled:
             return None
         with self._lock:
-            e = self._entries.get((namespace, key))
+            ck = _slot(namespace, key)
+            e = self._entries.get(ck)
             if e is None:
                 self.stats.misses += 1
                 return None
-            self._entries.move_to_end((namespace, key))
+            self._entries.move_to_end(ck)
             self.stats.hits += 1
         if e.key.kind != key.kind or e.key != key:
             raise MaskError(
@@ -274,7 +283,7 @@ class MaskCache:
         """Insert idempotently; the resident entry wins. Divergent payloads raise."""
         if not self.enabled:
             return entry
-        k = (namespace, entry.key)
+        k = _slot(namespace, entry.key)
         with self._lock:
             old = self._entries.get(k)
             if old is not None:
@@ -307,7 +316,7 @@ class MaskCache:
     def _inject(self, namespace: str, key: MaskKey, entry: MaskEntry) -> None:
         """Test hook: store ``entry`` under ``key`` regardless of its own key."""
         with self._lock:
-            self._entries[(namespace, key)] = entry
+            self._entries[_slot(namespace, key)] = entry
             self.epoch += 1
 
     def __len__(self) -> int:

@@ -212,7 +212,7 @@ class ResidueResolution:
         # the entry is shared by every guide of its cache namespace: the memo is valid for
         # the set of valued terminals it was computed with only
         memo = entry._scoped_classes
-        if memo is not None and (memo[0] is sem.valued or memo[0] == sem.valued):
+        if memo is not None and (memo[0] is sem.valued_key or memo[0] == sem.valued_key):
             got: tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]] = memo[1]
             return got
         key = entry.key
@@ -228,7 +228,7 @@ class ResidueResolution:
                 lexeme = self.walker.cd_lexeme(frame, path, key.allowed, lex)
             of.append(index.setdefault((term, requeue, lexeme), len(index)))
         c = (tuple(index), tuple(of))
-        object.__setattr__(entry, "_scoped_classes", (sem.valued, c))  # benign race
+        object.__setattr__(entry, "_scoped_classes", (sem.valued_key, c))  # benign race
         return c
 
     def _spelling(self: Guide, node: int) -> bytes:  # type: ignore[misc]  # self: the Guide (module doc)
