@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,39 +171,50 @@ def test_closing_a_stream_cancels_the_generation(chinook_asker: Asker) -> None:
     assert res.rows and len(list(store.iter_seals())) == before + 1  # nothing else sealed
 
 
-def test_twenty_concurrent_async_asks_share_one_backend(qwen: object, tmp_path: Path) -> None:
+def test_twenty_concurrent_async_asks_share_one_backend(
+    qwen: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a two-table database keeps the prompt (and so the 20 prefills) short
     con = sqlite3.connect(tmp_path / "music.sqlite")
     con.executescript(MUSIC)
     con.close()
     asker = Asker(tmp_path / "music.sqlite", model=qwen, audit=False, max_tokens=32)  # type: ignore[arg-type]
     questions = ["How many artists are there?", "How many albums are there?"] * 10
+    # the model's forward passes, counted while they run (llama.cpp releases the GIL in them)
+    in_model = [0]
 
-    async def main() -> tuple[list[AskResult], int, float]:
-        ticks = 0
-        worst = 0.0
+    def counted(fn: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            in_model[0] += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                in_model[0] -= 1
+
+        return run
+
+    monkeypatch.setattr(qwen, "prefill", counted(qwen.prefill))  # type: ignore[attr-defined]
+    monkeypatch.setattr(qwen, "step", counted(qwen.step))  # type: ignore[attr-defined]
+
+    async def main() -> tuple[list[AskResult], int, int]:
+        ticks = busy = 0
         done = asyncio.Event()
 
         async def ticker() -> None:
-            nonlocal ticks, worst
-            last = time.perf_counter()
+            nonlocal ticks, busy
             while not done.is_set():
                 await asyncio.sleep(0.05)
-                now = time.perf_counter()
-                worst = max(worst, now - last)
-                last = now
                 ticks += 1
+                busy += in_model[0] > 0
 
         tick = asyncio.create_task(ticker())
         results = await asyncio.gather(*(asker.ask_async(q) for q in questions))
         done.set()
         await tick
-        return list(results), ticks, worst
+        return list(results), ticks, busy
 
-    t0 = time.perf_counter()
-    results, ticks, worst = asyncio.run(main())
-    elapsed = time.perf_counter() - t0
-    print(f"\n20 concurrent ask_async: {elapsed:.1f} s, {ticks} ticks, longest gap {worst:.3f} s")
+    results, ticks, busy = asyncio.run(main())
+    print(f"\n20 concurrent ask_async: {ticks} ticks, {busy} of them inside a forward pass")
     assert [r.question for r in results] == questions
     # identical questions, greedy decoding, serialized generations: identical answers
     by_q: dict[str, set[str]] = {}
@@ -211,14 +222,11 @@ def test_twenty_concurrent_async_asks_share_one_backend(qwen: object, tmp_path: 
         by_q.setdefault(r.question, set()).add(r.sql)
     assert all(len(s) == 1 for s in by_q.values()), by_q
     assert all(r.rows for r in results)
-    # the loop kept running while the model worked: ticks all along (a loop blocked by the
-    # generations would tick only between asks, ~20 times), and no stall as long as one
-    # generation (elapsed / 20 each; a blocked loop would stall that long per ask). Relative
-    # bounds: a loaded host (CI beside other jobs) slows the ticker without blocking the loop;
-    # with the other xdist worker busy the longest gap reached 1.1 s of a 35 s run (0.6 of a
-    # generation), over the half-generation bound used before.
-    assert ticks >= elapsed / 0.05 * 0.3, (ticks, elapsed, worst)
-    assert worst < elapsed / len(questions), (ticks, elapsed, worst)
+    # the loop kept running while the model worked: a loop that ran the generations itself
+    # could tick only between forward passes (busy == 0); here it ticked inside them, at
+    # least once per ask. (No wall-clock bound: speed belongs to benchmarks, and a loaded
+    # host slows the ticker without blocking the loop.)
+    assert busy >= len(questions), (ticks, busy)
 
 
 def test_a_conversation_turn_can_be_awaited(chinook_asker: Asker) -> None:
