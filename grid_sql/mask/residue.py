@@ -156,9 +156,11 @@ class ResidueResolution:
             if lx is not None and not self._value_read(stack, term, requeue):
                 lx = None  # the name is never read by the scope rule: one class for all
             ak = (stack.uid, term, requeue, lx)
-            rec = advanced.new.get(ak, _UNSEEN)  # (FillMemo.get inlined for the hit)
+            rec = advanced.new.get(ak, _UNSEEN)  # (FillMemo.get inlined)
             if rec is _UNSEEN and advanced.old:
-                rec = advanced.get(ak, _UNSEEN)
+                rec = advanced.old.get(ak, _UNSEEN)
+                if rec is not _UNSEEN:
+                    advanced[ak] = rec
             if rec is _UNSEEN:
                 res = self._advance_class(stack, term, requeue, lx)
                 if res is None:
