@@ -21,7 +21,7 @@ from grid_sql.dialect import Dialect
 from grid_sql.parser import ParserRuntime
 from grid_sql.policy import Checker
 from grid_sql.schema.model import SchemaSnapshot
-from tests.policy.test_types import DIALECTS, _pg_scoped_role, _role
+from tests.policy.helpers import DIALECTS, pg_scoped_role, select_role
 
 
 def _server(dialect: str) -> str | None:
@@ -89,7 +89,7 @@ def test_mariadb_niladic_functions_refuse_an_argument() -> None:
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_the_role_language_calls_them_with_empty_parentheses(dialect: str) -> None:
-    g = _role(dialect)
+    g = select_role(dialect)
     rt = ParserRuntime.for_grammar(g)
 
     def admits(sql: str) -> bool:
@@ -120,7 +120,7 @@ def test_masks_after_a_niladic_name_are_exact() -> None:
     paths close the call; masks equal the brute force and the reserve ends the statement."""
     from tests.mask.helpers import assert_masks_exact
 
-    g = _pg_scoped_role()
+    g = pg_scoped_role()
     rt = ParserRuntime.for_grammar(g)
     cfg = rt.advance(rt.initial, b"SELECT v FROM t WHERE statement_timestamp(")
     assert cfg is not None
@@ -141,7 +141,7 @@ def test_masks_after_a_niladic_name_are_exact() -> None:
 def test_the_spec_agrees_on_every_prefix() -> None:
     from tests.differential.harness import Differential
 
-    d = Differential(_pg_scoped_role())
+    d = Differential(pg_scoped_role())
     for sql in (
         "SELECT v FROM t WHERE statement_timestamp() > now()",
         "SELECT v FROM t WHERE statement_timestamp('2023-04-01') > now()",

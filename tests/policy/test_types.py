@@ -22,8 +22,8 @@ from grid_sql.policy import AppPolicy, Checker, narrow, sqlite_baseline
 from grid_sql.policy.edges import VALUE_TYPES
 from grid_sql.policy.grammar import role_grammar
 from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+from tests.policy.helpers import DIALECTS, pg_scoped_role, select_role
 
-DIALECTS = ("postgresql", "mysql", "sqlite")
 # the words of a type the grammar spells as two (the second is a keyword there)
 SPELLED = {("postgresql", "double"): "double precision", ("mysql", "signed"): "signed integer"}
 
@@ -41,24 +41,9 @@ def test_every_cast_type_is_a_value_type(dialect: str) -> None:
         assert cast.to.this in VALUE_TYPES, (dialect, word, cast.to)
 
 
-def _role(dialect: str) -> Grammar:
-    snap = SchemaSnapshot(
-        dialect,
-        "main" if dialect == "sqlite" else "public" if dialect == "postgresql" else "db",
-        (
-            SchemaInfo(
-                "main" if dialect == "sqlite" else "public" if dialect == "postgresql" else "db",
-                (TableInfo("t", columns=(ColumnInfo("id", "integer"), ColumnInfo("v", "text"))),),
-            ),
-        ),
-    )
-    pol = narrow(sqlite_baseline(snap), AppPolicy.from_mapping({"verbs": ["select"]}), snap)
-    return role_grammar(Grammar.dialect(dialect), snap, pol)
-
-
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_the_language_admits_the_cast_types_and_nothing_else(dialect: str) -> None:
-    rt = ParserRuntime.for_grammar(_role(dialect))
+    rt = ParserRuntime.for_grammar(select_role(dialect))
 
     def admits(sql: str) -> bool:
         cfg = rt.advance(rt.initial, sql.encode())
@@ -109,33 +94,6 @@ def test_the_checker_passes_the_cast_types() -> None:
             assert not [v for v in checker.check(sql) if v.kind == "banned_type"], (dialect, sql)
 
 
-def _pg_scoped_role() -> Grammar:
-    """A scoped PostgreSQL role over ``t(id, v)`` with the dialect's whole function list
-    (``statement_timestamp``, ``now``, ``date``), as the Asker builds it."""
-    from grid_sql.policy.grants import no_grants_baseline
-    from grid_sql.policy.scopes import role_scopes
-
-    snap = SchemaSnapshot(
-        "postgresql",
-        "public",
-        (
-            SchemaInfo(
-                "public",
-                (TableInfo("t", columns=(ColumnInfo("id", "integer"), ColumnInfo("v", "text"))),),
-            ),
-        ),
-    )
-    pol = narrow(
-        no_grants_baseline(snap, Dialect.get("postgresql")),
-        AppPolicy.from_mapping({"verbs": ["select"]}),
-        snap,
-    )
-    assert {"statement_timestamp", "now", "date"} <= pol.allowed_functions
-    return role_grammar(Grammar.dialect("postgresql"), snap, pol).with_scopes(
-        role_scopes(snap, policy=pol)
-    )
-
-
 def test_a_typed_literal_is_headed_by_a_type_word() -> None:
     """PostgreSQL's ``t 'x'``: the head may lex as a function, column, table or schema name
     (they outrank TYPE_NAME), but with scopes it must be one of the role's type words:
@@ -144,7 +102,7 @@ def test_a_typed_literal_is_headed_by_a_type_word() -> None:
     agrees on every prefix."""
     from tests.differential.harness import Differential
 
-    g = _pg_scoped_role()
+    g = pg_scoped_role()
     rt = ParserRuntime.for_grammar(g)
 
     def admits(sql: str) -> bool:
@@ -182,7 +140,7 @@ def test_masks_exact_at_typed_literal_heads() -> None:
     from grid_sql.mask.guide import Guide
     from tests.mask.helpers import brute_force_ids, greedy_tokens, vocab
 
-    g = _pg_scoped_role()
+    g = pg_scoped_role()
     guide = Guide(g, vocab("gpt-2"), cache=MaskCache())
     for p in [
         b"SELECT v FROM t LIMIT ",
