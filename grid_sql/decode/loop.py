@@ -34,7 +34,7 @@ from ..mask.reserve import ReserveTable, reserve_table
 from ..parser.incremental import Configuration
 from .backend import Backend
 from .bind import BindOnClose
-from .records import StepKind, StepRecord, StopReason, mask_digest
+from .records import StepKind, StepRecord, StopReason
 
 __all__ = ["Generation", "Timings", "generate", "pick_token"]
 
@@ -72,9 +72,13 @@ class BlockedIntent:
     outside: float
 
 
-def blocked_intent(logits: np.ndarray, bitmask: np.ndarray, step: int) -> BlockedIntent | None:
-    """The :class:`BlockedIntent` of one sampled step, or None when the favourite is allowed."""
-    fav = int(np.argmax(logits))
+def blocked_intent(
+    logits: np.ndarray, bitmask: np.ndarray, step: int, fav: int | None = None
+) -> BlockedIntent | None:
+    """The :class:`BlockedIntent` of one sampled step, or None when the favourite is allowed.
+    ``fav``: the unmasked argmax when the caller has it already."""
+    if fav is None:
+        fav = int(np.argmax(logits))
     if fav < 32 * bitmask.shape[0] and _bit(bitmask, fav):
         return None
     lg = np.asarray(logits, dtype=np.float64)
@@ -164,27 +168,29 @@ class _Recorder:
         self.on_step = on_step
         self.t = t
         self._filled_for: Configuration | None = None
-        self._fill: tuple[int, tuple[str, ...]] = (0, ())
+        self._fill: tuple[int, tuple[str, ...], str] = (0, (), "")
 
-    def fill(self) -> tuple[int, tuple[str, ...]]:
+    def fill(self) -> tuple[int, tuple[str, ...], str]:
+        """(allowed count, entry ids, mask digest) of the current configuration's mask,
+        now in ``buf`` (the digest comes with the guide's warm record: no rehash on a hit)."""
         cfg = self.m.config
         if self._filled_for is not cfg:
             t0 = time.perf_counter()
-            self._fill = self.guide.fill_bitmask(cfg, self.buf)
+            self._fill = self.guide.fill_bitmask_digest(cfg, self.buf)
             self._filled_for = cfg
             self.t.mask += time.perf_counter() - t0
         return self._fill
 
     def emit(self, token: int, kind: StepKind) -> None:
         """Record ``token`` at the current configuration and advance the matcher."""
-        n_allowed, entry_ids = self.fill()
+        n_allowed, entry_ids, digest = self.fill()
         if not _bit(self.buf, token):
             raise MaskError(f"{kind.value} token {token} is not in the exact mask")
         rec = StepRecord(
             step=len(self.records),
             config_hash=self.m.config_hash,
             entry_ids=entry_ids,
-            mask_digest=mask_digest(self.buf),
+            mask_digest=digest,
             token=token,
             allowed=n_allowed,
             blocked=self.guide.vocab.size - n_allowed,
@@ -354,7 +360,9 @@ def _decode(
                 timings.model += time.perf_counter() - t0
                 continue
         t0 = time.perf_counter()
-        hit = blocked_intent(logits, rec.buf, len(m.tokens))
+        if top is None:  # one pass over the row for both readers below
+            top = int(np.argmax(logits))
+        hit = blocked_intent(logits, rec.buf, len(m.tokens), top)
         if hit is not None:
             blocked.append(hit)
         tok = pick_token(logits, rec.buf, temperature, rng, top)
@@ -368,11 +376,12 @@ def _decode(
             write_reserve()
             stop = StopReason.RESERVE
             break
-        cfg0 = m.config
-        m.accept_token(tok)
-        fits = cost(m.config) <= remaining - 1
-        m.rollback(1)
-        assert m.config is cfg0
+        t0 = time.perf_counter()
+        after = m.cost_after(tok, res)  # the reserve where tok leads, without advancing
+        timings.reserve += time.perf_counter() - t0
+        if after is None:  # cannot happen: tok is in the exact mask
+            raise MaskError(f"sampled token {tok} rejected by the parser")
+        fits = after <= remaining - 1
         if not fits:
             write_reserve()
             stop = StopReason.RESERVE

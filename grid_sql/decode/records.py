@@ -9,10 +9,9 @@ what a replay recomputes from the archived artifacts, so a record is evidence, n
 from __future__ import annotations
 
 import enum
-import hashlib
 from dataclasses import dataclass
 
-import numpy as np
+from ..mask.guide import mask_digest  # noqa: F401 - re-exported (its old home)
 
 
 class StepKind(enum.StrEnum):
@@ -32,12 +31,6 @@ class StopReason(enum.StrEnum):
     RESERVE = "reserve"  # budget reached: the reserve completion closed the statement
     STOP_AT_ACCEPT = "stop_at_accept"  # caller's stop condition met at ACCEPT (e.g. ';')
     TRUNCATED = "truncated"  # processor mode only: the caller's generate() hit its limit
-
-
-def mask_digest(bitmask: np.ndarray) -> str:
-    """BLAKE2b-128 of a mask in XGrammar layout (int32 words, little endian)."""
-    words = np.ascontiguousarray(bitmask, dtype="<i4")
-    return hashlib.blake2b(words.tobytes(), digest_size=16, person=b"grid-sql-mask").hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ of ``ceil(V / 32)`` words, bit ``i % 32`` of word ``i // 32`` set iff token ``i`
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import weakref
 from collections import OrderedDict
@@ -59,12 +60,22 @@ class _Warm:
     and tokens recur.
     """
 
-    __slots__ = ("cfg", "fill", "next")
+    __slots__ = ("cfg", "fill", "next", "digest", "cost")
 
     def __init__(self, cfg: Configuration) -> None:
         self.cfg = cfg
         self.fill: tuple[np.ndarray, int, tuple[str, ...], int] | None = None
         self.next: dict[int, Any] = {}
+        # (row, mask_digest of it): the digest of ``fill``'s row, kept while that row is
+        self.digest: tuple[np.ndarray, str] | None = None
+        self.cost: tuple[Any, int] | None = None  # (reserve table, its cost here)
+
+
+def mask_digest(bitmask: np.ndarray) -> str:
+    """BLAKE2b-128 of a mask in XGrammar layout (int32 words, little endian): the audit
+    trail's ``mask_digest`` (``decode/records.py`` re-exports it)."""
+    words = np.ascontiguousarray(bitmask, dtype="<i4")
+    return hashlib.blake2b(words.data, digest_size=16, person=b"grid-sql-mask").hexdigest()
 
 
 def bitmask_words(vocab_size: int) -> int:
@@ -274,6 +285,26 @@ class Guide(ResidueResolution):
         """
         return self._fill_warm(self._warm_for(cfg), buf, True)
 
+    def fill_bitmask_digest(
+        self, cfg: Configuration, buf: np.ndarray
+    ) -> tuple[int, tuple[str, ...], str]:
+        """:meth:`fill_bitmask` plus :func:`mask_digest` of the filled ``buf``.
+
+        Why: the decode loop records every step's digest for the audit trail, and hashing a
+        19 KB row (Qwen2's vocabulary) cost ~40 µs of a ~260 µs warm step. The digest is kept
+        with the warm record's row (rows are immutable and shared by content), so a warm hit
+        hashes nothing; it is the digest of exactly what ``buf`` holds (the row is copied
+        into it whole)."""
+        w = self._warm_for(cfg)
+        n, t = self._fill_warm(w, buf, True)
+        f = w.fill
+        if f is None or not self.cache.enabled or buf.size != self.n_words:
+            return n, t, mask_digest(buf)
+        d = w.digest
+        if d is None or d[0] is not f[0]:
+            d = w.digest = (f[0], mask_digest(f[0]))
+        return n, t, d[1]
+
     def try_fill_bitmask(
         self, cfg: Configuration, buf: np.ndarray
     ) -> tuple[int, tuple[str, ...]] | None:
@@ -368,6 +399,19 @@ class Guide(ResidueResolution):
                 self._warm_bytes += row.nbytes
             w.fill = (row.view(np.int32), n, t, epoch)
         return n, t
+
+    def _warm_row(self, w: _Warm, scratch: np.ndarray) -> tuple[int, np.ndarray]:
+        """(allowed count, the mask's words) of ``w``: its recorded row itself (read-only,
+        no copy) while the record is valid, else ``scratch`` filled by :meth:`_fill_warm`.
+
+        Why: the jump-forward check (:meth:`Matcher.forced_tokens`) needs the count at every
+        step and the words only for a singleton; copying the 19 KB row for it cost ~12 µs a
+        step next to a model, whose forward pass leaves the row out of the CPU caches."""
+        f = w.fill
+        if f is not None and self.cache.enabled and f[3] == self.cache.epoch:
+            return f[1], f[0]
+        n, _ = self._fill_warm(w, scratch, True)
+        return n, scratch
 
     def _fill(
         self, cfg: Configuration, buf: np.ndarray, walk: bool

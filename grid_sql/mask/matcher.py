@@ -18,6 +18,7 @@ from ..parser.incremental import Configuration
 
 if TYPE_CHECKING:
     from .guide import Guide, _Warm
+    from .reserve import ReserveTable
 
 MAX_FORCED = 64
 _I32 = np.dtype(np.int32)
@@ -104,6 +105,25 @@ class Matcher:
         self._w = nxt
         self.tokens.append(token_id)
 
+    def cost_after(self, token_id: int, reserve: ReserveTable) -> int | None:
+        """``reserve.cost`` of the configuration non-EOS ``token_id`` leads to, without
+        advancing (None: the token leaves the language).
+
+        Why: the decode loop checks the termination reserve for every sampled token; an
+        accept, a reserve memo hit (a Configuration hash, a lock, an LRU move) and a
+        rollback cost ~25 µs a step next to a model. Here it is the warm record's step and
+        the cost kept on the record of the configuration reached."""
+        g = self.guide
+        if self.terminated or token_id == g.eos_id:
+            return None
+        nxt = g._step(self._warm(), token_id)
+        if nxt is None:
+            return None
+        c = nxt.cost
+        if c is None or c[0] is not reserve:
+            c = nxt.cost = (reserve, reserve.cost(nxt.cfg))
+        return c[1]
+
     def accept_tokens(self, token_ids: Sequence[int]) -> None:
         for t in token_ids:
             self.accept_token(t)
@@ -136,12 +156,12 @@ class Matcher:
         buf = self._scratch
         if buf is None:
             buf = self._scratch = self.allocate_bitmask()
-        words = buf.view(np.uint32)
         rec = self._warm()
         while len(out) < limit:
-            n, _ = g._fill_warm(rec, buf, True)
+            n, row = g._warm_row(rec, buf)  # the recorded row itself when valid: no copy
             if n != 1:
                 break
+            words = row.view(np.uint32)
             w = int(np.flatnonzero(words)[0])
             t = w * 32 + int(words[w]).bit_length() - 1
             if t == g.eos_id:

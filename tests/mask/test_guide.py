@@ -232,3 +232,43 @@ def test_dropping_comments_keeps_the_lexer_but_not_the_cache_namespace() -> None
     assert comment and np.isin(comment, masks[0]).any()  # the dialect admits comments here
     np.testing.assert_array_equal(masks[1], masks[2])  # shared cache == fresh cache
     assert not np.isin(comment, masks[1]).any()  # the role's language has no comments
+
+
+def test_digest_and_reserve_cost_from_the_warm_records() -> None:
+    """``Guide.fill_bitmask_digest`` gives the digest of exactly the mask it wrote, warm or
+    cold, and after an epoch change; ``Matcher.cost_after`` is the reserve cost an accept
+    would reach, without advancing (None where the token leaves the language)."""
+    from grid_sql.decode.records import mask_digest
+    from grid_sql.mask.reserve import reserve_table
+
+    v = vocab("gpt-2")
+    g = GRAMMARS["select_only+lexicon"]
+    cache = MaskCache()
+    guide = Guide(g, v, cache=cache)
+    res = reserve_table(g, v)
+    ref = Guide(g, v, cache=MaskCache(), trie=guide.trie)
+    ref.cache.enabled = False  # every fill computed afresh
+    toks = greedy_tokens("gpt-2", SENTENCES[0])
+    for rnd in range(3):  # cold, warm, and warm after every record's epoch went stale
+        if rnd == 2:
+            cache.epoch += 1
+        m = guide.matcher()
+        buf = m.allocate_bitmask()
+        want = m.allocate_bitmask()
+        for t in toks:
+            n, ids, digest = guide.fill_bitmask_digest(m.config, buf)
+            assert ref.fill_bitmask(m.config, want) == (n, ids)
+            assert digest == mask_digest(buf) == mask_digest(want)
+            assert m.forced_tokens() == [] or n == 1
+            cost = m.cost_after(t, res)
+            cfg0 = m.config
+            m.accept_token(t)
+            assert cost == res.cost(m.config)
+            m.rollback(1)
+            assert m.config is cfg0
+            m.accept_token(t)
+        assert m.cost_after(greedy_tokens("gpt-2", b"delete")[0], res) is None
+        assert m.cost_after(v.eos_token_id, res) is None
+    wide = np.zeros(guide.n_words + 3, dtype=np.int32)  # a wider buffer: hashed as written
+    n, _, digest = guide.fill_bitmask_digest(guide.matcher().config, wide)
+    assert n and digest == mask_digest(wide)
