@@ -82,6 +82,7 @@ def instrumented(probe: Probe) -> Iterator[None]:
 
     targets: list[tuple[type, str, str]] = [
         (Guide, "fill_bitmask", "fill"),
+        (Guide, "fill_bitmask_digest", "fill"),  # the decode loop's fill (digest kept warm)
         (Matcher, "accept_token", "advance"),
         (Matcher, "accept_tokens", "advance"),
         (Matcher, "rollback", "rollback"),

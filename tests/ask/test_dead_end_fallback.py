@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from grid_sql.ask.asker import Asker
+from grid_sql.ask.components import guide_for
 from grid_sql.audit import AuditStore, Verifier
 from grid_sql.errors import MaskError
 from grid_sql.mask.reserve import ReserveTable, reserve_table
@@ -32,6 +33,14 @@ def _in_order_by(cfg, order: int) -> bool:  # type: ignore[no-untyped-def]
             return node is not cfg.stack or not cfg.scan.rem.upper().startswith(b"B")
         node = node.parent
     return False
+
+
+def _forget_completions(asker: Asker) -> None:
+    """Drop the reserve completions earlier tests computed, so the injected fault fires: the
+    reserve table's memo and the costs kept on the guide's warm records
+    (``Matcher.cost_after``)."""
+    reserve_table(asker.grammar, asker.backend.vocab)._memo.clear()
+    guide_for(asker.grammar, asker.backend)._warm.clear()
 
 
 def _broken_under_scopes(monkeypatch: pytest.MonkeyPatch, order: int) -> list[bytes]:
@@ -61,7 +70,7 @@ def test_a_dead_end_is_recorded_and_answered_unscoped(
     store = AuditStore(tmp_path / "audit.sqlite")
     asker = Asker(chinook_copy, model=qwen, audit=store)  # type: ignore[arg-type]
     seen = _broken_under_scopes(monkeypatch, asker.grammar.terminal_ids["ORDER"])
-    reserve_table(asker.grammar, asker.backend.vocab)._memo.clear()  # earlier completions
+    _forget_completions(asker)
     with caplog.at_level(logging.WARNING, logger="grid_sql"):
         res = asker.ask(QUESTION)
     assert seen, "the injected fault never fired: the test would prove nothing"
@@ -93,7 +102,7 @@ def test_without_scopes_the_error_surfaces_typed(
         return real(self, cfg)
 
     monkeypatch.setattr(ReserveTable, "_close_pending", close)
-    reserve_table(asker.grammar, asker.backend.vocab)._memo.clear()  # earlier completions
+    _forget_completions(asker)
     with pytest.raises(MaskError) as info:
         asker.generate_sql(QUESTION)
     assert info.value.partial is not None and "ORDER BY" in info.value.partial.upper()
