@@ -66,7 +66,8 @@ class _Warm:
         self.cfg = cfg
         self.fill: tuple[np.ndarray, int, tuple[str, ...], int] | None = None
         self.next: dict[int, Any] = {}
-        # (row, mask_digest of it): the digest of ``fill``'s row, kept while that row is
+        # (row, mask_digest of it): the digest of ``fill``'s row, valid while that row is
+        # the record's (Guide.fill_bitmask_digest)
         self.digest: tuple[np.ndarray, str] | None = None
         self.cost: tuple[Any, int] | None = None  # (reserve table, its cost here)
 
