@@ -292,8 +292,9 @@ class Guide(ResidueResolution):
         """:meth:`fill_bitmask` plus :func:`mask_digest` of the filled ``buf``.
 
         Why: the decode loop records every step's digest for the audit trail, and hashing a
-        19 KB row (Qwen2's vocabulary) cost ~40 µs of a ~260 µs warm step. The digest is kept
-        with the warm record's row (rows are immutable and shared by content), so a warm hit
+        19 KB row (Qwen2's vocabulary) cost 43 of a 266 µs warm step (``bench/e2e_steps.py``
+        at b255895). It is kept with the warm record's row (rows are immutable and shared by
+        content), so a warm hit
         hashes nothing; it is the digest of exactly what ``buf`` holds (the row is copied
         into it whole)."""
         w = self._warm_for(cfg)
@@ -406,8 +407,9 @@ class Guide(ResidueResolution):
         no copy) while the record is valid, else ``scratch`` filled by :meth:`_fill_warm`.
 
         Why: the jump-forward check (:meth:`Matcher.forced_tokens`) needs the count at every
-        step and the words only for a singleton; copying the 19 KB row for it cost ~12 µs a
-        step next to a model, whose forward pass leaves the row out of the CPU caches."""
+        step and the words only for a singleton; with the 19 KB row copied the check took
+        42 µs a step next to a model, whose forward pass leaves the row out of the CPU
+        caches, and 17 µs without (``bench/e2e_steps.py`` at b255895 and 6a861a3)."""
         f = w.fill
         if f is not None and self.cache.enabled and f[3] == self.cache.epoch:
             return f[1], f[0]

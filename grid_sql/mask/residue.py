@@ -10,12 +10,12 @@ The memos are :class:`FillMemo` s keyed by stack-node uid (``parser/stack.py``).
 scope rules they live until a bound clears them, as the Rust filler's do (this path is its
 reference). With scope rules they are *aged* at the end of every fill: an entry lives for
 the fill that stored it and the next one (promoted when that one reads it). Why: every
-step of a scoped decode is a new stack, so its classes are new keys; over the 42 Chinook
-gold statements 8 % of the class lookups hit an entry of an earlier fill (and 60 % of those
-the fill just before), while the memos grew to ~500,000 keys that every full collection of
-the cyclic garbage collector walked: those collections were the scoped grammar's slowest
-fills (``bench/role_masks.py`` at 6dba11a, same run: p99 162 ms, and 46 ms aged; mean
-8.9 -> 7.7 ms; ``bench/RESULTS-masks.md``).
+step of a scoped decode is a new stack, so its classes are new keys and earlier fills'
+records are rarely read again, while the memos grew to hundreds of thousands of keys that
+every full collection of the cyclic garbage collector walked, inside some fill. Over the
+1,001 fills of the 42 Chinook gold statements aging costs 0.7 % more class advances and
+makes the slowest fill 195 instead of 338 ms, a full collection 169 instead of 236 ms
+(``bench/scoped_gc.py`` with and without ``--no-age``; ``bench/RESULTS-masks.md``).
 """
 
 from __future__ import annotations
