@@ -36,6 +36,7 @@ CATEGORIES = (
     "FUNCTION_NAME",
     "NILADIC_NAME",
     "TYPE_NAME",
+    "TABLE_FUNCTION_NAME",
 )
 
 COMMON_VERBS = (
@@ -167,6 +168,9 @@ def test_identifier_categories(dialect):
         assert prio["TABLE_NAME"] > prio[f"{verb}_TABLE_NAME"] > prio["SCHEMA_NAME"]
     # a conversion's type: below every name a typed literal's head may also be, above IDENT
     assert prio["SCHEMA_NAME"] > prio["TYPE_NAME"] > prio["IDENT"]
+    # a FROM item's function: last (without a lexicon the table and schema names and IDENT
+    # play its role through free_func_name; an unrestricted one cannot shadow a CTE name)
+    assert prio["IDENT"] > prio["TABLE_FUNCTION_NAME"]
     assert len(set(prio.values())) == len(prio)
     assert max(prio.values()) < terms["SELECT"].priority
     assert all(t.pattern.type == "str" for n, t in terms.items() if n in ("SELECT", "FROM", "LPAR"))

@@ -104,6 +104,10 @@ def grammar_artifact(grammar: Grammar) -> Artifact:
             body["scopes"]["aggregates"] = sorted(grammar.scopes.aggregates)
             if not grammar.scopes.nested_aggregates:
                 body["scopes"]["nested_aggregates"] = False
+        if grammar.scopes.table_functions:
+            body["scopes"]["table_functions"] = {
+                f: list(cs) for f, cs in grammar.scopes.table_functions.items()
+            }
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
     return Artifact(grammar.fingerprint, KIND_GRAMMAR, zlib.compress(raw, 9))
 
@@ -169,6 +173,7 @@ def rebuild_grammar(art: Artifact) -> Grammar:
                     bare_reaches_all=bool(sc.get("bare_reaches_all", False)),
                     aggregates=sc.get("aggregates", ()),
                     nested_aggregates=bool(sc.get("nested_aggregates", True)),
+                    table_functions=sc.get("table_functions"),
                 )
             )
     except AuditError:

@@ -153,6 +153,16 @@ class Dialect:
     Checked on the servers (``tests/policy/test_niladic.py``: PostgreSQL's ``pg_proc``,
     MariaDB's parameter-count errors, SQLite's ``function_list``). Never an aggregate."""
 
+    table_functions: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Functions a FROM item may call (``FROM generate_series(1, 12) AS m``), lower case,
+    with the columns each returns; ``()``: one column, named by the item's alias, else by
+    the function (PostgreSQL's rule for a function returning a scalar). Only functions that
+    read no relation by name: their arguments are ordinary expressions under the role's
+    column policy, so such an item reads nothing a select list could not. The role grammar
+    admits them through ``TABLE_FUNCTION_NAME`` (:meth:`table_function_names`); never a
+    catalog reader (``pg_ls_dir``, ``pg_stat_*``, SQLite's ``pragma_*`` and ``dbstat``) or
+    a remote one (``dblink``)."""
+
     function_replacements: ClassVar[dict[str, str]] = {}
     """Functions models borrow from other dialects that this one lacks, with what to write
     instead, keyed by lower-case name. Where :meth:`linked_functions` can answer it decides
@@ -376,6 +386,14 @@ class Dialect:
         :meth:`linked_functions` says exists where it can say."""
         linked = self.linked_functions()
         return self.functions if linked is None else self.functions & linked
+
+    def table_function_names(
+        self, allowed: frozenset[str], banned: frozenset[str]
+    ) -> frozenset[str]:
+        """:attr:`table_functions` that a FROM item may call for a role whose function
+        allow-list is ``allowed`` and whose bans are ``banned`` (``Policy.allowed_functions``,
+        ``Policy.banned_functions``)."""
+        return (frozenset(self.table_functions) & allowed) - banned
 
     def date_prompt_line(self, allowed: frozenset[str]) -> str | None:
         """One prompt line of this dialect's date functions and cast syntax, naming only

@@ -143,6 +143,25 @@ class PostgreSQL(Dialect):
             "transaction_timestamp",
         }
     )
+    # set-returning functions of pg_catalog that read no relation (tests/policy/
+    # test_table_functions.py checks each on the server: proretset, and the columns a FROM
+    # item calling it exposes)
+    table_functions: ClassVar[dict[str, tuple[str, ...]]] = {
+        "generate_series": (),
+        "generate_subscripts": (),
+        "unnest": (),
+        "regexp_split_to_table": (),
+        "json_array_elements": ("value",),
+        "json_array_elements_text": ("value",),
+        "jsonb_array_elements": ("value",),
+        "jsonb_array_elements_text": ("value",),
+        "json_each": ("key", "value"),
+        "json_each_text": ("key", "value"),
+        "jsonb_each": ("key", "value"),
+        "jsonb_each_text": ("key", "value"),
+        "json_object_keys": (),
+        "jsonb_object_keys": (),
+    }
     # Functions models borrow that PostgreSQL lacks (checked against the server in tests); its
     # catalog is extensible, so this is a deny-list of certain absences.
     function_replacements: ClassVar[dict[str, str]] = {

@@ -48,6 +48,16 @@ def library_functions() -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=1)
+def library_modules() -> frozenset[str]:
+    """The virtual-table modules of the linked SQLite library (``PRAGMA module_list``)."""
+    con = sqlite3.connect(":memory:")
+    try:
+        return frozenset(r[0].lower() for r in con.execute("SELECT name FROM pragma_module_list"))
+    finally:
+        con.close()
+
+
+@functools.lru_cache(maxsize=1)
 def library_aggregates() -> frozenset[tuple[str, int]]:
     """(name, argument count) of the linked SQLite's aggregate functions; count -1 = any.
     Window-only functions (``rank``, ``lag``, ...) are listed as window functions but are no
@@ -94,6 +104,12 @@ class SQLite(Dialect):
     niladic_functions: ClassVar[frozenset[str]] = frozenset(
         {"cume_dist", "dense_rank", "percent_rank", "pi", "random", "rank", "row_number"}
     )
+    # the JSON table-valued functions (virtual-table modules of the linked library; never
+    # dbstat or the pragma_* tables, which read the database's own structure)
+    table_functions: ClassVar[dict[str, tuple[str, ...]]] = {
+        name: ("key", "value", "type", "atom", "id", "parent", "fullkey", "path", "json", "root")
+        for name in ("json_each", "json_tree")
+    }
     # What to write instead of a function the library lacks (the library decides what is
     # missing: :meth:`linked_functions`).
     function_replacements: ClassVar[dict[str, str]] = {
@@ -145,6 +161,14 @@ class SQLite(Dialect):
 
     def linked_functions(self) -> frozenset[str]:
         return library_functions()
+
+    def table_function_names(
+        self, allowed: frozenset[str], banned: frozenset[str]
+    ) -> frozenset[str]:
+        """The JSON table-valued functions the linked library has (``PRAGMA module_list``):
+        they are modules, not functions, so the function allow-list does not list them; an
+        application policy that bans one by name still removes it."""
+        return (frozenset(self.table_functions) & library_modules()) - banned
 
     def linked_aggregates(self) -> frozenset[tuple[str, int]]:
         return library_aggregates()

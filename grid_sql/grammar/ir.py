@@ -450,17 +450,19 @@ class Grammar:
         A lexicon that restricts called names (``FUNCTION_NAME``) but says nothing of the
         functions of no arguments (``NILADIC_NAME``) leaves those no words: otherwise an
         unrestricted category ranked above the table names would call any name with ``()``
-        (``version()``) and lex every qualifier."""
-        if (
-            "FUNCTION_NAME" in lexicon.categories
-            and "NILADIC_NAME" in self.terminal_ids
-            and "NILADIC_NAME" not in lexicon.categories
-        ):
-            cats = lexicon.categories
-            lexicon = SchemaLexicon(
-                {**{n: c.words for n, c in cats.items()}, "NILADIC_NAME": ()},
-                {**{n: c.fold_bare_case for n, c in cats.items()}, "NILADIC_NAME": False},
-            )
+        (``version()``) and lex every qualifier. The same for a FROM item's function
+        (``TABLE_FUNCTION_NAME``): unrestricted, it would call any name there."""
+        for dependent in ("NILADIC_NAME", "TABLE_FUNCTION_NAME"):
+            if (
+                "FUNCTION_NAME" in lexicon.categories
+                and dependent in self.terminal_ids
+                and dependent not in lexicon.categories
+            ):
+                cats = lexicon.categories
+                lexicon = SchemaLexicon(
+                    {**{n: c.words for n, c in cats.items()}, dependent: ()},
+                    {**{n: c.fold_bare_case for n, c in cats.items()}, dependent: False},
+                )
         for name, cat in lexicon.categories.items():
             if name not in self.terminal_ids:
                 raise LexiconError(f"lexicon names unknown terminal {name!r}")

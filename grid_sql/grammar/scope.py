@@ -351,7 +351,12 @@ class ScopeRules:
                 kind = "reset"
             elif name in ("table_name", "table_alias", "table_primary", "alias", "cte"):
                 kind = name
-            elif name in ("any_name", "alias_name", "cte_ref") or name in QUALIFIER_RULES:
+            elif name == "table_function":
+                kind = name
+            elif (
+                name in ("any_name", "alias_name", "cte_ref", "table_func_name", "free_func_name")
+                or name in QUALIFIER_RULES
+            ):
                 kind = "name"
             else:
                 kind = "merge"
@@ -419,6 +424,9 @@ class ScopeRules:
             q = children[rhs.index("query")] if "query" in rhs else None
             c_outs = q[1] if isinstance(q, tuple) and "ident_list" not in rhs else ()
             return Bag(ctes=(norm_name(v),), cte_words=(v,), cte_outs=c_outs)
+        if kind == "table_function":  # the function's name (its arguments bind nothing)
+            v = children[0]
+            return ("f", norm_name(v)) if isinstance(v, bytes) else None
         if kind == "table_name":
             v = children[-1]
             sq = children[0] if len(children) == 3 else None
@@ -446,10 +454,14 @@ class ScopeRules:
             names = (norm_name(v),) if isinstance(v, bytes) else (WILDCARD,)
             return Bag((Item(names, None, True),))
         outs: tuple[str, ...] = ()
+        renamed = isinstance(alias, tuple) and bool(alias[2])
         if rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "query":
             q = children[1]
-            renamed = isinstance(alias, tuple) and bool(alias[2])
             outs = q[1] if isinstance(q, tuple) and not renamed else ()
+        elif "table_function" in rhs and not renamed:
+            f = children[rhs.index("table_function")]
+            if isinstance(f, tuple) and self.cte_names:
+                outs = self.table.function_outs(f[1], a_name)
         return Bag(
             (Item((a_name,) if a_name is not None else (WILDCARD,), None, True, None, outs),)
         )

@@ -104,6 +104,11 @@ class ScopeTable:
     aggregate call's arguments (``SUM(COUNT(x))``; valid only as a window's argument, which
     the first round keeps). In the fingerprint only when non-empty (and the narrowing only
     when on).
+    ``table_functions``: function -> the columns a FROM item calling it exposes (``()``: one,
+    named by the item's alias, else by the function; :attr:`Dialect.table_functions`): with
+    ``cte_names`` they count among the columns the statement defines (``FROM
+    generate_series(1, 12) AS m ... WHERE m > 3``, ``FROM json_each(x) AS j ... j.value``).
+    In the fingerprint only when non-empty.
     """
 
     def __init__(
@@ -122,6 +127,7 @@ class ScopeTable:
         bare_reaches_all: bool = False,
         aggregates: Iterable[str] = (),
         nested_aggregates: bool = True,
+        table_functions: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         cols: dict[str, set[str]] = {}
         for t, cs in tables.items():
@@ -157,6 +163,10 @@ class ScopeTable:
         self.bare_reaches_all = bare_reaches_all and self.schema_columns is not None
         self.aggregates: frozenset[str] = frozenset(norm_name(n) for n in aggregates)
         self.nested_aggregates = nested_aggregates or not self.aggregates
+        self.table_functions: dict[str, tuple[str, ...]] = {
+            norm_name(f): tuple(norm_name(c) for c in cs)
+            for f, cs in sorted((table_functions or {}).items())
+        }
         body: dict[str, Any] = {
             "tables": {t: sorted(c) for t, c in self.columns.items()},
             "schemas": sorted(self.schemas),
@@ -182,6 +192,8 @@ class ScopeTable:
             body["aggregates"] = sorted(self.aggregates)
             if not self.nested_aggregates:
                 body["nested_aggregates"] = False
+        if self.table_functions:
+            body["table_functions"] = {f: list(cs) for f, cs in self.table_functions.items()}
         self.fingerprint: str = fingerprint("scope-table", body)
 
     def nested_schemas(self) -> dict[str, dict[str, list[str]]] | None:
@@ -193,6 +205,15 @@ class ScopeTable:
         for (sch, t), cs in self.schema_columns.items():
             out.setdefault(sch, {})[t] = sorted(cs)
         return out
+
+    def function_outs(self, function: str, alias: str | None) -> tuple[str, ...]:
+        """The columns a FROM item calling ``function`` (normalized) exposes, with ``alias``
+        (normalized, no column list) or none: :attr:`table_functions`; a function returning
+        one scalar names its column by the alias, else by itself (PostgreSQL's rule)."""
+        cols = self.table_functions.get(function)
+        if cols is None:
+            return ()
+        return cols or ((alias,) if alias is not None else (function,))
 
     def bare_tables(self) -> frozenset[str] | None:
         """The tables a bare name in FROM reaches (None: every table)."""

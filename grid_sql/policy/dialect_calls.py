@@ -82,7 +82,7 @@ def dialect_functions(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
                     )
                 )
             continue
-        if not d.lacks_function(low):
+        if not d.lacks_function(low) or _table_function(node, low, d):
             continue
         instead = d.function_instead(low)
         seen.add((low, pos))
@@ -97,6 +97,16 @@ def dialect_functions(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
             Finding("unknown_function", msg + ".", fix, position=pos, snippet=snippet, column=None)
         )
     return out
+
+
+def _table_function(node: exp.Func, low: str, d: Dialect) -> bool:
+    """A FROM item's call of a table function the dialect has (SQLite's ``json_each`` is a
+    virtual-table module, not in its function list)."""
+    return (
+        isinstance(node.parent, exp.Table | exp.Lateral)
+        and low in d.table_functions
+        and low in d.table_function_names(frozenset(d.table_functions), frozenset())
+    )
 
 
 def _keyword_position(sql: str, word: str) -> int | None:

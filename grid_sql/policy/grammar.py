@@ -2,11 +2,14 @@
 
 The role projection keeps exactly the statement productions of the verbs the policy allows
 (PRAGMA, ATTACH, COPY and other specials are never kept), and drops the escape hatches a
-strict role must not have: a FROM item naming an arbitrary CTE (``cte_ref``) and table
-functions, either of which would let a forbidden table name through as a non-category
-identifier. The schema lexicons are verb-scoped: FROM/JOIN and every other read position
-(``TABLE_NAME``) admit only tables the role may SELECT from; the target of INSERT, UPDATE,
-DELETE and TRUNCATE (``INSERT_TABLE_NAME`` ...) admits only the tables holding that privilege.
+strict role must not have: a FROM item naming an arbitrary CTE (``cte_ref``) and a table
+function named by any word (``free_func_name``), either of which would let a forbidden table
+name through as a non-category identifier; a FROM item may call only the dialect's table
+functions that read no relation by name (``TABLE_FUNCTION_NAME``,
+``Dialect.table_functions``: ``generate_series``, ``unnest``, SQLite's ``json_each``). The
+schema lexicons are verb-scoped: FROM/JOIN and every other read position (``TABLE_NAME``)
+admit only tables the role may SELECT from; the target of INSERT, UPDATE, DELETE and
+TRUNCATE (``INSERT_TABLE_NAME`` ...) admits only the tables holding that privilege.
 Columns admit the names readable or writable in at least one table, and schemas only those of
 the tables kept. Called names (``FUNCTION_NAME``) admit only the policy's allowed functions
 (the curated per-dialect allow-list of ``policy/functions.py``), so the model cannot spell a
@@ -48,7 +51,7 @@ VERB_RULES: dict[str, tuple[str, ...]] = {
     "grant": ("grant_stmt",),
     "revoke": ("revoke_stmt",),
 }
-STRICT_DROPS = ("cte_ref", "table_function")
+STRICT_DROPS = ("cte_ref", "free_func_name")
 # Comments are dropped from generation languages: they carry no meaning for the database, a
 # model can burn its whole budget in one, and they are a place to hide text from a reader.
 COMMENT_TERMINALS = ("LINE_COMMENT", "BLOCK_COMMENT")
@@ -189,6 +192,16 @@ def role_grammar(
             names_of["NILADIC_NAME"] = called & Dialect.get(dialect).niladic_functions
             called -= names_of["NILADIC_NAME"]
         names_of["FUNCTION_NAME"] = called
+    if "TABLE_FUNCTION_NAME" in g.terminal_ids:  # a FROM item's call: Dialect.table_functions
+        names_of["TABLE_FUNCTION_NAME"] = (
+            set(
+                Dialect.get(dialect).table_function_names(
+                    policy.allowed_functions, policy.banned_functions
+                )
+            )
+            if functions
+            else set()
+        )
     if "TYPE_NAME" in g.terminal_ids:  # a conversion names a plain value type only
         names_of["TYPE_NAME"] = set(Dialect.get(dialect).cast_types)
     # Bare names match case-insensitively, as the engines compare them, except table and

@@ -111,6 +111,7 @@ def role_scopes(
         bare_reaches_all=dialect.bare_names_search_every_schema,
         aggregates=dialect.mask_aggregates if aggregates else (),
         nested_aggregates=nested_aggregates,
+        table_functions=dialect.table_functions if cte_names else None,
     )
 
 

@@ -51,5 +51,6 @@ def to_spec(grammar: Grammar) -> SpecGrammar:
             if g.lexicon is not None and "FUNCTION_NAME" in g.lexicon.categories
             else frozenset(),
             g.scopes.nested_aggregates,
+            g.scopes.table_functions,
         ),
     )

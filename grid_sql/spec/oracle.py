@@ -537,6 +537,7 @@ EXCLUDE = "exclude"  # lexicon fold marker: the words are refused (compared case
 _IDENT_TERMINALS = (
     "FUNCTION_NAME",
     "NILADIC_NAME",
+    "TABLE_FUNCTION_NAME",
     "TABLE_NAME",
     "INSERT_TABLE_NAME",
     "UPDATE_TABLE_NAME",
@@ -599,8 +600,11 @@ class ScopeSpec:
         bare_all: bool = False,
         aggregates: frozenset[str] = frozenset(),
         nested_aggregates: bool = True,
+        table_functions: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.tables = tables
+        # function -> the columns a FROM item calling it exposes (docs/scope.md)
+        self.table_functions = dict(table_functions or {})
         # aggregates where they run (spec/aggregates.py); empty: off
         self.aggregates = aggregates
         self.nested_aggregates = nested_aggregates
@@ -662,8 +666,24 @@ class ScopeSpec:
                 outs: tuple[str, ...] = ()
                 if self.ctes and _tok(first, "LPAR") and _tree(kids[1], "query") and not renames:
                     outs = query_outs(self._aliases, kids[1])
+                calls = [k for k in kids if _tree(k, "table_function")]
+                if self.ctes and calls and not renames:
+                    outs = self._function_outs(calls[0], a_name)
                 out.append((frozenset({a_name or "*"}), None, True, None, outs))
         return out
+
+    def _function_outs(self, call: Any, alias: str | None) -> tuple[str, ...]:
+        """The columns a FROM item's ``table_function`` tree exposes (docs/scope.md, "Table
+        functions"): the dialect's list, or for a function of one scalar column the alias,
+        else the function's name."""
+        name = call[1][0]
+        while not _tok(name):  # table_func_name -> (free_func_name ->) the word
+            name = name[1][0]
+        f = _norm(name[1])
+        cols = self.table_functions.get(f)
+        if cols is None:
+            return ()
+        return cols or ((alias,) if alias is not None else (f,))
 
     def _exposed(self, x: Any) -> list[str]:
         """The names the FROM items in ``x`` answer to as a whole: the alias when there is

@@ -243,7 +243,8 @@ def test_explain_names_the_cause(audited: Audited, verifier: Verifier) -> None:
     assert "`DELETE` is not in the role's verbs" in verbs and "SELECT statements" in verbs
     at_table = _step_of(rec, b" Artist")
     text = ex.step(rec.audit_id, at_table, " Employee")
-    assert "allowed terminals once it ends: LPAR, SCHEMA_NAME, TABLE_NAME" in text
+    ends = "allowed terminals once it ends: LPAR, SCHEMA_NAME, TABLE_FUNCTION_NAME, TABLE_NAME"
+    assert ends in text
     assert "`Employee` is not in the role's lexicon" in text
     assert "TABLE_NAME is restricted to the role's lexicon" in text
     assert "`ReportsTo` is not in the role's lexicon" in ex.step(rec.audit_id, 1, " ReportsTo FROM")
