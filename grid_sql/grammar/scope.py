@@ -63,7 +63,8 @@ NONE, OPEN, DONE, QB = 0, 1, 2, 3
 # Semantic values on stack nodes (hashable: they are part of the interning key).
 #   bytes                           the lexeme of an identifier terminal
 #   ("t", name, schema | None)      table_name
-#   ("a", alias, renames_columns)   table_alias
+#   ("a", alias, renames_columns, names)  table_alias (names: its column list, normalized)
+#   ("n", names)                    a column list (``ident_list``)
 #   Bag                             everything else that carries scope information
 #   Ref (in Bag.refs)               a column reference of a select list before its FROM
 
@@ -353,6 +354,8 @@ class ScopeRules:
                 kind = name
             elif name == "table_function":
                 kind = name
+            elif name == "ident_list" or name.startswith("__ident_list"):
+                kind = "names"
             elif (
                 name in ("any_name", "alias_name", "cte_ref", "table_func_name", "free_func_name")
                 or name in QUALIFIER_RULES
@@ -422,8 +425,20 @@ class ScopeRules:
             if not isinstance(v, bytes):
                 return Bag(ctes=(WILDCARD,))
             q = children[rhs.index("query")] if "query" in rhs else None
-            c_outs = q[1] if isinstance(q, tuple) and "ident_list" not in rhs else ()
+            if "ident_list" in rhs:  # the column list names the CTE's columns
+                cl = children[rhs.index("ident_list")]
+                c_outs = cl[1] if isinstance(cl, tuple) and self.cte_names else ()
+            else:
+                c_outs = q[1] if isinstance(q, tuple) else ()
             return Bag(ctes=(norm_name(v),), cte_words=(v,), cte_outs=c_outs)
+        if kind == "names":  # a column list: its names, in order
+            names: list[str] = []
+            for c in children:
+                if isinstance(c, bytes):
+                    names.append(norm_name(c))
+                elif isinstance(c, tuple) and c[0] == "n":
+                    names.extend(c[1])
+            return ("n", tuple(names))
         if kind == "table_function":  # the function's name (its arguments bind nothing)
             v = children[0]
             return ("f", norm_name(v)) if isinstance(v, bytes) else None
@@ -435,7 +450,9 @@ class ScopeRules:
         if kind == "table_alias":
             ident = children[1] if rhs[0] == "AS" else children[0]
             renames = "ident_list" in rhs
-            return ("a", norm_name(ident), renames) if isinstance(ident, bytes) else None
+            cl = children[rhs.index("ident_list")] if renames else None
+            cols = cl[1] if isinstance(cl, tuple) else ()
+            return ("a", norm_name(ident), renames, cols) if isinstance(ident, bytes) else None
         # table_primary
         alias = children[-1] if rhs[-1] == "table_alias" else None
         a_name = alias[1] if isinstance(alias, tuple) else None
@@ -445,7 +462,8 @@ class ScopeRules:
                 return Bag((Item((WILDCARD,), None, True),))
             names = (tn[1],) if a_name is None else (a_name, tn[1])
             renames = bool(alias[2]) if isinstance(alias, tuple) else False
-            return Bag((Item(names, tn[1], renames, tn[2]),))
+            cols = alias[3] if renames and isinstance(alias, tuple) and self.cte_names else ()
+            return Bag((Item(names, tn[1], renames, tn[2], cols),))
         if rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "table_ref" and alias is None:
             inner = children[1]
             return inner if isinstance(inner, Bag) else None
@@ -455,7 +473,9 @@ class ScopeRules:
             return Bag((Item(names, None, True),))
         outs: tuple[str, ...] = ()
         renamed = isinstance(alias, tuple) and bool(alias[2])
-        if rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "query":
+        if renamed and isinstance(alias, tuple) and self.cte_names:
+            outs = alias[3]  # a column list names the item's columns
+        elif rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "query":
             q = children[1]
             outs = q[1] if isinstance(q, tuple) and not renamed else ()
         elif "table_function" in rhs and not renamed:

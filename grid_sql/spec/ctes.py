@@ -84,6 +84,13 @@ def bound_names(forest: tuple[Any, ...]) -> frozenset[bytes]:
     return frozenset(bound)
 
 
+def list_names(x: Any) -> list[bytes]:
+    """The words (as written) of an ``ident_list`` tree, in order."""
+    if _tok(x):
+        return [x[1]] if x[0] == "IDENT" else []
+    return [w for k in x[1] for w in list_names(k)]
+
+
 def query_outs(aliases: Callable[[Any], list[str]], query: Any) -> tuple[str, ...]:
     """The output aliases of a ``query`` tree's body (the columns it defines), by the
     spec's own alias walk."""
@@ -101,16 +108,20 @@ def _cte_trees(x: Any) -> list[Any]:
     return [c for k in x[1] for c in _cte_trees(k)]
 
 
-def cte_outs(aliases: Callable[[Any], list[str]], forest: tuple[Any, ...]) -> set[str]:
-    """The output aliases of every completed CTE in the forest (of a ``with_clause``, or of
-    a WITH clause still being written); a CTE with a column list defines none here."""
+def cte_outs(
+    aliases: Callable[[Any], list[str]], forest: tuple[Any, ...], norm: Callable[[bytes], str]
+) -> set[str]:
+    """The columns every completed CTE in the forest defines (of a ``with_clause``, or of a
+    WITH clause still being written): its column list, else its query's output aliases."""
     out: set[str] = set()
     for x in forest:
         if _tok(x) or not (x[0] == "with_clause" or _cte_list(x)):
             continue
         for c in _cte_trees(x):
             kids = c[1]
-            if any(not _tok(k) and k[0] == "ident_list" for k in kids):
+            lists = [k for k in kids if not _tok(k) and k[0] == "ident_list"]
+            if lists:
+                out.update(norm(w) for w in list_names(lists[0]))
                 continue
             for k in kids:
                 if not _tok(k) and k[0] == "query":

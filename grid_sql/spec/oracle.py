@@ -46,6 +46,7 @@ from grid_sql.spec.ctes import (
     bound_names,
     cte_outs,
     cte_words,
+    list_names,
     query_outs,
     spellings,
 )
@@ -647,16 +648,20 @@ class ScopeSpec:
             alias = kids[-1] if _tree(kids[-1], "table_alias") else None
             a_name = None
             renames = False
+            cols: tuple[str, ...] = ()  # the alias's column list (docs/scope.md)
             if alias is not None:
                 a_name = next(_norm(k[1]) for k in alias[1] if _tok(k, "IDENT"))
-                renames = any(_tree(k, "ident_list") for k in alias[1])
+                lists = [k for k in alias[1] if _tree(k, "ident_list")]
+                renames = bool(lists)
+                if lists and self.ctes:
+                    cols = tuple(_norm(w) for w in list_names(lists[0]))
             first = kids[0]
             if _tree(first, "table_name"):
                 t = _norm(first[1][-1][1])
                 sq = first[1][0] if _tree(first[1][0], "schema_qualifier") else None
                 schema = _norm(sq[1][0][1]) if sq is not None else None
                 out.append(
-                    (frozenset({t} | ({a_name} if a_name else set())), t, renames, schema, ())
+                    (frozenset({t} | ({a_name} if a_name else set())), t, renames, schema, cols)
                 )
             elif _tok(first, "LPAR") and _tree(kids[1], "table_ref") and alias is None:
                 out.extend(self._items(kids[1]))
@@ -669,6 +674,8 @@ class ScopeSpec:
                 calls = [k for k in kids if _tree(k, "table_function")]
                 if self.ctes and calls and not renames:
                     outs = self._function_outs(calls[0], a_name)
+                if renames:
+                    outs = cols
                 out.append((frozenset({a_name or "*"}), None, True, None, outs))
         return out
 
@@ -1106,7 +1113,7 @@ class ScopeSpec:
         in its levels' FROM items, less every column name of the catalog and unknown names
         (docs/scope.md, "CTE names")."""
         levels, _ = self._levels(forest)
-        names = cte_outs(self._aliases, forest)
+        names = cte_outs(self._aliases, forest, _norm)
         for lv in levels:
             for it in lv.items:
                 names.update(it[4])

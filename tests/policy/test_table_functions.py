@@ -147,6 +147,10 @@ def test_mysql_has_none() -> None:
         ("postgresql", "SELECT t.v FROM t, LATERAL unnest(ARRAY[t.id]) AS x WHERE x > 0"),
         ("postgresql", "SELECT t.v FROM t, json_each(t.v::json) AS j WHERE j.value IS NULL"),
         ("postgresql", "SELECT count(*) FROM jsonb_object_keys('{}') AS k WHERE k > 'a'"),
+        # a column list names the columns (of a table function, a derived table)
+        ("postgresql", "SELECT t.v FROM t CROSS JOIN generate_series(1, 3) AS g(n) ORDER BY n"),
+        ("postgresql", "SELECT * FROM json_each('{}') AS j(k2, v2) WHERE j.k2 = 'a'"),
+        ("postgresql", "SELECT * FROM (SELECT id, v FROM t) AS d(a, b) WHERE d.a > 1 AND b = ''"),
         ("sqlite", "SELECT * FROM json_each('[1,2]') WHERE value > 1"),
         ("sqlite", "SELECT t.v FROM t, json_each(t.v) AS j WHERE j.value > 1"),
         ("sqlite", "SELECT t.v FROM t, json_tree(t.v) WHERE fullkey = '$'"),
@@ -169,6 +173,8 @@ def test_the_role_language_calls_table_functions(dialect: str, sql: str) -> None
         "SELECT * FROM json_each((SELECT pw FROM secret))",
         "SELECT * FROM upper('x')",  # a scalar function is no FROM item here
         "SELECT * FROM generate_series(1, 3) AS g WHERE pw > 1",
+        # renamed: the function's own column names are gone
+        "SELECT * FROM json_each('{}') AS j(k2, v2) WHERE j.value > 1",
     ],
 )
 def test_the_role_language_refuses_the_rest(dialect: str, sql: str) -> None:

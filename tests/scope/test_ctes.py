@@ -159,6 +159,11 @@ DEFINED_ADMITTED = [
     "SELECT * FROM (SELECT Name AS n FROM singer) AS d WHERE d.n = 'x' AND n > 1",
     "SELECT Name FROM singer WHERE Age IN (SELECT * FROM (SELECT Age AS x FROM singer) AS d "
     "WHERE d.x > 1 ORDER BY x)",
+    # a column list names the columns (issue #25 §1: "from their select lists or column lists")
+    "WITH st(nm, k) AS (SELECT Name, COUNT(*) FROM singer GROUP BY Name) "
+    "SELECT * FROM st WHERE st.k > 1 ORDER BY nm",
+    "WITH a(x) AS (SELECT Age FROM singer), b(y) AS (SELECT x FROM a WHERE a.x > 1) "
+    "SELECT * FROM b ORDER BY y",
 ]
 DEFINED_REFUSED = [
     # a name no CTE or derived table defines
@@ -167,6 +172,9 @@ DEFINED_REFUSED = [
     # Capacity) is never admitted: the word could resolve to the hidden column
     "WITH c AS (SELECT 1 AS Capacity) SELECT * FROM c WHERE Capacity > 1",
     "SELECT * FROM (SELECT 1 AS Capacity) AS d WHERE d.Capacity > 1",
+    "WITH c(Capacity) AS (SELECT 1) SELECT * FROM c WHERE Capacity > 1",
+    # a column list renames: the query's own aliases are no columns of the CTE
+    "WITH st(nm) AS (SELECT Name AS q FROM singer) SELECT * FROM st WHERE q = 'x'",
     # a derived table's aliases are unknown to the select list written before its FROM
     "SELECT d.n FROM (SELECT Name AS n FROM singer) AS d",
 ]
