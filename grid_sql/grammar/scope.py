@@ -432,13 +432,13 @@ class ScopeRules:
                 c_outs = q[1] if isinstance(q, tuple) else ()
             return Bag(ctes=(norm_name(v),), cte_words=(v,), cte_outs=c_outs)
         if kind == "names":  # a column list: its names, in order
-            names: list[str] = []
+            listed: list[str] = []
             for c in children:
                 if isinstance(c, bytes):
-                    names.append(norm_name(c))
+                    listed.append(norm_name(c))
                 elif isinstance(c, tuple) and c[0] == "n":
-                    names.extend(c[1])
-            return ("n", tuple(names))
+                    listed.extend(c[1])
+            return ("n", tuple(listed))
         if kind == "table_function":  # the function's name (its arguments bind nothing)
             v = children[0]
             return ("f", norm_name(v)) if isinstance(v, bytes) else None
