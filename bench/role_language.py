@@ -15,6 +15,8 @@ Corpora (``<repo>/../shared/data`` unless ``--data`` says otherwise):
   ``--dialects`` adds MySQL and SQLite): a question counts as inside when its first accepted
   query (``{a, b}`` templates filled with all their columns) is; the catalog is the
   database's ``table_metadata`` (column names and types) in the dialect's default schema.
+* ``defog-instruct``: sql-eval's ``instruct_advanced_postgres.csv`` (CTEs, date series),
+  read like the PostgreSQL questions.
 * Spider dev gold (SQLite, 972 of 1,034 questions: ``wta_1`` is not shipped), on the
   database's own SQLite file.
 
@@ -23,7 +25,7 @@ Each statement outside is classified at the byte where the runtime stops reading
 every one of them.
 
 Usage:
-  python bench/role_language.py [--data PATH] [--corpora defog,spider]
+  python bench/role_language.py [--data PATH] [--corpora defog,defog-instruct,spider]
       [--dialects postgresql] [--list] [--json OUT]
 """
 
@@ -214,8 +216,10 @@ def measure(corpus: str, db: str, sql: str, rt: ParserRuntime, checker: Checker)
     return out
 
 
-def defog(data: Path, dialect: str) -> list[Outcome]:
-    path = data / "defog_sql_eval" / "questions" / f"questions_gen_{DEFOG_SUFFIX[dialect]}.csv"
+def defog(data: Path, dialect: str, file: str | None = None) -> list[Outcome]:
+    """``file``: another question file of the set (``instruct_advanced_postgres.csv``)."""
+    name = file or f"questions_gen_{DEFOG_SUFFIX[dialect]}.csv"
+    path = data / "defog_sql_eval" / "questions" / name
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     cache: dict[str, tuple[ParserRuntime, Checker]] = {}
@@ -368,6 +372,10 @@ def main() -> None:
     if "defog" in corpora:
         for d in args.dialects.split(","):
             results[f"defog-{d}"] = defog(args.data, d)
+    if "defog-instruct" in corpora:  # sql-eval's advanced instructions set (PostgreSQL)
+        results["defog-instruct-postgresql"] = defog(
+            args.data, "postgresql", "instruct_advanced_postgres.csv"
+        )
     if "spider" in corpora:
         results["spider-sqlite"] = spider(args.data)
         results["spider-sqlite-single-quoted"] = spider(args.data, quoting=True)

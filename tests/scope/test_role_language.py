@@ -38,3 +38,15 @@ def test_defog_gold_inside_role_language(dialect: str, least: int) -> None:
         if not o.inside:
             dual = dialect == "mysql" and o.category.startswith("other: 'dual'")
             assert dual or o.category == "column of a CTE or derived table", o.category
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA / "defog_sql_eval").exists(), reason="shared defog data absent")
+def test_defog_advanced_instructions_inside_role_language() -> None:
+    """sql-eval's advanced set (CTEs, `generate_series` date spines, window functions): all
+    but the one statement that names a derived table's column before its FROM."""
+    outs = _bench().defog(DATA, "postgresql", "instruct_advanced_postgres.csv")
+    assert len(outs) == 64
+    outside = [o.category for o in outs if not o.inside]
+    assert outside == ["column of a CTE or derived table"]
+    assert all(o.checker_ok for o in outs)
