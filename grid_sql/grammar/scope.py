@@ -266,6 +266,7 @@ class ScopeRules:
         self.cte_names = table.cte_names and "cte_ref" in nts
         self.t_recursive, self.t_comma = t("RECURSIVE"), t("COMMA")
         self.nt_cte_ref = nts.get("cte_ref", -1)
+        self.n_ident_list = n("ident_list")
         # table names by schema (ScopeTable.table_schemas): where a TABLE_NAME completes a
         # table_name (grammar-local ids) and the schema_qualifier node before `s.`
         self.bare_tables = table.bare_tables()
@@ -588,6 +589,14 @@ class ScopeRules:
                 levels, (*ctes, *bag.ctes), (*bound, *bag.cte_words), rec, (*co, *bag.cte_outs)
             )
         if self.cte_names:
+            if rec >= 3:  # right after a RECURSIVE clause's CTE name (3), and its `(` (4)
+                if rec == 3 and symbol == self.t_lpar:
+                    return Context(levels, ctes, bound, 4, co)
+                if rec == 4 and symbol == self.n_ident_list and isinstance(value, tuple):
+                    # its column list: its own body may read these columns
+                    return Context(levels, ctes, bound, 1, (*co, *value[1]))
+                rec = 1
+                ctx = Context(levels, ctes, bound, 1, co)
             if symbol == self.t_recursive and parent_symbol == self.t_with:
                 return Context(levels, ctes, bound, 1, co)
             if rec and symbol == self.t_comma and parent_symbol in self.cte_lists:
@@ -607,7 +616,7 @@ class ScopeRules:
                 )
             ):
                 # the name of a CTE of a RECURSIVE clause: its own body may read it
-                return Context(levels, ctes, (*bound, value), 1, co)
+                return Context(levels, ctes, (*bound, value), 3, co)
         if not levels:
             return ctx
         top = levels[-1]

@@ -67,20 +67,11 @@ def bound_names(forest: tuple[Any, ...]) -> frozenset[bytes]:
     """The CTE names (as written) a FROM item at the end of ``forest`` may reference: see
     :func:`cte_words`."""
     bound: list[bytes] = []
-    frames: list[bool] = []  # per WITH still being written: is it RECURSIVE?
-    for k, x in enumerate(forest):
-        prev = forest[k - 1] if k else None
-        if _tok(x, "WITH"):
-            frames.append(False)
-        elif _tok(x, "RECURSIVE") and prev is not None and _tok(prev, "WITH"):
-            frames[-1] = True
-        elif not _tok(x) and (x[0] == "with_clause" or _cte_list(x)):
+    for x in forest:
+        if not _tok(x) and (x[0] == "with_clause" or _cte_list(x)):
             bound += _cte_names(x)
-        elif _tok(x, "IDENT") and frames and frames[-1] and prev is not None:
-            if _tok(prev, "RECURSIVE") or (
-                _tok(prev, "COMMA") and k >= 2 and _cte_list(forest[k - 2])
-            ):
-                bound.append(x[1])  # the CTE being written: its own body may read it
+    # a RECURSIVE clause's CTE being written: its own body may read it
+    bound += [forest[k][1] for k in _recursive_names(forest)]
     return frozenset(bound)
 
 
@@ -126,6 +117,40 @@ def cte_outs(
             for k in kids:
                 if not _tok(k) and k[0] == "query":
                     out.update(query_outs(aliases, k))
+    out.update(norm(w) for w in _writing_lists(forest))
+    return out
+
+
+def _writing_lists(forest: tuple[Any, ...]) -> list[bytes]:
+    """The column list of each RECURSIVE clause's CTE being written (``WITH RECURSIVE r(n)
+    AS (... SELECT n + 1 FROM r ...)``): its own body may read those columns."""
+    names: list[bytes] = []
+    for k in _recursive_names(forest):
+        if (
+            k + 2 < len(forest)
+            and _tok(forest[k + 1], "LPAR")
+            and not _tok(forest[k + 2])
+            and forest[k + 2][0] == "ident_list"
+        ):
+            names += list_names(forest[k + 2])
+    return names
+
+
+def _recursive_names(forest: tuple[Any, ...]) -> list[int]:
+    """Positions in ``forest`` of the names of the CTEs of RECURSIVE clauses being written."""
+    out: list[int] = []
+    frames: list[bool] = []  # per WITH still being written: is it RECURSIVE?
+    for k, x in enumerate(forest):
+        prev = forest[k - 1] if k else None
+        if _tok(x, "WITH"):
+            frames.append(False)
+        elif _tok(x, "RECURSIVE") and prev is not None and _tok(prev, "WITH"):
+            frames[-1] = True
+        elif _tok(x, "IDENT") and frames and frames[-1] and prev is not None:
+            if _tok(prev, "RECURSIVE") or (
+                _tok(prev, "COMMA") and k >= 2 and _cte_list(forest[k - 2])
+            ):
+                out.append(k)
     return out
 
 

@@ -147,6 +147,10 @@ def test_masks_exact_at_cte_references() -> None:
         b"SELECT 2 AS yy FROM singer GROUP BY y",
         b"SELECT 2 AS yy FROM singer GROUP BY yy HAVING ",
         b"SELECT 2 AS yy FROM singer WHERE 1 IN (SELECT y",
+        # column lists, a recursive CTE's inside its own body
+        b"WITH st(nm, k) AS (SELECT Name, 1 FROM singer) SELECT * FROM st WHERE ",
+        b"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE ",
+        b"WITH RECURSIVE r(nn) AS (SELECT 1 UNION ALL SELECT n",
     ]
     assert_masks_exact(cte_role(), prefixes)
 
@@ -164,6 +168,11 @@ DEFINED_ADMITTED = [
     "SELECT * FROM st WHERE st.k > 1 ORDER BY nm",
     "WITH a(x) AS (SELECT Age FROM singer), b(y) AS (SELECT x FROM a WHERE a.x > 1) "
     "SELECT * FROM b ORDER BY y",
+    # a recursive CTE's list columns inside its own body (a SQLite/MySQL date series)
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE r.n < 5) "
+    "SELECT * FROM r WHERE n > 2",
+    "WITH RECURSIVE a AS (SELECT 1 AS k), d(dy) AS (SELECT '2020-01-01' UNION ALL "
+    "SELECT date(dy, '+1 day') FROM d WHERE dy < '2020-01-31') SELECT * FROM d, a",
 ]
 DEFINED_REFUSED = [
     # a name no CTE or derived table defines
@@ -175,6 +184,8 @@ DEFINED_REFUSED = [
     "WITH c(Capacity) AS (SELECT 1) SELECT * FROM c WHERE Capacity > 1",
     # a column list renames: the query's own aliases are no columns of the CTE
     "WITH st(nm) AS (SELECT Name AS q FROM singer) SELECT * FROM st WHERE q = 'x'",
+    # a list read inside its own body only under RECURSIVE
+    "WITH r(n) AS (SELECT 1 FROM singer WHERE n < 5) SELECT * FROM r",
     # a derived table's aliases are unknown to the select list written before its FROM
     "SELECT d.n FROM (SELECT Name AS n FROM singer) AS d",
 ]
