@@ -8,7 +8,7 @@ table (schema linking) and questions whose prompt had them all among distractors
 chose or joined wrongly). No model runs: the prompts are rebuilt with the checkout's code
 (``Asker.messages``, the same budget as the pass) and the verdicts read from the records.
 
-    PYTHONPATH=. python bench/defog_big_recall.py --big big_again3 --own whole3 [--max-tables K]
+    PYTHONPATH=. python bench/defog_big_recall.py --big big_again3 --own whole3
 """
 
 from __future__ import annotations
@@ -44,14 +44,7 @@ def main() -> None:
     ap.add_argument("--big", default="big_again3", help="arm of the big-catalog pass")
     ap.add_argument("--own", default="whole3", help="arm of the per-database pass to pair")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
-    ap.add_argument(
-        "--max-tables", type=int, default=None, help="tables described in full (linked catalogs)"
-    )
     args = ap.parse_args()
-    if args.max_tables is not None:
-        import grid_sql.ask.budget as budget
-
-        budget.LINKED_MAX_TABLES = args.max_tables
 
     from grid_sql.ask.asker import Asker, load_backend
 

@@ -44,12 +44,6 @@ REPAIR_RESERVE = 512  # the repair round's feedback (violations, fixes, tables i
 # at most an eighth of the context (a small context keeps room for the first prompt)
 TEMPLATE_ALLOWANCE = 16  # per message, byte-count mode: role markers and special tokens
 LINK_ABOVE = 64  # more visible tables than this: the linker ranks them (see schema_text)
-DEFAULT_MAX_TABLES = 16  # tables described in full, at most
-# ... when the linker ranks them: fewer, because past its best dozen a big catalog's tables
-# are mostly namesakes and look-alikes the model joins by mistake. On the 76 defog
-# big-catalog questions 12 describes as many gold tables in full as 16 (113 of 121) with
-# a quarter fewer others (`bench/defog_big_recall.py --max-tables`); 10 loses two.
-LINKED_MAX_TABLES = 12
 DEFAULT_MAX_NAMES = 64  # tables listed by name only, at most (then "and N more")
 COMPACT_COLUMNS = 8  # columns of a narrowed table description
 MIN_PROMPT = 128  # a first-prompt budget below this cannot hold rules and a question
@@ -194,7 +188,7 @@ def render_schema(
     snapshot: SchemaSnapshot,
     policy: Policy,
     *,
-    max_tables: int | None,
+    max_tables: int,
     max_chars: int,
     values: Mapping[tuple[str, str], Mapping[str, ColumnValues]] | None,
     room: int | None,
@@ -204,10 +198,9 @@ def render_schema(
     """The schema text: tables in full, narrowed, by name, then a count of the rest.
 
     ``room``: tokens the text may take (None: unbounded, the behaviour before the budget
-    apart from the ``max_names`` cap). ``max_tables``: tables described in full, at most
-    (None: :data:`DEFAULT_MAX_TABLES`, or :data:`LINKED_MAX_TABLES` where the linker
-    ranks). Up to ``LINK_ABOVE`` visible tables they are ordered by the prompt's original
-    ranker (the order every published measurement used); above, by the linker."""
+    apart from the ``max_names`` cap). Up to ``LINK_ABOVE`` visible tables they are ordered
+    by the prompt's original ranker (the order every published measurement used); above,
+    by the linker."""
     from .tables import _q, describe_table, rank_tables
 
     linker = linker_for(snapshot, policy)
@@ -238,8 +231,6 @@ def render_schema(
         return True
 
     big = len(tables) > LINK_ABOVE
-    if max_tables is None:
-        max_tables = LINKED_MAX_TABLES if big else DEFAULT_MAX_TABLES
     for i, t in enumerate(ranked):
         if len(shown) >= max_tables or (shown and used_chars >= max_chars):
             rest.extend(ranked[i:])

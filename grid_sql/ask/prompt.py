@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .budget import PromptBudget
 
 DIALECT_NAMES = {name: Dialect.get(name).label for name in Dialect.names()}
+DEFAULT_MAX_TABLES = 16
 DEFAULT_MAX_CHARS = 6000
 
 Message = dict[str, str]
@@ -79,14 +80,13 @@ def schema_text(
     snapshot: SchemaSnapshot,
     policy: Policy,
     *,
-    max_tables: int | None = None,
+    max_tables: int = DEFAULT_MAX_TABLES,
     max_chars: int = DEFAULT_MAX_CHARS,
     values: Mapping[tuple[str, str], Mapping[str, ColumnValues]] | None = None,
     room: int | None = None,
     count: Callable[[str], int] | None = None,
 ) -> str:
-    """The role's schema for the prompt: the most relevant tables in full (at most
-    ``max_tables``; None: ``grid_sql.ask.budget``'s default), the rest by name;
+    """The role's schema for the prompt: the most relevant tables in full, the rest by name;
     ``values``: example values per (schema, table) and column (``grid_sql.ask.values``);
     ``room``: at most this many tokens as ``count`` counts them (``grid_sql.ask.budget``;
     negative: no schema at all)."""
@@ -132,7 +132,7 @@ def build_messages(
     *,
     examples: Sequence[Example] = (),
     samples: Mapping[str, Sequence[Sequence[object]]] | None = None,
-    max_tables: int | None = None,
+    max_tables: int = DEFAULT_MAX_TABLES,
     max_chars: int = DEFAULT_MAX_CHARS,
     values: Mapping[tuple[str, str], Mapping[str, ColumnValues]] | None = None,
     budget: PromptBudget | None = None,

@@ -22,7 +22,7 @@ import pytest
 from grid_sql.ask import budget as budget_mod
 from grid_sql.ask.asker import Asker
 from grid_sql.ask.budget import by_bytes, fit_repair, limits
-from grid_sql.ask.prompt import build_messages, describe_table, schema_text, visible_tables
+from grid_sql.ask.prompt import build_messages, describe_table, visible_tables
 from grid_sql.data import chinook_path
 from grid_sql.errors import ContextOverflowError, OptionError
 from grid_sql.policy.grants import sqlite_baseline
@@ -225,25 +225,6 @@ def test_fingerprints_do_not_move_without_comments():
 
 
 # ----------------------------------------------------------------------------- budget
-
-
-def test_a_linked_catalog_describes_fewer_tables_in_full(big_asker: Asker):
-    """Where the linker ranks (over LINK_ABOVE tables) at most LINKED_MAX_TABLES tables are
-    described in full, the next ones by name; an explicit ``max_tables`` is kept, and a
-    small catalog still gets DEFAULT_MAX_TABLES."""
-    pol = big_asker._mode(False).policy
-    q = "Which artists have the most albums and tracks in invoices?"
-
-    def full(text: str) -> int:
-        return text.count("CREATE TABLE ")
-
-    text = schema_text(q, big_asker.snapshot, pol)
-    assert full(text) == budget_mod.LINKED_MAX_TABLES < budget_mod.DEFAULT_MAX_TABLES
-    assert "Other tables you may also query" in text
-    assert full(schema_text(q, big_asker.snapshot, pol, max_tables=16)) == 16
-    sakila = Asker(_bench().source_db("sakila"), audit=False)  # 21 relations, not linked
-    text = schema_text(q, sakila.snapshot, sakila._mode(False).policy)
-    assert full(text) > budget_mod.LINKED_MAX_TABLES  # 14 here: the character cap decides
 
 
 def test_small_catalog_prompt_is_unchanged_by_the_budget():
