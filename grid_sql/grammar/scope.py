@@ -465,6 +465,8 @@ class ScopeRules:
             renames = bool(alias[2]) if isinstance(alias, tuple) else False
             cols = alias[3] if renames and isinstance(alias, tuple) and self.cte_names else ()
             return Bag((Item(names, tn[1], renames, tn[2], cols),))
+        if rhs == ("DUAL",):  # MySQL's FROM DUAL: no columns, no name to qualify
+            return Bag()
         if rhs[0] == "LPAR" and len(rhs) >= 2 and rhs[1] == "table_ref" and alias is None:
             inner = children[1]
             return inner if isinstance(inner, Bag) else None

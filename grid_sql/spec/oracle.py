@@ -667,6 +667,8 @@ class ScopeSpec:
                 out.extend(self._items(kids[1]))
             elif _tree(first, "cte_ref") and alias is None:
                 out.append((frozenset({_norm(first[1][0][1])}), None, True, None, ()))
+            elif _tok(first, "DUAL"):
+                continue  # MySQL's FROM DUAL: no columns, no name
             else:
                 outs: tuple[str, ...] = ()
                 if self.ctes and _tok(first, "LPAR") and _tree(kids[1], "query") and not renames:

@@ -129,6 +129,21 @@ def test_sqlite_table_functions_are_modules_with_the_listed_columns() -> None:
     assert not {"dbstat", "pragma_module_list"} & set(d.table_functions)
 
 
+def test_mysql_from_dual(server_engine: Callable[[str], sa.Engine]) -> None:
+    """MySQL's ``FROM DUAL`` (defog's geography ratio): a FROM item of no columns and no
+    name, so nothing can be read or qualified through it; it runs on the server."""
+    admits = _admits(_asker_grammar("mysql"))
+    sql = "SELECT (SELECT COUNT(*) FROM t) / 2 AS half FROM dual WHERE 1 = 1"
+    assert admits(sql) and admits("SELECT 1 FROM DUAL")
+    assert not admits("SELECT 1 FROM dual WHERE dual.id > 1")
+    assert not admits("SELECT 1 FROM dual AS d")
+    snap, pol = _role("mysql")
+    assert Checker(snap, pol).check(sql) == []
+    engine = server_engine("GRID_SQL_MYSQL_URL")
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT 6 / 2 AS half FROM dual WHERE 1 = 1").all() == [(3,)]
+
+
 def test_mysql_has_none() -> None:
     assert Dialect.get("mysql").table_functions == {}
     assert _words(_asker_grammar("mysql")) == set()
@@ -238,7 +253,7 @@ def test_masks_are_exact_around_table_functions(dialect: str) -> None:
     )
 
 
-@pytest.mark.parametrize("dialect", ["postgresql", "sqlite"])
+@pytest.mark.parametrize("dialect", ["postgresql", "sqlite", "mysql"])
 def test_the_spec_agrees_on_every_prefix(dialect: str) -> None:
     from tests.differential.harness import Differential
 
@@ -252,6 +267,10 @@ def test_the_spec_agrees_on_every_prefix(dialect: str) -> None:
         "sqlite": (
             "SELECT * FROM json_each('[1,2]') WHERE value > 1",
             "SELECT t.v FROM t, json_tree(t.v) AS j WHERE j.fullkey = '$'",
+        ),
+        "mysql": (
+            "SELECT (SELECT COUNT(*) FROM t) AS n FROM dual WHERE id > 1",
+            "SELECT 1 FROM t, dual WHERE t.id = 1",
         ),
     }[dialect]
     for sql in statements:
