@@ -153,6 +153,12 @@ class Dialect:
     Checked on the servers (``tests/policy/test_niladic.py``: PostgreSQL's ``pg_proc``,
     MariaDB's parameter-count errors, SQLite's ``function_list``). Never an aggregate."""
 
+    keyword_arguments: ClassVar[frozenset[str]] = frozenset()
+    """Bare words the server reads as keywords in some functions' arguments that the grammar
+    scans as a column reference (MySQL's ``TIMESTAMPDIFF(MONTH, a, b)``): a role's column
+    lexicon gets each one that names no column of the catalog (so the word can never read
+    a column, a denied one included), bare only."""
+
     table_functions: ClassVar[dict[str, tuple[str, ...]]] = {}
     """Functions a FROM item may call (``FROM generate_series(1, 12) AS m``), lower case,
     with the columns each returns; ``()``: one column, named by the item's alias, else by

@@ -86,6 +86,10 @@ class MySQL(Dialect):
     partial_catalog_reads = True
     catalog_hides_unreadable_columns = True
     dual_table = True
+    # TIMESTAMPDIFF / TIMESTAMPADD units (the grammar reads them as column references)
+    keyword_arguments: ClassVar[frozenset[str]] = frozenset(
+        {"microsecond", "second", "minute", "hour", "day", "week", "month", "quarter", "year"}
+    )
 
     output_alias_clauses = ("group", "having", "order")
     hash_comments = True

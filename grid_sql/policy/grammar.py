@@ -211,4 +211,9 @@ def role_grammar(
     for term, names in names_of.items():
         if term in g.terminal_ids:
             words[term] = spellings(g, term, names, dialect, term in exact)
+    units = Dialect.get(dialect).keyword_arguments
+    if units and "COLUMN_NAME" in words:  # TIMESTAMPDIFF(MONTH, ...): never a catalog column
+        catalog = {c.lower() for _, t in snapshot.iter_tables() for c in t.column_names}
+        bare = {w.encode() for w in units - catalog}
+        words["COLUMN_NAME"] = sorted(set(words["COLUMN_NAME"]) | bare)
     return g.with_lexicon(SchemaLexicon(words, fold_bare_case={t: t not in exact for t in words}))
