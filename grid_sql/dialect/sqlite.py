@@ -37,24 +37,25 @@ _FUNCTIONS = f"""
 """
 
 
+def _library_names(pragma: str) -> frozenset[str]:
+    """The lower-case names a ``pragma_*`` listing of the linked library holds."""
+    con = sqlite3.connect(":memory:")
+    try:
+        return frozenset(r[0].lower() for r in con.execute(f"SELECT name FROM {pragma}"))
+    finally:
+        con.close()
+
+
 @functools.lru_cache(maxsize=1)
 def library_functions() -> frozenset[str]:
     """Every function the linked SQLite library provides (``PRAGMA function_list``)."""
-    con = sqlite3.connect(":memory:")
-    try:
-        return frozenset(r[0].lower() for r in con.execute("SELECT name FROM pragma_function_list"))
-    finally:
-        con.close()
+    return _library_names("pragma_function_list")
 
 
 @functools.lru_cache(maxsize=1)
 def library_modules() -> frozenset[str]:
     """The virtual-table modules of the linked SQLite library (``PRAGMA module_list``)."""
-    con = sqlite3.connect(":memory:")
-    try:
-        return frozenset(r[0].lower() for r in con.execute("SELECT name FROM pragma_module_list"))
-    finally:
-        con.close()
+    return _library_names("pragma_module_list")
 
 
 @functools.lru_cache(maxsize=1)

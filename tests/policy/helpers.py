@@ -1,9 +1,12 @@
-"""Role grammars the policy tests share: one table ``t(id, v)``, SELECT only."""
+"""Role grammars the policy tests share (one table ``t(id, v)``, SELECT only), a language check."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from grid_sql.dialect import Dialect
 from grid_sql.grammar import Grammar
+from grid_sql.parser import ParserRuntime
 from grid_sql.policy import AppPolicy, narrow, sqlite_baseline
 from grid_sql.policy.grammar import role_grammar
 from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
@@ -52,3 +55,14 @@ def pg_scoped_role() -> Grammar:
     return role_grammar(Grammar.dialect("postgresql"), snap, pol).with_scopes(
         role_scopes(snap, policy=pol)
     )
+
+
+def admits(g: Grammar) -> Callable[[str], bool]:
+    """Whether ``g``'s language holds a statement: every byte read, and it may end there."""
+    rt = ParserRuntime.for_grammar(g)
+
+    def check(sql: str) -> bool:
+        cfg = rt.advance(rt.initial, sql.encode())
+        return cfg is not None and rt.eos_allowed(cfg)
+
+    return check

@@ -15,11 +15,11 @@ import sqlalchemy as sa
 
 from grid_sql.dialect import Dialect
 from grid_sql.grammar import Grammar
-from grid_sql.parser import ParserRuntime
 from grid_sql.policy import AppPolicy, Checker, narrow
 from grid_sql.policy.grammar import role_grammar
 from grid_sql.policy.grants import no_grants_baseline
 from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+from tests.policy.helpers import admits as _admits
 
 
 def _role(dialect: str, hidden: str = "pw") -> tuple[SchemaSnapshot, Grammar]:
@@ -42,16 +42,6 @@ def _role(dialect: str, hidden: str = "pw") -> tuple[SchemaSnapshot, Grammar]:
     app = AppPolicy.from_mapping({"verbs": ["select"], "tables": {"deny": ["secret"]}})
     pol = narrow(no_grants_baseline(snap, Dialect.get(dialect)), app, snap)
     return snap, role_grammar(Grammar.dialect(dialect), snap, pol)
-
-
-def _admits(g: Grammar) -> Callable[[str], bool]:
-    rt = ParserRuntime.for_grammar(g)
-
-    def admits(sql: str) -> bool:
-        cfg = rt.advance(rt.initial, sql.encode())
-        return cfg is not None and rt.eos_allowed(cfg)
-
-    return admits
 
 
 def _columns(g: Grammar) -> set[bytes]:

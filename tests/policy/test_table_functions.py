@@ -22,12 +22,12 @@ import sqlalchemy as sa
 from grid_sql.ask.components import role_grammar_for
 from grid_sql.dialect import Dialect
 from grid_sql.grammar import Grammar
-from grid_sql.parser import ParserRuntime
 from grid_sql.policy import AppPolicy, Checker, narrow
 from grid_sql.policy.grammar import role_grammar
 from grid_sql.policy.grants import no_grants_baseline
 from grid_sql.policy.model import Policy
 from grid_sql.schema.model import ColumnInfo, SchemaInfo, SchemaSnapshot, TableInfo
+from tests.policy.helpers import admits as _admits
 
 # one call of each PostgreSQL table function with arguments of its own types
 PG_CALLS = {
@@ -73,16 +73,6 @@ def _asker_grammar(dialect: str) -> Grammar:
     """The role grammar as the Asker builds it (scopes, CTE names, obligations)."""
     snap, pol = _role(dialect)
     return role_grammar_for(snap, pol, scopes=True, bind_select_list=True)
-
-
-def _admits(g: Grammar) -> Callable[[str], bool]:
-    rt = ParserRuntime.for_grammar(g)
-
-    def admits(sql: str) -> bool:
-        cfg = rt.advance(rt.initial, sql.encode())
-        return cfg is not None and rt.eos_allowed(cfg)
-
-    return admits
 
 
 def _words(g: Grammar) -> set[str]:
