@@ -102,10 +102,8 @@ def dialect_functions(stmt: exp.Expr, sql: str, dialect: str) -> list[Finding]:
 def _table_function(node: exp.Func, low: str, d: Dialect) -> bool:
     """A FROM item's call of a table function the dialect has (SQLite's ``json_each`` is a
     virtual-table module, not in its function list)."""
-    return (
-        isinstance(node.parent, exp.Table | exp.Lateral)
-        and low in d.table_functions
-        and low in d.table_function_names(frozenset(d.table_functions), frozenset())
+    return isinstance(node.parent, exp.Table | exp.Lateral) and low in d.table_function_names(
+        frozenset(d.table_functions), frozenset()
     )
 
 
