@@ -61,6 +61,12 @@ TABLE_TARGETS = (
 )
 QUALIFIER_RULES = frozenset(q for _, _, q in TABLE_TARGETS)
 
+# Context.rec: the innermost WITH clause being written is RECURSIVE (1), right after a `,` of
+# its CTE list (2), after a CTE's name (REC_NAME), the `(` of its column list (REC_LPAR), the
+# list (REC_LISTED), and inside the CTE's body REC_BODY + 2 * (query levels outside the body)
+# + (1 if the CTE has a column list).
+REC_NAME, REC_LPAR, REC_LISTED, REC_BODY = 3, 4, 5, 6
+
 # Level states of a query level (one per SELECT on the stack).
 NONE, OPEN, DONE, QB = 0, 1, 2, 3
 # NONE: before FROM (select list); OPEN: inside FROM (items so far complete);
@@ -86,8 +92,10 @@ class Context:
     of every WITH clause enclosing the node, and inside a WITH clause being written the
     CTEs it has completed so far, plus the one being written when the clause is
     ``RECURSIVE``; ``rec``: 0 unless the innermost WITH clause being written is ``RECURSIVE``,
-    2 right after a ``,`` of its CTE list (the next word names a CTE), else 1;
-    ``cte_outs``: the output aliases of the CTEs in ``bound`` (columns they define)."""
+    else where in it the node is (``REC_NAME`` and the constants beside it);
+    ``cte_outs``: the output aliases of the CTEs in ``bound`` (columns they define), and
+    inside a recursive CTE's body the columns it defines itself (its column list, or after
+    its anchor member the anchor's output aliases)."""
 
     levels: tuple[Level, ...] = ()
     ctes: tuple[str, ...] = ()
@@ -212,6 +220,9 @@ class ScopeRules:
         self.t_recursive, self.t_comma = t("RECURSIVE"), t("COMMA")
         self.nt_cte_ref = nts.get("cte_ref", -1)
         self.n_ident_list = n("ident_list")
+        # the `(` opening a CTE's body follows AS or MATERIALIZED; a set operation's anchor
+        self.body_openers = frozenset(x for x in (t("AS"), n("cte_materialized")) if x >= 0)
+        self.set_ops = frozenset(x for x in (n("set_op"), n("union_op")) if x >= 0)
         # table names by schema (ScopeTable.table_schemas): where a TABLE_NAME completes a
         # table_name (grammar-local ids) and the schema_qualifier node before `s.`
         self.bare_tables = table.bare_tables()
@@ -470,14 +481,32 @@ class ScopeRules:
                 levels, (*ctes, *bag.ctes), (*bound, *bag.cte_words), rec, (*co, *bag.cte_outs)
             )
         if self.cte_names:
-            if rec >= 3:  # right after a RECURSIVE clause's CTE name (3), and its `(` (4)
-                if rec == 3 and symbol == self.t_lpar:
-                    return Context(levels, ctes, bound, 4, co)
-                if rec == 4 and symbol == self.n_ident_list and isinstance(value, tuple):
+            if rec == REC_NAME or rec == REC_LPAR:  # after a CTE name of a RECURSIVE clause
+                if rec == REC_NAME and symbol == self.t_lpar:
+                    return Context(levels, ctes, bound, REC_LPAR, co)
+                if rec == REC_LPAR and symbol == self.n_ident_list and isinstance(value, tuple):
                     # its column list: its own body may read these columns
-                    return Context(levels, ctes, bound, 1, (*co, *value[1]))
+                    return Context(levels, ctes, bound, REC_LISTED, (*co, *value[1]))
                 rec = 1
                 ctx = Context(levels, ctes, bound, 1, co)
+            if (rec == 1 or rec == REC_LISTED) and symbol == self.t_lpar:
+                if parent_symbol in self.body_openers:
+                    # the CTE's body opens at this depth of query levels (its anchor's)
+                    body = REC_BODY + 2 * len(levels) + (rec == REC_LISTED)
+                    return Context(levels, ctes, bound, body, co)
+            if (
+                rec >= REC_BODY
+                and symbol in self.set_ops
+                and parent_symbol in self.query_bodies
+                and not (rec - REC_BODY) & 1
+                and len(levels) == (rec - REC_BODY) // 2 + 1
+                and levels[-1].state == QB
+            ):
+                # the anchor of a recursive CTE without a column list is written: the members
+                # after it may read its output aliases, the CTE's columns
+                outs = tuple(a for a in levels[-1].aliases if a != WILDCARD and a not in co)
+                if outs:
+                    return Context(levels, ctes, bound, rec, (*co, *outs))
             if symbol == self.t_recursive and parent_symbol == self.t_with:
                 return Context(levels, ctes, bound, 1, co)
             if rec and symbol == self.t_comma and parent_symbol in self.cte_lists:
@@ -497,7 +526,7 @@ class ScopeRules:
                 )
             ):
                 # the name of a CTE of a RECURSIVE clause: its own body may read it
-                return Context(levels, ctes, (*bound, value), 3, co)
+                return Context(levels, ctes, (*bound, value), REC_NAME, co)
         if not levels:
             return ctx
         top = levels[-1]

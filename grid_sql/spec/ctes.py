@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .oracle import SpecOracle, Stack
 
 END = "$END"
+# the set operation after a query body (PostgreSQL's grammar names its UNION/EXCEPT union_op)
+SET_OPS = ("set_op", "union_op")
 # The spec's own copy of the output-alias clause keywords and search stops (docs/scope.md,
 # "Output aliases"; the fast path's are ``grammar/scope.py``'s ALIAS_CLAUSES/ALIAS_STOPS)
 ALIAS_CLAUSES = {"WHERE": "where", "GROUP": "group", "HAVING": "having", "ORDER": "order"}
@@ -118,6 +120,30 @@ def cte_outs(
                 if not _tok(k) and k[0] == "query":
                     out.update(query_outs(aliases, k))
     out.update(norm(w) for w in _writing_lists(forest))
+    out.update(_anchor_outs(aliases, forest))
+    return out
+
+
+def _anchor_outs(aliases: Callable[[Any], list[str]], forest: tuple[Any, ...]) -> list[str]:
+    """The output aliases of the anchor member of each RECURSIVE clause's CTE being written
+    without a column list, once a set operation follows the anchor (``WITH RECURSIVE r AS
+    (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r ...)``): the members after it may read them."""
+    out: list[str] = []
+    for k in _recursive_names(forest):
+        j = k + 1
+        if j < len(forest) and _tok(forest[j], "LPAR"):
+            continue  # a column list names the columns (_writing_lists)
+        if not (j < len(forest) and _tok(forest[j], "AS")):
+            continue
+        j += 1
+        if j < len(forest) and not _tok(forest[j]) and forest[j][0] == "cte_materialized":
+            j += 1
+        if not (j + 2 < len(forest) and _tok(forest[j], "LPAR")):
+            continue
+        body, op = forest[j + 1], forest[j + 2]
+        if _tok(body) or body[0] != "query_body" or _tok(op) or op[0] not in SET_OPS:
+            continue
+        out += aliases(body)
     return out
 
 
