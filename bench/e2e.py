@@ -150,20 +150,26 @@ def run_unconstrained(backend: Any, prompt: list[int], max_tokens: int) -> dict[
 
 
 def run_constrained(
-    backend: Any, guide: Any, prompt: list[int], max_tokens: int, probe: Probe
+    backend: Any,
+    guide: Any,
+    prompt: list[int],
+    max_tokens: int,
+    probe: Probe,
+    check_first: bool = True,
 ) -> dict[str, Any]:
     """One :func:`generate` call; the loop's timings plus the probe's split of the guard."""
     from grid_sql.decode.loop import generate
 
     probe.reset()
     with instrumented(probe):
-        gen = generate(backend, guide, prompt, max_tokens=max_tokens)
+        gen = generate(backend, guide, prompt, max_tokens=max_tokens, check_first=check_first)
     t = gen.timings
     decode = t.total - t.prefill
     fill = probe.seconds.get("fill", 0.0)
     return {
         "tokens": gen.n_tokens,
         "forced": sum(1 for r in gen.records if r.kind.value == "forced"),
+        "checked": sum(1 for r in gen.records if r.kind.value == "checked"),
         "prefill_s": t.prefill,
         "decode_s": decode,
         "model_s": t.model,
@@ -194,6 +200,7 @@ def measure(
     warm: bool,
     out: Path | None,
     log: Any = None,
+    check_first: bool = True,
 ) -> list[dict[str, Any]]:
     """Both arms on every question with one backend; returns (and appends) the records."""
     from grid_sql.ask.asker import Asker, guide_for
@@ -215,13 +222,14 @@ def measure(
         "kernels": os.environ.get("GRID_SQL_KERNELS", "1") != "0",
         "load_s": load_s,
         "guide_s": guide_s,
+        "check_first": check_first,
     }
     recs: list[dict[str, Any]] = []
     passes = ("cold", "warm") if warm else ("cold",)
     for pas in passes:
         for q in questions:
             u = run_unconstrained(backend, prompts[q.qid], max_tokens)
-            c = run_constrained(backend, guide, prompts[q.qid], max_tokens, probe)
+            c = run_constrained(backend, guide, prompts[q.qid], max_tokens, probe, check_first)
             for arm, r in (("unconstrained", u), ("constrained", c)):
                 recs.append(
                     {**meta, "pass": pas, "qid": q.qid, "arm": arm,
@@ -318,6 +326,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--no-warm", dest="warm", action="store_false")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--every-mask",
+        dest="check_first",
+        action="store_false",
+        help="fill every step's mask (generate(check_first=False)): the loop before check-first",
+    )
     ap.add_argument("--report", action="store_true", help="render the tables from --out")
     args = ap.parse_args(argv)
     if args.report:
@@ -340,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warm=args.warm,
             out=args.out,
             log=sys.stderr,
+            check_first=args.check_first,
         )
     print(f"load at end: {os.getloadavg()}", file=sys.stderr)
     sys.stdout.write(report(recs))

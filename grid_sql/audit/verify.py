@@ -24,7 +24,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..decode.records import StepKind, StopReason, mask_digest
-from ..errors import AuditError
+from ..errors import AuditError, TokenRejected
 from ..grammar.ir import Grammar
 from ..mask.cache import MaskCache
 from ..mask.guide import Guide, Matcher
@@ -341,6 +341,34 @@ class Verifier:
                         "the parser trajectory differs",
                     )
                 )
+            if s.kind == StepKind.CHECKED or (s.kind == StepKind.EOS and not s.mask_digest):
+                # a step decided without a mask (decode/loop.py, check_first): the model's
+                # favourite checked against the language, or the EOS tail checked at ACCEPT.
+                # The record names no mask, and the token must be one the parser accepts
+                # here (EOS only as the EOS tail: a favourite EOS ends the loop)
+                if s.entry_ids or s.mask_digest or s.allowed or s.blocked:
+                    rep.add(Divergence(step, "kind", str(s.kind), "a step that names a mask"))
+                if s.kind == StepKind.EOS and s.token != eos:
+                    rep.add(Divergence(step, "kind", str(s.kind), "sampled/checked"))
+                try:
+                    if s.kind == StepKind.CHECKED and s.token == eos:
+                        raise TokenRejected("EOS is never a checked step")
+                    m.accept_token(s.token)
+                except TokenRejected:
+                    rep.add(
+                        Divergence(
+                            step,
+                            "token",
+                            f"{s.token} ({_spell(vocab, s.token)})",
+                            "outside the language",
+                            "this token was not allowed at this step",
+                        )
+                    )
+                    return
+                if first_only and rep.findings:
+                    return
+                rep.replayed = pos + 1
+                continue
             try:
                 n, entries = guide.fill_bitmask(cfg, buf)
             except Exception as e:  # an empty mask is a bug, reported as a finding

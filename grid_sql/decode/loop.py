@@ -10,6 +10,13 @@ masks are a forced span: their tokens are appended without sampling (one record 
 to the model as one batch. EOS is only ever in the mask at ACCEPT, so a model-chosen EOS ends
 a complete statement.
 
+With greedy decoding the loop checks the model's favourite first (``check_first``, the
+default): one parser advance decides whether it is in the language, and only where it is not
+is the exact mask filled and the normative step above taken. The tokens are the same, since
+the masked argmax is the favourite whenever the favourite is allowed; what changes is that a
+step whose favourite is allowed fills no mask (``StepKind.CHECKED``), so a process meeting
+new statements stops paying for the masks it never needed.
+
 Termination: the loop keeps the invariant ``reserve cost(κ) <= remaining budget`` where the
 reserve (``grid_sql.mask.reserve``) is a token-denominated completion legal under the exact
 mask. A move (sampled token or forced span) is taken only if the completion from the
@@ -181,6 +188,29 @@ class _Recorder:
             self.t.mask += time.perf_counter() - t0
         return self._fill
 
+    def emit_checked(self, token: int, kind: StepKind = StepKind.CHECKED) -> None:
+        """Record ``token`` without a mask and advance: the model's greedy favourite already
+        checked to be in the language here (:meth:`Matcher.cost_after` was not None), or
+        (``kind`` EOS) the EOS tail, which the matcher accepts only at ACCEPT (the EOS bit
+        of the exact mask is that test: ``ParserRuntime.eos_allowed``)."""
+        rec = StepRecord(
+            step=len(self.records),
+            config_hash=self.m.config_hash,
+            entry_ids=(),
+            mask_digest="",
+            token=token,
+            allowed=0,
+            blocked=0,
+            kind=kind,
+        )
+        try:
+            self.m.accept_token(token)
+        except TokenRejected as exc:  # cannot happen: checked before, or at ACCEPT
+            raise MaskError(f"{kind.value} token {token} rejected by the parser: {exc}") from exc
+        self.records.append(rec)
+        if self.on_step is not None:
+            self.on_step(rec)
+
     def emit(self, token: int, kind: StepKind) -> None:
         """Record ``token`` at the current configuration and advance the matcher."""
         n_allowed, entry_ids, digest = self.fill()
@@ -224,8 +254,18 @@ def generate(
     stop_at_semicolon: bool = True,
     reserve: ReserveTable | None = None,
     bind: BindOnClose | None = None,
+    check_first: bool = True,
 ) -> Generation:
     """Decode one statement of ``guide``'s language from ``backend`` after ``prompt_ids``.
+
+    ``check_first`` (greedy decoding only): each step first checks the model's favourite
+    token against the language (one parser advance) and fills the exact mask only where the
+    favourite is outside it. Why: the masked argmax *is* the favourite whenever the favourite
+    is allowed (lowest id on ties either way), so the emitted tokens are those of the masked
+    loop, while a mask the process has not seen costs milliseconds under the Asker's scoped
+    grammar (``bench/RESULTS-e2e.md``). Such steps are recorded as ``CHECKED`` (no digest:
+    the audit replay checks the token instead); ``False`` fills every step's mask (and takes
+    forced spans before consulting the model), as the paper's normative order does.
 
     ``max_tokens`` bounds the emitted tokens (EOS excluded). ``bind`` (grammars with
     select-list obligations only): where the model's first choice would close a FROM clause
@@ -260,7 +300,7 @@ def generate(
     try:
         return _decode(
             backend, guide, prompt_ids, m, rec, res, max_tokens, temperature, rng, timings,
-            t_start, stop_at_semicolon, bind,
+            t_start, stop_at_semicolon, bind, check_first and temperature <= 0.0,
         )  # fmt: skip
     except MaskError as exc:
         # where it broke, for the caller's incident record (the Asker's dead-end fallback)
@@ -283,6 +323,7 @@ def _decode(
     t_start: float,
     stop_at_semicolon: bool,
     bind: BindOnClose | None,
+    check_first: bool = False,
 ) -> Generation:
     """The decode loop of :func:`generate` (split out so a MaskError carries the partial
     text)."""
@@ -303,6 +344,26 @@ def _decode(
         for t in comp.tokens:
             rec.emit(t, StepKind.RESERVE)
 
+    def try_bind(top: int, remaining: int) -> list[int]:
+        """The tokens of the FROM item an obligation needs where the model's favourite
+        ``top`` would close a FROM clause it keeps open ([] when the policy does not fire)."""
+        assert bind is not None
+        t0 = time.perf_counter()
+        span = bind.span(m.config, lambda: guide.vocab.spell(m.tokens), top)
+        toks = bind.tokens(span) if span is not None else []
+        ok = False
+        if toks and len(toks) <= remaining:
+            mark, cfg0 = len(m.tokens), m.config
+            try:
+                m.accept_tokens(toks)
+                ok = cost(m.config) <= remaining - len(toks)
+            except TokenRejected:
+                pass
+            m.rollback(len(m.tokens) - mark)
+            assert m.config is cfg0
+        timings.mask += time.perf_counter() - t0
+        return toks if ok else []
+
     t0 = time.perf_counter()
     logits = backend.prefill(prompt_ids)
     timings.prefill = time.perf_counter() - t0
@@ -311,6 +372,46 @@ def _decode(
     blocked: list[BlockedIntent] = []
     while True:
         remaining = max_tokens - len(m.tokens)
+        bind_tried = False
+        top: int | None = None
+        if check_first:
+            # The model's favourite first (see generate): no mask where it is allowed.
+            t0 = time.perf_counter()
+            top = int(np.argmax(logits))
+            timings.mask += time.perf_counter() - t0
+            if bind is not None and binds < bind.max_binds:
+                bind_tried = True
+                toks = try_bind(top, remaining)
+                if toks:
+                    binds += 1
+                    for t in toks:
+                        rec.emit(t, StepKind.BIND)
+                    t0 = time.perf_counter()
+                    logits = backend.step(toks)
+                    timings.model += time.perf_counter() - t0
+                    continue
+            if top == eos:
+                if logits[top] > -np.inf and m.is_accepting():
+                    stop = StopReason.EOS
+                    break
+            elif logits[top] > -np.inf:
+                t0 = time.perf_counter()
+                after = m.cost_after(top, res)  # None: the favourite leaves the language
+                timings.reserve += time.perf_counter() - t0
+                if after is not None:
+                    if remaining < 1 or after > remaining - 1:
+                        write_reserve()
+                        stop = StopReason.RESERVE
+                        break
+                    rec.emit_checked(top)
+                    if stop_at_semicolon and _ends_statement(m):
+                        stop = StopReason.STOP_AT_ACCEPT
+                        break
+                    t0 = time.perf_counter()
+                    logits = backend.step([top])
+                    timings.model += time.perf_counter() - t0
+                    continue
+            # the favourite is outside the language: the exact mask decides (below)
         # Jump-forward: a singleton mask chain is written without consulting the model.
         forced = m.forced_tokens(limit=max(remaining, 0))
         if forced:
@@ -334,24 +435,11 @@ def _decode(
             timings.model += time.perf_counter() - t0
             continue
         rec.fill()
-        top: int | None = None
-        if bind is not None and binds < bind.max_binds:
-            t0 = time.perf_counter()
-            top = int(np.argmax(logits))
-            span = bind.span(m.config, lambda: guide.vocab.spell(m.tokens), top)
-            toks = bind.tokens(span) if span is not None else []
-            ok = False
-            if toks and len(toks) <= remaining:
-                mark, cfg0 = len(m.tokens), m.config
-                try:
-                    m.accept_tokens(toks)
-                    ok = cost(m.config) <= remaining - len(toks)
-                except TokenRejected:
-                    pass
-                m.rollback(len(m.tokens) - mark)
-                assert m.config is cfg0
-            timings.mask += time.perf_counter() - t0
-            if ok:
+        if bind is not None and binds < bind.max_binds and not bind_tried:
+            if top is None:
+                top = int(np.argmax(logits))
+            toks = try_bind(top, remaining)
+            if toks:
                 binds += 1
                 for t in toks:
                     rec.emit(t, StepKind.BIND)
@@ -395,7 +483,10 @@ def _decode(
         timings.model += time.perf_counter() - t0
     if not m.is_accepting():  # cannot happen: every branch above ends at ACCEPT
         raise MaskError(f"generation stopped ({stop.value}) outside ACCEPT")
-    rec.emit(eos, StepKind.EOS)
+    if check_first:  # the EOS tail needs no mask: ACCEPT is its whole test
+        rec.emit_checked(eos, StepKind.EOS)
+    else:
+        rec.emit(eos, StepKind.EOS)
     timings.total = time.perf_counter() - t_start
     tokens = [t for t in m.tokens if t != eos]
     return Generation(

@@ -18,6 +18,10 @@ class StepKind(enum.StrEnum):
     """How the token at a step was chosen."""
 
     SAMPLED = "sampled"  # drawn (or argmax) from the masked distribution
+    # the model's greedy favourite, checked against the language instead of masked: where
+    # the favourite is allowed the masked argmax is that token, so no mask is filled (the
+    # record carries no entry ids, no digest and 0 allowed/blocked; replay checks the token)
+    CHECKED = "checked"
     FORCED = "forced"  # singleton mask: fed without sampling (jump-forward span)
     RESERVE = "reserve"  # part of the reserve completion when the length budget ran out
     BIND = "bind"  # a FROM item written for a select-list obligation (decode/bind.py)
@@ -41,7 +45,8 @@ class StepRecord:
     are the mask-cache entries consulted for this step's mask (CI root first, then the CD
     sub-walks in resolution order); ``mask_digest`` identifies the full mask bit for bit;
     ``allowed`` counts the legal ids (EOS included) and ``blocked`` = vocabulary size −
-    ``allowed``.
+    ``allowed``. A ``CHECKED`` step filled no mask: no entry ids, an empty digest, and 0 for
+    both counts.
     """
 
     step: int

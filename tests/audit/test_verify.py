@@ -329,3 +329,52 @@ def test_a_bind_step_without_an_obligation_is_detected(
     forged = verifier.verify_record(_forged(rec, steps))
     assert forged.first is not None and (forged.first.step, forged.first.field) == (k, "kind")
     assert "no select-list obligation pending" in str(forged.first)
+
+
+def _as_checked(s: StepRecord) -> StepRecord:
+    """``s`` as the decode loop records a model favourite it checked instead of masking."""
+    return dataclasses.replace(
+        s, entry_ids=(), mask_digest="", allowed=0, blocked=0, kind=StepKind.CHECKED
+    )
+
+
+def test_checked_steps_replay_and_edits_are_detected(audited: Audited, verifier: Verifier) -> None:
+    """A ``CHECKED`` step (decode/loop.py's check-first) names no mask: the replay checks its
+    token against the language. A record of checked steps verifies; a checked step whose token
+    leaves the language, or that claims a mask it did not fill, is a finding."""
+    rec = audited[1][0]  # SELECT Name FROM Artist ORDER BY Name LIMIT 10 (12 steps)
+    k = _sampled_step(rec)
+    steps = [_as_checked(s) if s.kind == StepKind.SAMPLED else s for s in rec.steps]
+    assert sum(s.kind == StepKind.CHECKED for s in steps) >= 2
+    rep = verifier.verify_record(_forged(rec, steps))
+    assert rep.ok, rep.describe()
+    assert rep.replayed == len(steps)
+    # its token swapped for one the role may not write: caught at that step
+    bad = list(steps)
+    bad[0] = _as_checked(dataclasses.replace(bad[0], token=greedy_token_ids(qwen2(), b"DELETE")[0]))
+    forged = verifier.verify_record(_forged(rec, bad))
+    assert forged.first is not None and (forged.first.step, forged.first.field) == (0, "token")
+    assert "not allowed at this step" in str(forged.first)
+    # a checked step that names a digest or counts: it claims a mask it did not fill
+    for edit in (
+        {"mask_digest": "00" * 16},
+        {"allowed": 5},
+        {"entry_ids": ("ab" * 16,)},
+    ):
+        bad = list(steps)
+        bad[k] = dataclasses.replace(bad[k], **edit)  # type: ignore[arg-type]
+        forged = verifier.verify_record(_forged(rec, bad))
+        assert [(d.step, d.field) for d in forged.findings] == [(k, "kind")], edit
+    # EOS is never a checked step; the EOS tail may name no mask (checked at ACCEPT)
+    bad = list(steps)
+    bad[-1] = _as_checked(bad[-1])
+    forged = verifier.verify_record(_forged(rec, bad))
+    assert forged.first is not None and forged.first.field == "token"
+    tail = list(steps)
+    tail[-1] = dataclasses.replace(_as_checked(tail[-1]), kind=StepKind.EOS)
+    assert verifier.verify_record(_forged(rec, tail)).ok
+    # ... but not before ACCEPT
+    early = [steps[0], tail[-1]]  # "SELECT" then EOS
+    early = [dataclasses.replace(s, step=i) for i, s in enumerate(early)]
+    forged = verifier.verify_record(_forged(rec, early))
+    assert (1, "token") in [(d.step, d.field) for d in forged.findings], forged.describe()

@@ -7,7 +7,7 @@ end in complete statements (the reserve)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from grid_sql.decode import Generation, StepKind, StepRecord, StopReason, generate, mask_digest
 from grid_sql.decode.backend import LlamaCppBackend
+from grid_sql.decode.loop import pick_token
 from grid_sql.errors import BudgetError, TokenizerError
 from grid_sql.grammar import Grammar
 from grid_sql.mask.guide import Guide
@@ -48,9 +49,13 @@ def replay(guide: Guide, gen: Generation) -> None:
         assert rec.step == i
         assert rec.config_hash == m.config_hash
         n, entry_ids = guide.fill_bitmask(m.config, buf)
-        assert rec.mask_digest == mask_digest(buf)
-        assert tuple(entry_ids) == rec.entry_ids
-        assert (rec.allowed, rec.blocked) == (n, guide.vocab.size - n)
+        if rec.kind is StepKind.CHECKED or (rec.kind is StepKind.EOS and not rec.mask_digest):
+            # the favourite, or the EOS tail, checked: the record names no mask
+            assert (rec.entry_ids, rec.mask_digest, rec.allowed, rec.blocked) == ((), "", 0, 0)
+        else:
+            assert rec.mask_digest == mask_digest(buf)
+            assert tuple(entry_ids) == rec.entry_ids
+            assert (rec.allowed, rec.blocked) == (n, guide.vocab.size - n)
         assert (int(buf[rec.token >> 5]) >> (rec.token & 31)) & 1, f"step {i} token not in mask"
         if rec.kind is StepKind.FORCED:
             assert n == 1
@@ -97,6 +102,65 @@ def test_records_replay_bit_identical(generations: list[Generation], chinook_gui
     for gen in generations:
         assert [r.token for r in gen.records[:-1]] == gen.token_ids
         replay(chinook_guide, gen)
+
+
+def test_check_first_emits_the_tokens_of_the_masked_loop(
+    backend: LlamaCppBackend, chinook_guide: Guide, generations: list[Generation]
+) -> None:
+    """The default loop checks the model's favourite before filling a mask; with every mask
+    filled (the paper's normative order, ``check_first=False``) the tokens are the same."""
+    checked = 0
+    for q, gen in zip(QUESTIONS, generations, strict=True):
+        prompt = backend.chat_prompt(messages(q))
+        full = generate(backend, chinook_guide, prompt, max_tokens=40, check_first=False)
+        assert full.token_ids == gen.token_ids, q
+        assert full.stop_reason == gen.stop_reason
+        assert StepKind.CHECKED not in {r.kind for r in full.records}
+        checked += sum(r.kind is StepKind.CHECKED for r in gen.records)
+    assert checked > 0
+
+
+class _Recording(LlamaCppBackend):
+    """The real backend, keeping the logits it last returned (to pair them with the token
+    the loop chose from them)."""
+
+    last: np.ndarray
+
+    def prefill(self, prompt_ids: Sequence[int]) -> np.ndarray:
+        self.last = super().prefill(prompt_ids).copy()
+        return self.last
+
+    def step(self, token_ids: Sequence[int]) -> np.ndarray:
+        self.last = super().step(token_ids).copy()
+        return self.last
+
+
+def test_a_checked_token_is_the_masked_argmax(
+    smollm2_gguf: Path, smollm2_vocab: Vocabulary, chinook_guide: Guide
+) -> None:
+    """Exactness of check-first: at every step the model chose (checked or sampled), the
+    token is the argmax of its logits over the exact mask, recomputed here."""
+    b = _Recording(str(smollm2_gguf), n_ctx=1024, vocab=smollm2_vocab)
+    chosen: list[tuple[StepRecord, np.ndarray]] = []
+
+    def keep(rec: StepRecord) -> None:
+        if rec.kind in (StepKind.CHECKED, StepKind.SAMPLED):
+            chosen.append((rec, b.last))
+
+    for q in QUESTIONS:
+        chosen.clear()
+
+        gen = generate(b, chinook_guide, b.chat_prompt(messages(q)), max_tokens=40, on_step=keep)
+        m = chinook_guide.matcher()
+        buf = m.allocate_bitmask()
+        by_step = {rec.step: lg for rec, lg in chosen}
+        for rec in gen.records[:-1]:
+            if rec.step in by_step:
+                chinook_guide.fill_bitmask(m.config, buf)
+                pick = pick_token(by_step[rec.step], buf, 0.0, np.random.default_rng(0))
+                assert pick == rec.token, (q, rec.step)
+            m.accept_token(rec.token)
+        assert any(r.kind is StepKind.CHECKED for r, _ in chosen)
 
 
 def test_kv_reuse_gives_the_logits_of_a_full_rerun(backend: LlamaCppBackend) -> None:
@@ -182,7 +246,7 @@ def test_forced_span_is_written_without_sampling_and_fed_as_one_batch(
 
     monkeypatch.setattr(backend, "_forward", counting)
     prompt = backend.chat_prompt(messages("Say a word."))
-    gen = generate(backend, guide, prompt, max_tokens=8)
+    gen = generate(backend, guide, prompt, max_tokens=8, check_first=False)
     kinds = [r.kind for r in gen.records]
     assert kinds[: len(span)] == [StepKind.FORCED] * len(span)
     assert gen.token_ids[: len(span)] == span
