@@ -67,6 +67,7 @@ class LocalGeneration(GenerationStrategy):
                     max_tokens=request.max_tokens,
                     on_step=request.on_step,
                     bind=binder,
+                    check_first=not owner.every_mask,
                 )
             except GridSQLError:
                 raise

@@ -344,9 +344,14 @@ def _decode(
         for t in comp.tokens:
             rec.emit(t, StepKind.RESERVE)
 
-    def try_bind(top: int, remaining: int) -> list[int]:
-        """The tokens of the FROM item an obligation needs where the model's favourite
-        ``top`` would close a FROM clause it keeps open ([] when the policy does not fire)."""
+    logits: np.ndarray  # the model's row for the next choice (bind_step feeds it too)
+    binds = 0  # FROM items written for obligations (at most bind.max_binds)
+
+    def bind_step(top: int, remaining: int) -> bool:
+        """Where the model's favourite ``top`` would close a FROM clause an obligation keeps
+        open, write the FROM item it needs (records of kind BIND, fed to the model as one
+        batch) and say so; False when the policy does not fire."""
+        nonlocal binds, logits
         assert bind is not None
         t0 = time.perf_counter()
         span = bind.span(m.config, lambda: guide.vocab.spell(m.tokens), top)
@@ -362,13 +367,20 @@ def _decode(
             m.rollback(len(m.tokens) - mark)
             assert m.config is cfg0
         timings.mask += time.perf_counter() - t0
-        return toks if ok else []
+        if not ok:
+            return False
+        binds += 1
+        for t in toks:
+            rec.emit(t, StepKind.BIND)
+        t0 = time.perf_counter()
+        logits = backend.step(toks)
+        timings.model += time.perf_counter() - t0
+        return True
 
     t0 = time.perf_counter()
     logits = backend.prefill(prompt_ids)
     timings.prefill = time.perf_counter() - t0
     stop: StopReason
-    binds = 0
     blocked: list[BlockedIntent] = []
     while True:
         remaining = max_tokens - len(m.tokens)
@@ -381,14 +393,7 @@ def _decode(
             timings.mask += time.perf_counter() - t0
             if bind is not None and binds < bind.max_binds:
                 bind_tried = True
-                toks = try_bind(top, remaining)
-                if toks:
-                    binds += 1
-                    for t in toks:
-                        rec.emit(t, StepKind.BIND)
-                    t0 = time.perf_counter()
-                    logits = backend.step(toks)
-                    timings.model += time.perf_counter() - t0
+                if bind_step(top, remaining):
                     continue
             if top == eos:
                 if logits[top] > -np.inf and m.is_accepting():
@@ -438,14 +443,7 @@ def _decode(
         if bind is not None and binds < bind.max_binds and not bind_tried:
             if top is None:
                 top = int(np.argmax(logits))
-            toks = try_bind(top, remaining)
-            if toks:
-                binds += 1
-                for t in toks:
-                    rec.emit(t, StepKind.BIND)
-                t0 = time.perf_counter()
-                logits = backend.step(toks)
-                timings.model += time.perf_counter() - t0
+            if bind_step(top, remaining):
                 continue
         t0 = time.perf_counter()
         if top is None:  # one pass over the row for both readers below

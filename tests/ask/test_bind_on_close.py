@@ -55,3 +55,21 @@ def test_the_policy_writes_the_forgotten_join(world: Path, qwen: object, tmp_pat
 def test_without_it_the_model_glues_the_keyword(world: Path, qwen: object) -> None:
     gen = _asker(world, qwen, False, False).generate_sql(QUESTION)
     assert "JOIN" not in gen.sql.upper() and "ORDERBY" in gen.sql.upper(), gen.sql
+
+
+def test_every_mask_names_a_mask_at_every_step(world: Path, qwen: object, tmp_path: Path) -> None:
+    """``every_mask=True`` fills the exact mask at every step (the default checks the model's
+    favourite first, ``decode/loop.py``): the same statement, every record names its mask,
+    and both trails replay."""
+    store = AuditStore(tmp_path / "audit.sqlite")
+    full = Asker(world, model=qwen, audit=store, repair=False, autofix=False, every_mask=True)  # type: ignore[arg-type]
+    lazy = Asker(world, model=qwen, audit=store, repair=False, autofix=False)  # type: ignore[arg-type]
+    a, b = full.generate_sql(QUESTION), lazy.generate_sql(QUESTION)
+    assert a.sql == b.sql and a.audit_id is not None and b.audit_id is not None
+    steps_a, steps_b = store.get(a.audit_id).steps, store.get(b.audit_id).steps
+    assert all(s.mask_digest and s.kind != StepKind.CHECKED for s in steps_a)
+    assert any(s.kind == StepKind.CHECKED for s in steps_b)
+    assert [s.token for s in steps_a] == [s.token for s in steps_b]
+    for audit_id in (a.audit_id, b.audit_id):
+        report = Verifier(store).verify(audit_id)
+        assert report.ok and not report.warnings, report.describe()
