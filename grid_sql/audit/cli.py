@@ -119,10 +119,12 @@ def _show(store: AuditStore, audit_id: str, out: TextIO) -> None:
             spelled = "EOS" if st.token == vocab.eos_token_id else repr(vocab.token_bytes[st.token])
         else:
             spelled = ""
-        print(
-            f"{st.step:>5} {st.kind:<8} {st.allowed:>8} {st.blocked:>8}  {st.token} {spelled}",
-            file=out,
-        )
+        # a step decided without a mask (a checked favourite, the checked EOS tail) counts
+        # nothing: shown as "-", not as 0 allowed
+        masked = bool(st.mask_digest)
+        allowed, blocked = (st.allowed, st.blocked) if masked else ("-", "-")
+        row = f"{st.step:>5} {st.kind:<8} {allowed:>8} {blocked:>8}  {st.token} {spelled}"
+        print(row, file=out)
 
 
 def audit_main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:

@@ -62,3 +62,45 @@ def test_verify_exit_codes(audited: Audited, tmp_path: Path) -> None:
     assert code == 1
     assert "TAMPERED" in text and "the seal was edited" in text
     assert "not append-only" in text
+
+
+def test_show_and_verify_a_record_of_checked_steps(tmp_path: Path) -> None:
+    """Steps decided without a mask (the decode loop's check-first) show no counts, and the
+    record verifies through the CLI."""
+    import dataclasses
+
+    from grid_sql.audit import AuditLog
+    from grid_sql.audit.artifacts import refs_for
+    from grid_sql.decode.records import StepKind
+
+    from .helpers import CHINOOK_SQL, chinook_guide, chinook_role, record_generation
+
+    guide = chinook_guide()
+    grammar, policy_fp, schema_fp = chinook_role()
+    steps, stop = record_generation(guide, CHINOOK_SQL[1])
+    checked = [
+        dataclasses.replace(
+            s, entry_ids=(), mask_digest="", allowed=0, blocked=0, kind=StepKind.CHECKED
+        )
+        if s.kind == StepKind.SAMPLED
+        else s
+        for s in steps
+    ]
+    log = AuditLog()
+    log.extend(checked)
+    rec = log.seal(
+        stop_reason=stop,
+        artifacts=refs_for(grammar, guide.vocab, policy=policy_fp, schema=schema_fp),
+        final_sql=CHINOOK_SQL[1].decode(),
+        question="checked",
+        user="analyst",
+        dialect="sqlite",
+    )
+    store = AuditStore(tmp_path / "audit.sqlite")
+    store.append(rec, grammar=grammar, vocab=guide.vocab)
+    code, text = _run("show", rec.audit_id, "--db", _db(store))
+    assert code == 0
+    rows = [ln.split() for ln in text.splitlines() if ln.strip()[:1].isdigit()]
+    assert any(r[1] == "checked" and r[2:4] == ["-", "-"] for r in rows), text
+    code, text = _run("verify", rec.audit_id, "--db", _db(store))
+    assert code == 0 and "replay bit-identically" in text, text
