@@ -347,11 +347,18 @@ def _decode(
     logits: np.ndarray  # the model's row for the next choice (bind_step feeds it too)
     binds = 0  # FROM items written for obligations (at most bind.max_binds)
 
+    def feed(toks: list[int]) -> None:
+        """Give the model the tokens just written; its next row lands in ``logits``."""
+        nonlocal logits
+        t0 = time.perf_counter()
+        logits = backend.step(toks)
+        timings.model += time.perf_counter() - t0
+
     def bind_step(top: int, remaining: int) -> bool:
         """Where the model's favourite ``top`` would close a FROM clause an obligation keeps
         open, write the FROM item it needs (records of kind BIND, fed to the model as one
         batch) and say so; False when the policy does not fire."""
-        nonlocal binds, logits
+        nonlocal binds
         assert bind is not None
         t0 = time.perf_counter()
         span = bind.span(m.config, lambda: guide.vocab.spell(m.tokens), top)
@@ -372,9 +379,7 @@ def _decode(
         binds += 1
         for t in toks:
             rec.emit(t, StepKind.BIND)
-        t0 = time.perf_counter()
-        logits = backend.step(toks)
-        timings.model += time.perf_counter() - t0
+        feed(toks)
         return True
 
     t0 = time.perf_counter()
@@ -412,9 +417,7 @@ def _decode(
                     if stop_at_semicolon and _ends_statement(m):
                         stop = StopReason.STOP_AT_ACCEPT
                         break
-                    t0 = time.perf_counter()
-                    logits = backend.step([top])
-                    timings.model += time.perf_counter() - t0
+                    feed([top])
                     continue
             # the favourite is outside the language: the exact mask decides (below)
         # Jump-forward: a singleton mask chain is written without consulting the model.
@@ -435,9 +438,7 @@ def _decode(
             if stop_at_semicolon and _ends_statement(m):
                 stop = StopReason.STOP_AT_ACCEPT
                 break
-            t0 = time.perf_counter()
-            logits = backend.step(forced)
-            timings.model += time.perf_counter() - t0
+            feed(forced)
             continue
         rec.fill()
         if bind is not None and binds < bind.max_binds and not bind_tried:
@@ -476,9 +477,7 @@ def _decode(
         if stop_at_semicolon and _ends_statement(m):
             stop = StopReason.STOP_AT_ACCEPT
             break
-        t0 = time.perf_counter()
-        logits = backend.step([tok])
-        timings.model += time.perf_counter() - t0
+        feed([tok])
     if not m.is_accepting():  # cannot happen: every branch above ends at ACCEPT
         raise MaskError(f"generation stopped ({stop.value}) outside ACCEPT")
     if check_first:  # the EOS tail needs no mask: ACCEPT is its whole test
