@@ -10,12 +10,14 @@ masks are a forced span: their tokens are appended without sampling (one record 
 to the model as one batch. EOS is only ever in the mask at ACCEPT, so a model-chosen EOS ends
 a complete statement.
 
-With greedy decoding the loop checks the model's favourite first (``check_first``, the
-default): one parser advance decides whether it is in the language, and only where it is not
-is the exact mask filled and the normative step above taken. The tokens are the same, since
-the masked argmax is the favourite whenever the favourite is allowed; what changes is that a
-step whose favourite is allowed fills no mask (``StepKind.CHECKED``), so a process meeting
-new statements stops paying for the masks it never needed.
+By default the loop checks the model's own choice first (``check_first``): one parser
+advance decides whether the favourite (greedy) or a draw from the whole softmax (sampling) is
+in the language, and only where it is not is the exact mask filled and the normative step
+above taken. Greedy, the tokens are the same, since the masked argmax is the favourite
+whenever the favourite is allowed; sampling, the distribution is the masked softmax's
+(:func:`draw_unmasked`). What changes is that such a step fills no mask
+(``StepKind.CHECKED``), so a process meeting new statements stops paying for the masks it
+never needed.
 
 Termination: the loop keeps the invariant ``reserve cost(κ) <= remaining budget`` where the
 reserve (``grid_sql.mask.reserve``) is a token-denominated completion legal under the exact
@@ -160,6 +162,26 @@ def pick_token(
     return int(ids[rng.choice(ids.size, p=p)])
 
 
+def draw_unmasked(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int | None:
+    """A sample from the softmax over the whole row (None if the row has no finite maximum).
+
+    The first stage of check-first sampling: a draw ``t`` the language admits is kept, and
+    otherwise a second draw comes from the softmax over the allowed ids only
+    (:func:`pick_token`). Exact: for an allowed ``t``, P(t) = p(t) + (1 - p(A)) p(t) / p(A)
+    = p(t) / p(A), the masked softmax (``tests/decode/test_pick.py`` draws both).
+    """
+    z = logits.astype(np.float64) / temperature
+    top = z.max()
+    if not np.isfinite(top):
+        return None
+    p = np.exp(z - top)
+    p[~np.isfinite(p)] = 0.0
+    total = p.sum()
+    if not total > 0.0:
+        return None
+    return int(rng.choice(p.size, p=p / total))
+
+
 def _bit(buf: np.ndarray, token: int) -> bool:
     return bool((int(buf[token >> 5]) >> (token & 31)) & 1)
 
@@ -189,8 +211,9 @@ class _Recorder:
         return self._fill
 
     def emit_checked(self, token: int, kind: StepKind = StepKind.CHECKED) -> None:
-        """Record ``token`` without a mask and advance: the model's greedy favourite already
-        checked to be in the language here (:meth:`Matcher.cost_after` was not None), or
+        """Record ``token`` without a mask and advance: the model's own choice (favourite or
+        unmasked draw) already checked to be in the language here (:meth:`Matcher.cost_after`
+        was not None), or
         (``kind`` EOS) the EOS tail, which the matcher accepts only at ACCEPT (the EOS bit
         of the exact mask is that test: ``ParserRuntime.eos_allowed``)."""
         rec = StepRecord(
@@ -258,14 +281,18 @@ def generate(
 ) -> Generation:
     """Decode one statement of ``guide``'s language from ``backend`` after ``prompt_ids``.
 
-    ``check_first`` (greedy decoding only): each step first checks the model's favourite
-    token against the language (one parser advance) and fills the exact mask only where the
-    favourite is outside it. Why: the masked argmax *is* the favourite whenever the favourite
-    is allowed (lowest id on ties either way), so the emitted tokens are those of the masked
-    loop, while a mask the process has not seen costs milliseconds under the Asker's scoped
-    grammar (``bench/RESULTS-e2e.md``). Such steps are recorded as ``CHECKED`` (no digest:
-    the audit replay checks the token instead); ``False`` fills every step's mask (and takes
-    forced spans before consulting the model), as the paper's normative order does.
+    ``check_first``: each step first checks the model's own choice against the language
+    (one parser advance) and fills the exact mask only where that choice is outside it.
+    Greedy, the choice is the favourite: the masked argmax *is* the favourite whenever the
+    favourite is allowed (lowest id on ties either way), so the emitted tokens are those of
+    the masked loop. Sampling, the choice is a draw from the whole softmax, and a rejected
+    draw is followed by a draw from the masked softmax: each allowed token then has exactly
+    its masked-softmax probability (:func:`draw_unmasked`), from other random draws than the
+    every-mask loop's. Why: a mask the process has not seen costs milliseconds under the
+    Asker's scoped grammar (``bench/RESULTS-e2e.md``). Such steps are recorded as
+    ``CHECKED`` (no digest: the audit replay checks the token instead); ``False`` fills every
+    step's mask (and takes forced spans before consulting the model), as the paper's
+    normative order does.
 
     ``max_tokens`` bounds the emitted tokens (EOS excluded). ``bind`` (grammars with
     select-list obligations only): where the model's first choice would close a FROM clause
@@ -300,7 +327,7 @@ def generate(
     try:
         return _decode(
             backend, guide, prompt_ids, m, rec, res, max_tokens, temperature, rng, timings,
-            t_start, stop_at_semicolon, bind, check_first and temperature <= 0.0,
+            t_start, stop_at_semicolon, bind, check_first,
         )  # fmt: skip
     except MaskError as exc:
         # where it broke, for the caller's incident record (the Asker's dead-end fallback)
@@ -400,26 +427,35 @@ def _decode(
                 bind_tried = True
                 if bind_step(top, remaining):
                     continue
-            if top == eos:
-                if logits[top] > -np.inf and m.is_accepting():
+            # the model's choice: its favourite, or a draw from its whole softmax
+            if temperature <= 0.0:
+                pick: int | None = top
+            else:
+                t0 = time.perf_counter()
+                pick = draw_unmasked(logits, temperature, rng)
+                timings.mask += time.perf_counter() - t0
+            if pick is None:
+                pass
+            elif pick == eos:
+                if logits[pick] > -np.inf and m.is_accepting():
                     stop = StopReason.EOS
                     break
-            elif logits[top] > -np.inf:
+            elif logits[pick] > -np.inf:
                 t0 = time.perf_counter()
-                after = m.cost_after(top, res)  # None: the favourite leaves the language
+                after = m.cost_after(pick, res)  # None: the choice leaves the language
                 timings.reserve += time.perf_counter() - t0
                 if after is not None:
                     if remaining < 1 or after > remaining - 1:
                         write_reserve()
                         stop = StopReason.RESERVE
                         break
-                    rec.emit_checked(top)
+                    rec.emit_checked(pick)
                     if stop_at_semicolon and _ends_statement(m):
                         stop = StopReason.STOP_AT_ACCEPT
                         break
-                    feed([top])
+                    feed([pick])
                     continue
-            # the favourite is outside the language: the exact mask decides (below)
+            # the choice is outside the language: the exact mask decides (below)
         # Jump-forward: a singleton mask chain is written without consulting the model.
         forced = m.forced_tokens(limit=max(remaining, 0))
         if forced:

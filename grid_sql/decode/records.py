@@ -18,9 +18,9 @@ class StepKind(enum.StrEnum):
     """How the token at a step was chosen."""
 
     SAMPLED = "sampled"  # drawn (or argmax) from the masked distribution
-    # the model's greedy favourite, checked against the language instead of masked: where
-    # the favourite is allowed the masked argmax is that token, so no mask is filled (the
-    # record carries no entry ids, no digest and 0 allowed/blocked; replay checks the token)
+    # the model's own choice (greedy favourite, or a draw from its whole softmax) checked
+    # against the language instead of masked (decode/loop.py, check_first): no mask is filled
+    # (the record carries no entry ids, no digest and 0 allowed/blocked; replay checks it)
     CHECKED = "checked"
     FORCED = "forced"  # singleton mask: fed without sampling (jump-forward span)
     RESERVE = "reserve"  # part of the reserve completion when the length budget ran out

@@ -214,6 +214,14 @@ def test_seeded_sampling_is_reproducible(backend: LlamaCppBackend, chinook_guide
     assert seen == a.records  # streamed as they happen
     assert accepts(chinook_guide.grammar, a.text)
     replay(chinook_guide, a)
+    # sampled choices checked first (draw_unmasked), and with every mask filled
+    assert any(r.kind is StepKind.CHECKED for r in a.records)
+    full = generate(
+        backend, chinook_guide, prompt, max_tokens=16, temperature=0.9, seed=7, check_first=False
+    )
+    assert StepKind.CHECKED not in {r.kind for r in full.records}
+    assert accepts(chinook_guide.grammar, full.text)
+    replay(chinook_guide, full)
 
 
 def test_guide_for_another_vocabulary_is_refused(

@@ -43,3 +43,38 @@ def test_pick_on_raw_logits_equals_pick_on_masked_logits(temperature: float, see
     assert a == pick_token(raw, buf, temperature, np.random.default_rng(99), int(np.argmax(raw)))
     if temperature == 0.0:
         assert a == int(np.argmax(masked))
+
+
+def test_check_first_sampling_draws_the_masked_softmax() -> None:
+    """Two stages, as the decode loop samples with ``check_first``: a draw from the whole
+    softmax is kept when allowed, else a draw from the masked softmax follows. Over many
+    draws each allowed token's frequency is its masked-softmax probability (and a blocked
+    token never comes), including a blocked favourite holding most of the mass."""
+    from grid_sql.decode.loop import draw_unmasked
+
+    n = 12
+    logits = np.array([2.0, 0.5, 3.5, -1.0, 0.0, 1.0, 2.5, -2.0, 0.7, 1.5, 4.0, 0.1])
+    allowed = np.array([0, 1, 3, 5, 8, 9])  # 2, 6 and 10 (the favourite) are blocked
+    buf = np.zeros(1, dtype=np.int32)
+    buf.view(np.uint32)[0] = np.uint32(sum(1 << int(i) for i in allowed))
+    temperature = 0.8
+    z = np.exp((logits[allowed] - logits[allowed].max()) / temperature)
+    want = np.zeros(n)
+    want[allowed] = z / z.sum()
+    rng = np.random.default_rng(2026)
+    draws = 60_000
+    counts = np.zeros(n)
+    second = 0
+    for _ in range(draws):
+        t = draw_unmasked(logits, temperature, rng)
+        if t is None or not (int(buf[0]) >> t) & 1:
+            second += 1
+            t = pick_token(logits, buf, temperature, rng)
+        counts[t] += 1
+    got = counts / draws
+    assert counts[[2, 6, 10]].sum() == 0
+    sigma = np.sqrt(want * (1 - want) / draws)
+    assert np.all(np.abs(got - want) <= 5 * sigma + 1e-12), (got, want)
+    assert 0.5 < second / draws < 0.95  # the blocked favourite made the second stage common
+    # a row with no finite maximum has no first-stage draw
+    assert draw_unmasked(np.full(4, -np.inf), 1.0, rng) is None
