@@ -1,0 +1,75 @@
+#!/usr/bin/env python
+"""Where the termination reserve's cost goes on configurations a process has not seen
+(issue #26: the largest part of the cold guard once decoding checks the model's choice first,
+``bench/RESULTS-e2e.md``).
+
+The Asker's scoped role grammar on the packaged Chinook, Qwen2 vocabulary; the configuration
+after every token of the first N gold statements of ``bench/chinook_questions.json``; a fresh
+``ReserveTable`` (built and warmed on the initial configuration first), then ``cost`` of each
+configuration once, timed, and the same again under cProfile (top functions by cumulative
+time).
+
+    PYTHONPATH=. python bench/reserve_profile.py [--statements 25] [--top 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+for p in (str(HERE.parent), str(HERE)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+from masks import TOKENIZERS  # noqa: E402
+from role_masks import QUESTIONS, chinook_role, grammar_for  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--statements", type=int, default=25)
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+
+    import grid_sql as gs
+    from grid_sql.mask.guide import Guide
+    from grid_sql.mask.reserve import ReserveTable
+    from grid_sql.mask.vocab import greedy_token_ids
+
+    v = gs.Vocabulary.from_gguf(str(TOKENIZERS / "ggml-vocab-qwen2.gguf"))
+    snap, pol = chinook_role()
+    g = grammar_for("role+scopes", snap, pol)
+    guide = Guide(g, v)
+    stmts = [q["gold"] for q in json.loads(QUESTIONS.read_text())["questions"]]
+    cfgs = []
+    for s in stmts[: args.statements]:
+        m = guide.matcher()
+        for t in greedy_token_ids(v, s.encode(), max_len=32):
+            m.accept_token(t)
+            cfgs.append(m.config)
+    for profiled in (False, True):
+        res = ReserveTable(g, v)
+        res.cost(guide.runtime.initial)
+        pr = cProfile.Profile() if profiled else None
+        t0 = time.perf_counter()
+        if pr is not None:
+            pr.enable()
+        for c in cfgs:
+            res.cost(c)
+        if pr is not None:
+            pr.disable()
+        ms = (time.perf_counter() - t0) / len(cfgs) * 1e3
+        label = "under cProfile" if profiled else "plain"
+        print(f"{len(cfgs)} configurations, {ms:.2f} ms per reserve cost ({label})")
+        if pr is not None:
+            pstats.Stats(pr).sort_stats("cumulative").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()
