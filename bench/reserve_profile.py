@@ -18,17 +18,11 @@ import argparse
 import cProfile
 import json
 import pstats
-import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-for p in (str(HERE.parent), str(HERE)):
-    if p not in sys.path:
-        sys.path.insert(0, p)
-
-from masks import TOKENIZERS  # noqa: E402
-from role_masks import QUESTIONS, chinook_role, grammar_for  # noqa: E402
+# bench/ is the script's directory, so first on sys.path; grid_sql comes from PYTHONPATH=.
+from masks import TOKENIZERS
+from role_masks import QUESTIONS, chinook_role, grammar_for
 
 
 def main() -> None:
