@@ -9,16 +9,22 @@ after every token of the first N gold statements of ``bench/chinook_questions.js
 configuration once, timed, and the same again under cProfile (top functions by cumulative
 time).
 
-    PYTHONPATH=. python bench/reserve_profile.py [--statements 25] [--top 25]
+    PYTHONPATH=. python bench/reserve_profile.py [--statements 25] [--top 25] [--sort tottime]
+        [--records bench/results/e2e-...jsonl.gz]
+
+``--records`` takes the statements from an ``bench/e2e.py`` record file instead (the
+constrained answers of its first pass, in order): what the default model wrote.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gzip
 import json
 import pstats
 import time
+from pathlib import Path
 
 # bench/ is the script's directory, so first on sys.path; grid_sql comes from PYTHONPATH=.
 from masks import TOKENIZERS
@@ -29,6 +35,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--statements", type=int, default=25)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--sort", default="cumulative", help="pstats sort key")
+    ap.add_argument("--records", type=Path, help="an e2e record file (.jsonl or .jsonl.gz)")
     args = ap.parse_args()
 
     import grid_sql as gs
@@ -40,7 +48,16 @@ def main() -> None:
     snap, pol = chinook_role()
     g = grammar_for("role+scopes", snap, pol)
     guide = Guide(g, v)
-    stmts = [q["gold"] for q in json.loads(QUESTIONS.read_text())["questions"]]
+    if args.records is not None:
+        opener = gzip.open if args.records.suffix == ".gz" else open
+        with opener(args.records, "rt") as f:
+            recs = [json.loads(line) for line in f]
+        first = recs[0]["pass"]
+        stmts = [
+            r["sql"] for r in recs if r["arm"] == "constrained" and r["pass"] == first and r["sql"]
+        ]
+    else:
+        stmts = [q["gold"] for q in json.loads(QUESTIONS.read_text())["questions"]]
     cfgs = []
     for s in stmts[: args.statements]:
         m = guide.matcher()
@@ -62,7 +79,7 @@ def main() -> None:
         label = "under cProfile" if profiled else "plain"
         print(f"{len(cfgs)} configurations, {ms:.2f} ms per reserve cost ({label})")
         if pr is not None:
-            pstats.Stats(pr).sort_stats("cumulative").print_stats(args.top)
+            pstats.Stats(pr).sort_stats(args.sort).print_stats(args.top)
 
 
 if __name__ == "__main__":

@@ -55,10 +55,11 @@ from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import fold_lexeme
 from ..grammar.scope import MAX_REFS, Ref
+from ..parser.extend import extender
 from ..parser.incremental import Configuration, LexiconView, ParserRuntime
 from ..parser.stack import StackNode
 from .bind_pieces import bind_pieces
-from .reserve_search import Completion, RefinedCompletions
+from .reserve_search import Completion, FedText, RefinedCompletions
 from .vocab import Vocabulary, greedy_token_ids
 
 __all__ = ["Completion", "ReserveTable", "reserve_table"]
@@ -67,6 +68,7 @@ _MAX_EXTENSION = 96  # bytes: longer than any identifier or literal the BFS need
 _MAX_BFS_NODES = 50_000
 _MAX_WORD_TRIES = 256  # listed words tried when the breadth-first search gives up
 RESERVE_MEMO_LIMIT = 1 << 14  # completions kept per (grammar, vocabulary)
+_STACK_MEMO_LIMIT = 1 << 17  # (state over stack) values kept per table (_stack_completion)
 _SKIP_SAME_TARGET = True  # see _bfs_close; tests turn it off to check that nothing changes
 # printable ASCII first, so lexemes and extensions are readable whenever they can be
 _ALPHABET = bytes([*range(0x20, 0x7F), *range(0x00, 0x20), *range(0x7F, 0x100)])
@@ -114,6 +116,10 @@ class ReserveTable(RefinedCompletions):
         # (same statement shape, or re-derived after a rollback) is a hit, not a new object
         self._memo: OrderedDict[Configuration, Completion] = OrderedDict()
         self._memo_lock = threading.Lock()
+        # (state, uid of the node below) -> (cost, symbols to ACCEPT): _stack_completion
+        self._sc_memo: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
+        # (node uid, depth) -> ranked completions: reserve_search._allowed_completions
+        self._ranked_memo: dict[tuple[int, int], list[tuple[int, list[int]]]] = {}
 
     def _spell(self, data: bytes) -> list[int]:
         return greedy_token_ids(self.vocab, data, max_len=self._cap)
@@ -264,10 +270,30 @@ class ReserveTable(RefinedCompletions):
 
     # ------------------------------------------------------------------ per configuration
     def _stack_completion(self, node: StackNode) -> list[int] | None:
-        """Cheapest symbol sequence from stack ``node`` to ACCEPT (None if there is none)."""
-        memo: dict[tuple[int, int], tuple[float, tuple[int, ...], tuple[int, int] | None]] = {}
-        keep: dict[int, StackNode] = {}
-        busy: set[tuple[int, int]] = set()
+        """Cheapest symbol sequence from stack ``node`` to ACCEPT (None if there is none).
+
+        What a (state over ``below``) key costs depends on the LALR states of the stack
+        only, and consecutive configurations share all of it but the top few nodes: the
+        values of every call that met no cycle cut are kept across calls (``_sc_memo``,
+        issue #26: re-solving the shared lower stack was a fifth of a cold reserve). A call
+        that meets a cut (a key reached again while it is being solved) is solved again
+        with nothing carried over, so its result is the one a fresh search gives."""
+        got, cut = self._solve_stack(node, carried=True)
+        if cut:
+            got, _ = self._solve_stack(node, carried=False)
+        return None if got is None else list(got)
+
+    def _solve_stack(
+        self, node: StackNode, *, carried: bool
+    ) -> tuple[tuple[int, ...] | None, bool]:
+        """(symbols to ACCEPT or None, whether a cycle cut was met); with ``carried`` the
+        values of earlier cut-free calls are read, and this call's are kept when it met no
+        cut."""
+        Key = tuple[int, int]
+        memo: dict[Key, tuple[float, tuple[int, ...], Key | None]] = {}
+        busy: set[Key] = set()
+        cut = False
+        kept = self._sc_memo if carried else None
         goto = self.rt.goto
 
         def solve(state0: int, below0: StackNode | None) -> float:
@@ -280,18 +306,23 @@ class ReserveTable(RefinedCompletions):
 
             def enter(state: int, below: StackNode | None) -> float | None:
                 """A value now (memo, ACCEPT, cycle), or None after pushing a frame."""
-                key = (state, id(below))
+                nonlocal cut
+                key = (state, -1 if below is None else below.uid)
                 hit = memo.get(key)
                 if hit is not None:
                     return hit[0]
+                if kept is not None:
+                    old = kept.get(key)
+                    if old is not None:  # (its whole symbol tail; no key to follow)
+                        memo[key] = (old[0], old[1], None)
+                        return old[0]
                 if state == self.end_state:
                     memo[key] = (0.0, (), None)
                     return 0.0
                 if key in busy:
+                    cut = True
                     return math.inf
                 busy.add(key)
-                if below is not None:
-                    keep[id(below)] = below
                 # [key, state, below, next item index, best, pending (item, goto, base)]
                 frames.append([key, state, below, 0, (math.inf, (), None), None])
                 return None
@@ -307,8 +338,7 @@ class ReserveTable(RefinedCompletions):
                     it, g2, base = pending
                     c = it.cost + ret
                     if c < best[0]:
-                        keep[id(base)] = base
-                        best = (c, it.beta, (g2, id(base)))
+                        best = (c, it.beta, (g2, base.uid))
                     idx += 1
                     pending = None
                 items = self.items[state]
@@ -338,8 +368,7 @@ class ReserveTable(RefinedCompletions):
                     f[5] = None
                     c = it.cost + rest
                     if c < best[0]:
-                        keep[id(base)] = base
-                        best = (c, it.beta, (g2, id(base)))
+                        best = (c, it.beta, (g2, base.uid))
                     idx += 1
                 if pushed:
                     continue
@@ -350,15 +379,29 @@ class ReserveTable(RefinedCompletions):
             return ret
 
         total = solve(node.state, node.parent)
-        if math.isinf(total):
-            return None
-        out: list[int] = []
-        key: tuple[int, int] | None = (node.state, id(node.parent))
-        while key is not None:
-            _, beta, nxt = memo[key]
-            out.extend(beta)
-            key = nxt
-        return out
+        tails: dict[Key, tuple[int, ...]] = {}
+
+        def tail(key: Key) -> tuple[int, ...]:
+            """The whole symbol sequence from ``key`` (iterative: chains are stack-deep)."""
+            chain: list[Key] = []
+            k: Key | None = key
+            while k is not None and k not in tails:
+                chain.append(k)
+                k = memo[k][2]
+            out = () if k is None else tails[k]
+            for k2 in reversed(chain):
+                out = memo[k2][1] + out
+                tails[k2] = out
+            return out
+
+        root = (node.state, -1 if node.parent is None else node.parent.uid)
+        got = None if math.isinf(total) else tail(root)
+        if kept is not None and not cut:
+            if len(kept) > _STACK_MEMO_LIMIT:
+                kept.clear()
+            for k, (c, _, _) in memo.items():
+                kept[k] = (c, () if math.isinf(c) else tail(k))
+        return got, cut
 
     def _expand(self, symbols: list[int]) -> list[int]:
         """Terminal ids of the cheapest yield of ``symbols`` (left to right)."""
@@ -456,8 +499,9 @@ class ReserveTable(RefinedCompletions):
             lv = rt.lex_at(c.stack) if skip else None
             words = rt.lexicon_mask | (lv.mask if lv is not None else 0)
             reached: set[int] = set()
+            step = extender(rt, c) if extend_only else None
             for b in _ALPHABET:
-                if extend_only:
+                if step is not None:
                     t = trans[base + b]
                     if t == DEAD:
                         continue
@@ -466,7 +510,9 @@ class ReserveTable(RefinedCompletions):
                             seen += 1
                             continue
                         reached.add(t)
-                c2 = rt.advance(c, bytes([b]))
+                    c2 = step(b)  # advance(c, bytes([b])), the stack's part decided once
+                else:
+                    c2 = rt.advance(c, bytes([b]))
                 seen += 1
                 if c2 is None:
                     continue
@@ -580,20 +626,21 @@ class ReserveTable(RefinedCompletions):
             terms = self._completion_via_allowed(node)
         tokens: list[int] = self._spell(ext) if ext else []
         data = ext
+        text = FedText(rt, cfg)
         binds = rt.pending_refs(node)
         for t in (*terms, rt.end_id) if binds else terms:
             if binds:
-                data = self._bind_refs(cfg, data, tokens, t)
+                data = self._bind_refs(text, data, tokens, t)
                 if t == rt.end_id:
                     break
-            word = self._scoped_word(cfg, data, t) if rt.sem is not None else None
+            word = self._scoped_word(text, data, t) if rt.sem is not None else None
             if word is None:
                 tokens.extend(self.piece[t])
                 data += self.sep + self.lexeme[t]
             else:
                 tokens.extend(self._spell(self.sep + word))
                 data += self.sep + word
-        end = rt.advance(cfg, data) if data else cfg
+        end = text.at(data)
         if end is None or not rt.eos_allowed(end):
             raise MaskError(
                 f"reserve completion {data!r} does not reach ACCEPT from pending "
@@ -601,7 +648,7 @@ class ReserveTable(RefinedCompletions):
             )
         return Completion(tuple(tokens), data)
 
-    def _bind_refs(self, cfg: Configuration, data: bytes, tokens: list[int], tid: int) -> bytes:
+    def _bind_refs(self, text: FedText, data: bytes, tokens: list[int], tid: int) -> bytes:
         """Select-list obligations (``docs/scope.md``): if reading ``tid`` after ``data``
         would close a FROM clause with a select-list reference bound nowhere, first write
         FROM items that bind them (``, t AS q`` for ``q.c``, ``, t`` with a table ``t`` that
@@ -609,7 +656,7 @@ class ReserveTable(RefinedCompletions):
         completion after them is unchanged: they only extend the FROM list it closes."""
         rt = self.rt
         for _ in range(MAX_REFS + 1):
-            at = rt.advance(cfg, data) if data else cfg
+            at = text.at(data)
             node = None if at is None else rt.finalize(at)
             if node is None:
                 return data
@@ -617,7 +664,7 @@ class ReserveTable(RefinedCompletions):
             if not refs:
                 return data
             for piece in self._bind_pieces(refs[0]):
-                nxt = rt.advance(cfg, data + piece)
+                nxt = text.at(data + piece)
                 n2 = None if nxt is None else rt.finalize(nxt)
                 if n2 is not None and len(rt.unbound_on(n2, tid)) < len(refs):
                     tokens.extend(self._spell(piece))
@@ -631,7 +678,7 @@ class ReserveTable(RefinedCompletions):
         """Candidate FROM items binding ``ref``, best first (``mask/bind_pieces.py``)."""
         return bind_pieces(self, ref)
 
-    def _scoped_word(self, cfg: Configuration, data: bytes, tid: int) -> bytes | None:
+    def _scoped_word(self, text: FedText, data: bytes, tid: int) -> bytes | None:
         """Under scope-aware lexicons (grammar/scope.py) the fixed shortest lexeme of a
         category terminal may be out of scope where it is written: the shortest word the
         lexicon view in force there admits instead (None: keep the fixed lexeme). The cost
@@ -639,7 +686,7 @@ class ReserveTable(RefinedCompletions):
         rt = self.rt
         if tid not in rt.lexicon and (rt.sem is None or tid not in rt.sem.qualifier_terms):
             return None  # (an IDENT may be held to a scope view's names too)
-        at = rt.advance(cfg, data + self.sep) if data or self.sep else cfg
+        at = text.at(data + self.sep)
         if at is None:
             return None
         view = rt.lex_at(at.stack)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import MaskError
-from ..parser.incremental import Configuration
+from ..parser.incremental import Configuration, ParserRuntime
 from ..parser.stack import StackNode
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 _MAX_SEARCH = 4_000  # configurations the fallback completion search may visit
 _MAX_SEARCH_DEPTH = 48  # terminals it may write
+_RANKED_MEMO_LIMIT = 1 << 12  # rankings kept per table (_allowed_completions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,39 @@ class Completion:
     @property
     def cost(self) -> int:
         return len(self.tokens)
+
+
+class FedText:
+    """The configurations after ``cfg`` followed by texts that grow piece by piece.
+
+    A completion is built by appending words to one byte string and asking, after each
+    append, where ``cfg`` + text stands (``ParserRuntime.advance(cfg, text)``). Feeding the
+    whole text each time made building a completion quadratic in its length (issue #26:
+    the select-list obligation checks were two fifths of a cold reserve). Here each text's
+    raw configuration is kept and a longer text is fed from the longest one kept that
+    begins it (``ParserRuntime.feed`` is a streaming step); liveness is tested on the
+    result, so :meth:`at` answers exactly what ``advance`` answers.
+    """
+
+    __slots__ = ("_raw", "_rt")
+
+    def __init__(self, rt: ParserRuntime, cfg: Configuration) -> None:
+        self._rt = rt
+        self._raw: dict[bytes, Configuration | None] = {b"": cfg}
+
+    def at(self, data: bytes) -> Configuration | None:
+        """``rt.advance(cfg, data)`` (``cfg`` itself for an empty text)."""
+        raw = self._raw
+        if data in raw:
+            c = raw[data]
+        else:
+            base = max((k for k in raw if data.startswith(k)), key=len)
+            prev = raw[base]
+            c = None if prev is None else self._rt.feed(prev, data[len(base) :])
+            raw[data] = c
+        if c is None or not data:
+            return c
+        return c if self._rt.remainder_live(c.stack, c.scan) else None
 
 
 class RefinedCompletions:
@@ -53,16 +87,17 @@ class RefinedCompletions:
             return None
         ext, _ = closed
         budget = [_MAX_SEARCH]
+        text = FedText(rt, cfg)
 
         def order(node: StackNode) -> list[int]:
             return [terms[0] for _, terms in self._allowed_completions(node)]
 
         def words(data: bytes, t: int) -> list[bytes]:
-            at = rt.advance(cfg, data + self.sep) if data or self.sep else cfg
+            at = text.at(data + self.sep)
             view = rt.lex_at(at.stack) if at is not None else None
             cat = view.words.get(t) if view is not None else None
             if cat is None or cat.exclude:
-                w = self._scoped_word(cfg, data, t)
+                w = self._scoped_word(text, data, t)
                 return [self.lexeme[t] if w is None else w]
             return sorted(cat.words, key=lambda w: (len(w), w))[:3]
 
@@ -70,7 +105,7 @@ class RefinedCompletions:
             budget[0] -= 1
             if budget[0] < 0:
                 return None
-            at = rt.advance(cfg, data) if data else cfg
+            at = text.at(data)
             node = None if at is None else rt.finalize(at)
             if at is None or node is None:
                 return None
@@ -114,7 +149,25 @@ class RefinedCompletions:
         completion search tries them in this order. Where the refinements also refuse what
         the grammar completion writes right after the terminal (a schema name that may not
         end a FROM item: it must go on as ``s.t``), that terminal's completion goes through
-        the allowed terminals there too (``depth`` levels)."""
+        the allowed terminals there too (``depth`` levels).
+
+        A function of the (interned) node and ``depth``, so kept per table (by the node's
+        never-reused uid; issue #26: each call shifts every allowed terminal and solves its
+        stack, ~4 ms on a scoped grammar). Callers must not mutate what it returns."""
+        key = (node.uid, depth)
+        hit = self._ranked_memo.get(key)
+        if hit is not None:
+            return hit
+        ranked = self._rank_allowed(node, depth)
+        if len(self._ranked_memo) >= _RANKED_MEMO_LIMIT:
+            self._ranked_memo.clear()
+        self._ranked_memo[key] = ranked
+        return ranked
+
+    def _rank_allowed(  # type: ignore[misc]  # self: the ReserveTable
+        self: ReserveTable, node: StackNode, depth: int
+    ) -> list[tuple[int, list[int]]]:
+        """What :meth:`_allowed_completions` returns, computed."""
         rt = self.rt
         ranked: list[tuple[int, list[int]]] = []
         bits = rt.allowed_mask(node) & rt.term_bits

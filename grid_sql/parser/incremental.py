@@ -200,7 +200,7 @@ class ParserRuntime(ScopedViews):
         # allowed (a table's alias: ScopeTable.fresh_aliases); the mask layer keys them
         # as identifier positions (Guide.key_for)
         self.fresh_mask = 0
-        self._static_alias: frozenset[bytes] | None = None  # spellings of sem.alias_refuse
+        self._static_alias: frozenset[bytes] | None = None  # sem.alias_refuse spelled, no `[q]`
         self._static_output: frozenset[bytes] | None = None  # spellings of sem.output_refuse
         if self.sem is not None and self.sem.fresh:
             self.fresh_mask = 1 << self.sem.t_ident
@@ -232,6 +232,9 @@ class ParserRuntime(ScopedViews):
         # requests instead of being recomputed on freshly shifted copies. Bounded by
         # clearing: a cleared table only costs new, structurally equal nodes.
         self._interned: dict[tuple[int, int, int, Any], StackNode] = {}
+        # (node uid, the reduce chain up to its FROM clause) -> the context it closes with:
+        # closed_context, asked for every closer terminal of a node, whose chains mostly agree
+        self._closed: dict[tuple[int, tuple[int, ...]], Context] = {}
 
     # ------------------------------------------------------------------ LALR side
     def _simulate(self, node: StackNode, tid: int) -> bool:
@@ -524,13 +527,24 @@ class ParserRuntime(ScopedViews):
         rules, _ = self._chain_rules(node, tid)
         fc = sem.nt_from_clause
         lhs = self.rule_lhs
-        if not any(lhs[r] == fc for r in rules):
+        end = next((i for i, r in enumerate(rules) if lhs[r] == fc), -1)
+        if end < 0:
             return None
-        for r in rules:
+        # The closers of one node mostly share the chain up to the FROM clause (WHERE,
+        # GROUP, ORDER, `)`, $END ... all reduce the same FROM items): the values are
+        # reduced once per (node, chain), not once per terminal (issue #26: this was a
+        # quarter of a cold reserve, asked by ``allowed_mask`` for every new node).
+        key = (node.uid, tuple(rules[: end + 1]))
+        hit = self._closed.get(key)
+        if hit is not None:
+            return hit
+        for r in key[1]:
             node = self._reduce_valued(node, r, sem)
-            if lhs[r] == fc:
-                return self.ctx_at(node)
-        raise AssertionError("unreachable: the chain reduces a FROM clause")
+        ctx = self.ctx_at(node)
+        if len(self._closed) >= INTERN_LIMIT:
+            self._closed.clear()
+        self._closed[key] = ctx
+        return ctx
 
     def _push(self, parent: StackNode, state: int, symbol: int, value: Any = None) -> StackNode:
         """The interned node ``state`` over ``parent`` (see ``_interned``)."""
@@ -581,6 +595,15 @@ class ParserRuntime(ScopedViews):
         if not self.remainder_live(node, scan):
             return None
         return Configuration(node, scan)
+
+    def feed(self, cfg: Configuration, data: bytes) -> Configuration | None:
+        """:meth:`advance` without its final liveness test: a streaming step, so feeding
+        ``a`` then ``b`` gives what feeding ``a + b`` gives (``advance`` cannot promise that:
+        a pending lexeme no terminal continues may still end in an emission). A caller that
+        grows one text piece by piece feeds each piece once and tests liveness with
+        :meth:`remainder_live` (``advance(cfg, d)`` is ``feed(cfg, d)`` when that is live)."""
+        r = self._advance(cfg.stack, cfg.scan, data)
+        return None if r is None else Configuration(*r)
 
     def _advance(
         self, node: StackNode, scan: ScanState, data: bytes

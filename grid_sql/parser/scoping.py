@@ -181,19 +181,19 @@ class ScopedViews:
             return None  # a derived table, CTE or function: not modelled
         refused = sem.refused_aliases(self.ctx_at(node))
         static = sem.alias_refuse if refused >= sem.alias_refuse else frozenset()
-        if self._static_alias is None:  # ~1,000 names: spelled once per runtime
-            self._static_alias = (
-                self._spellings(frozenset(n for n in sem.alias_refuse if n.isascii()), sem.t_ident)
-                or frozenset()
+        # a complement lexicon keeps every partial lexeme live, so only spellings some
+        # longer lexeme extends are refused (bare and quoted ones; never `[q]`)
+        if self._static_alias is None:  # ~1,000 names: spelled (and filtered) once per runtime
+            every = self._spellings(
+                frozenset(n for n in sem.alias_refuse if n.isascii()), sem.t_ident
             )
+            self._static_alias = frozenset(w for w in every or () if w[:1] != b"[")
         spelled = self._spellings(
             frozenset(n for n in refused - static if n.isascii()), sem.t_ident
         )
-        if static:
-            spelled = (spelled or frozenset()) | self._static_alias
-        # a complement lexicon keeps every partial lexeme live, so only spellings some
-        # longer lexeme extends are refused (bare and quoted ones; never `[q]`)
         spelled = frozenset(w for w in spelled or () if w[:1] != b"[")
+        if static:
+            spelled |= self._static_alias
         return self._exclude_view(b"X", spelled, sem) if spelled else None
 
     def _exclude_view(  # type: ignore[misc]  # self: the runtime (module doc)

@@ -1,0 +1,138 @@
+"""The termination reserve's fast paths against what they stand for (issue #26).
+
+Each fast path must answer exactly what the plain computation answers, or the reserve's
+completions (and with them masks, forced EOS and audit trails) would change:
+
+- ``parser/extend.py`` ``extender``: ``advance(cfg, bytes([b]))`` for every byte;
+- ``FedText.at``: ``advance(cfg, text)`` for texts fed piece by piece, branching included;
+- ``_stack_completion`` with values carried across calls: a fresh search's symbols;
+- ``_allowed_completions`` (kept per node): the ranking computed again;
+- ``ParserRuntime.closed_context`` (kept per node and chain): the reduction redone.
+
+The configurations are every byte prefix of statements on a scoped role grammar (Chinook,
+select-list obligations on) and on the plain SQLite dialect grammar, so pending lexemes
+under case-folded lexicons, quoted names, strings and FROM clauses with unbound references
+all occur.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from grid_sql.grammar import Grammar
+from grid_sql.mask.reserve import ReserveTable
+from grid_sql.mask.reserve_search import FedText
+from grid_sql.parser.extend import extender
+from grid_sql.parser.incremental import Configuration, ParserRuntime
+
+from ..scope.helpers import scoped
+from .helpers import vocab
+
+STATEMENTS = [
+    b"SELECT g.Name, SUM(il.Quantity) FROM Genre g JOIN Track t ON t.GenreId = g.GenreId "
+    b"JOIN InvoiceLine il ON il.TrackId = t.TrackId GROUP BY g.Name ORDER BY 2 DESC LIMIT 5",
+    b"SELECT BillingCountry, SUM(Total) AS total FROM Invoice GROUP BY BillingCountry "
+    b"ORDER BY total DESC",
+    b'SELECT "FirstName", c.lastname FROM customer AS c WHERE c.Country = \'Brazil\'',
+    b"SELECT T1.Name FROM Artist AS T1 WHERE T1.ArtistId IN (SELECT ArtistId FROM Album)",
+]
+
+
+@functools.cache
+def _grammar(kind: str) -> Grammar:
+    return scoped("chinook") if kind == "scoped" else Grammar.dialect("sqlite")
+
+
+@functools.cache
+def _table(kind: str) -> ReserveTable:
+    return ReserveTable(_grammar(kind), vocab("gpt-2"))
+
+
+def _prefixes(rt: ParserRuntime, stmt: bytes) -> list[tuple[bytes, Configuration]]:
+    out = []
+    for i in range(len(stmt) + 1):
+        c = rt.advance(rt.initial, stmt[:i])
+        if c is not None:
+            out.append((stmt[:i], c))
+    return out
+
+
+def _same(a: Configuration | None, b: Configuration | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.stack is b.stack and a.scan == b.scan
+
+
+@pytest.mark.parametrize("kind", ["scoped", "dialect"])
+@pytest.mark.parametrize("stmt", STATEMENTS, ids=range(len(STATEMENTS)))
+def test_extender_is_advance_by_one_byte(kind: str, stmt: bytes) -> None:
+    rt = _table(kind).rt
+    checked = live = 0
+    for _, cfg in _prefixes(rt, stmt):
+        step = extender(rt, cfg)
+        for b in range(256):
+            want = rt.advance(cfg, bytes([b]))
+            assert _same(step(b), want), (cfg.scan.rem, bytes([b]))
+            checked += 1
+            live += want is not None
+    assert live > 100 and checked > live  # both verdicts occur
+
+
+@pytest.mark.parametrize("kind", ["scoped", "dialect"])
+@pytest.mark.parametrize("stmt", STATEMENTS, ids=range(len(STATEMENTS)))
+def test_fed_text_is_advance(kind: str, stmt: bytes) -> None:
+    rt = _table(kind).rt
+    for start in (0, len(stmt) // 3, len(stmt) // 2):
+        cfg = rt.advance(rt.initial, stmt[:start])
+        assert cfg is not None
+        rest = stmt[start:]
+        text = FedText(rt, cfg)
+        for i in range(len(rest) + 1):
+            # the prefix the text grows by, and branches off it that are never extended
+            for data in (rest[:i], rest[:i] + b" x", rest[:i] + b"'", rest[:i] + b")"):
+                assert _same(text.at(data), rt.advance(cfg, data) if data else cfg), data
+
+
+@pytest.mark.parametrize("kind", ["scoped", "dialect"])
+def test_carried_stack_completions_are_fresh_ones(kind: str) -> None:
+    table = _table(kind)
+    rt = table.rt
+    nodes = []
+    for stmt in STATEMENTS:
+        for _, cfg in _prefixes(rt, stmt):
+            node = rt.finalize(cfg)
+            if node is not None:
+                nodes.append(node)
+    # twice: the second pass answers from values carried from the first
+    for _ in range(2):
+        for node in nodes:
+            fresh, cut = table._solve_stack(node, carried=False)
+            assert not cut
+            assert table._stack_completion(node) == (None if fresh is None else list(fresh))
+    assert table._sc_memo
+
+
+def test_kept_rankings_and_closed_contexts_are_recomputed_ones() -> None:
+    table = _table("scoped")
+    rt = table.rt
+    assert rt.sem is not None and rt.sem.bind
+    closing = 0
+    for stmt in STATEMENTS:
+        for _, cfg in _prefixes(rt, stmt):
+            node = rt.finalize(cfg)
+            if node is None:
+                continue
+            assert table._allowed_completions(node) == table._rank_allowed(node, 2)
+            bits = rt.closers_mask
+            while bits:
+                low = bits & -bits
+                bits ^= low
+                t = low.bit_length() - 1
+                kept = rt.closed_context(node, t)
+                rt._closed.clear()
+                again = rt.closed_context(node, t)
+                assert kept == again, (cfg.scan.rem, t)
+                closing += kept is not None
+    assert closing > 20  # FROM clauses with unbound select-list references were closed
