@@ -35,7 +35,7 @@ STATEMENTS = [
     b"JOIN InvoiceLine il ON il.TrackId = t.TrackId GROUP BY g.Name ORDER BY 2 DESC LIMIT 5",
     b"SELECT BillingCountry, SUM(Total) AS total FROM Invoice GROUP BY BillingCountry "
     b"ORDER BY total DESC",
-    b'SELECT "FirstName", c.lastname FROM customer AS c WHERE c.Country = \'Brazil\'',
+    b"SELECT \"FirstName\", c.lastname FROM customer AS c WHERE c.Country = 'Brazil'",
     b"SELECT T1.Name FROM Artist AS T1 WHERE T1.ArtistId IN (SELECT ArtistId FROM Album)",
 ]
 
