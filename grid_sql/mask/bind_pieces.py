@@ -28,7 +28,7 @@ def bind_pieces(table: ReserveTable, ref: Ref) -> list[bytes]:
     as_kw = table.lexeme.get(tids.get("AS", -1), b"AS")
     spelled: dict[str, list[bytes]] = {}
     words = rt.lexicon.get(tids.get("TABLE_NAME", -1))
-    for w in sorted(words.words, key=lambda w: (len(w), w)) if words is not None else ():
+    for w in words.shortest_first if words is not None else ():
         spelled.setdefault(norm_name(w), []).append(w)
     sep = table.sep
 
@@ -68,7 +68,7 @@ def _qualified_pieces(
     tids = table.grammar.terminal_ids
     swords = rt.lexicon.get(tids.get("SCHEMA_NAME", -1))
     by: dict[str, list[bytes]] = {}
-    for w in sorted(swords.words, key=lambda w: (len(w), w)) if swords is not None else ():
+    for w in swords.shortest_first if swords is not None else ():
         by.setdefault(norm_name(w), []).append(w)
     dot = table.lexeme.get(tids.get("DOT", -1), b".")
     sep = table.sep

@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,7 +165,7 @@ class ReserveTable(RefinedCompletions):
             words = rt.lexicon.get(tid)
             if words is not None:
                 best: bytes | None = None
-                for w in sorted(words.words, key=lambda w: (len(w), w)):
+                for w in words.shortest_first:
                     st = g.lexer.scan(w)
                     if st == DEAD or tid not in rt.candidates[st]:
                         continue
@@ -696,9 +697,9 @@ class ReserveTable(RefinedCompletions):
         if words.exclude:  # a fresh-alias view refused the fixed lexeme: grow it
             fixed = self.lexeme[tid]
             tries = [fixed + bytes([c]) for c in b"_0123456789abcdefghijklmnopqrstuvwxyz"]
-            words_ = [w for w in tries if words.admits(w)]
+            words_: Sequence[bytes] = [w for w in tries if words.admits(w)]
         else:
-            words_ = sorted(words.words, key=lambda w: (len(w), w))
+            words_ = words.shortest_first
         first = None
         for w in words_:
             nxt = rt.advance(at, w + self.sep)

@@ -99,7 +99,7 @@ class RefinedCompletions:
             if cat is None or cat.exclude:
                 w = self._scoped_word(text, data, t)
                 return [self.lexeme[t] if w is None else w]
-            return sorted(cat.words, key=lambda w: (len(w), w))[:3]
+            return list(cat.shortest_first[:3])
 
         def dfs(data: bytes, depth: int) -> bytes | None:
             budget[0] -= 1

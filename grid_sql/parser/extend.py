@@ -33,12 +33,17 @@ def extender(rt: ParserRuntime, cfg: Configuration) -> Callable[[int], Configura
     allowed = rt.allowed_mask(node) | rt.ignored_mask
     view = rt.lex_at(node)
     lexicon, lmask = (rt.lexicon, rt.lexicon_mask) if view is None else (view.words, view.mask)
-    # per lexicon category: (folds case, the lexeme so far as it compares, prefixes, exclude)
+    # per lexicon category read: (folds case, the lexeme so far as it compares, its
+    # prefixes, exclude), made on first use (fold_lexeme's rule: the first byte tells quoted)
     quoted = bool(rem) and rem[0] in QUOTE_BYTES
     folded: dict[int, tuple[bool, bytes, frozenset[bytes], bool]] = {}
-    for tid, cat in lexicon.items():  # (fold_lexeme's rule: the first byte tells quoted)
+
+    def fold(tid: int) -> tuple[bool, bytes, frozenset[bytes], bool]:
+        cat = lexicon[tid]
         low = cat.fold_quoted_case or (cat.fold_bare_case and not quoted)
-        folded[tid] = (low, rem.lower() if low else rem, cat.prefixes, cat.exclude)
+        pre = frozenset() if cat.exclude else cat.prefixes  # (a complement admits every prefix)
+        got = folded[tid] = (low, rem.lower() if low else rem, pre, cat.exclude)
+        return got
 
     def step(b: int) -> Configuration | None:
         t = trans[base + b]
@@ -50,8 +55,9 @@ def extender(rt: ParserRuntime, cfg: Configuration) -> Callable[[int], Configura
             m &= lmask
             while m:
                 low = m & -m
-                fold, key, prefixes, exclude = folded[low.bit_length() - 1]
-                if exclude or key + (_LOWER[b] if fold else _BYTE[b]) in prefixes:
+                tid = low.bit_length() - 1
+                low_, key, prefixes, exclude = folded.get(tid) or fold(tid)
+                if exclude or key + (_LOWER[b] if low_ else _BYTE[b]) in prefixes:
                     break
                 m ^= low
             else:
