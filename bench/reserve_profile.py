@@ -3,14 +3,17 @@
 (issue #26: the largest part of the cold guard once decoding checks the model's choice first,
 ``bench/RESULTS-e2e.md``).
 
-The Asker's scoped role grammar on the packaged Chinook, Qwen2 vocabulary; the configuration
-after every token of the first N gold statements of ``bench/chinook_questions.json``; a fresh
-``ReserveTable`` (built and warmed on the initial configuration first), then ``cost`` of each
-configuration once, timed, and the same again under cProfile (top functions by cumulative
-time).
+The Asker's scoped role grammar on the packaged Chinook, Qwen2 vocabulary, a fresh process
+and ``ReserveTable`` (warmed on the initial configuration only): the first N gold statements
+of ``bench/chinook_questions.json`` token by token, as the check-first decode loop goes: the
+reserve check of each token (``Matcher.cost_after``: the parser step to the configuration
+it leads to and that configuration's reserve cost) timed, then the token accepted. Nothing
+is prepared ahead, so the stack nodes, allowed sets and lexicon views a step needs are new
+to the process as they are in ``bench/e2e.py``'s cold pass. ``--profile``: the same under
+cProfile (top functions by ``--sort``).
 
-    PYTHONPATH=. python bench/reserve_profile.py [--statements 25] [--top 25] [--sort tottime]
-        [--records bench/results/e2e-...jsonl.gz]
+    PYTHONPATH=. python bench/reserve_profile.py [--statements 25] [--records FILE]
+        [--profile [--top 25] [--sort tottime]]
 
 ``--records`` takes the statements from an ``bench/e2e.py`` record file instead (the
 constrained answers of its first pass, in order): what the default model wrote.
@@ -35,6 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--statements", type=int, default=25)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--profile", action="store_true", help="under cProfile (slower)")
     ap.add_argument("--sort", default="cumulative", help="pstats sort key")
     ap.add_argument("--records", type=Path, help="an e2e record file (.jsonl or .jsonl.gz)")
     args = ap.parse_args()
@@ -58,28 +62,29 @@ def main() -> None:
         ]
     else:
         stmts = [q["gold"] for q in json.loads(QUESTIONS.read_text())["questions"]]
-    cfgs = []
-    for s in stmts[: args.statements]:
+    res = ReserveTable(g, v)
+    res.cost(guide.runtime.initial)
+    toks = [greedy_token_ids(v, s.encode(), max_len=32) for s in stmts[: args.statements]]
+    pr = cProfile.Profile() if args.profile else None
+    spent = 0.0
+    n = 0
+    for ids in toks:
         m = guide.matcher()
-        for t in greedy_token_ids(v, s.encode(), max_len=32):
+        for t in ids:
+            # what the check-first decode loop times as "reserve" for the model's token
+            t0 = time.perf_counter()
+            if pr is not None:
+                pr.enable()
+            m.cost_after(t, res)
+            if pr is not None:
+                pr.disable()
+            spent += time.perf_counter() - t0
+            n += 1
             m.accept_token(t)
-            cfgs.append(m.config)
-    for profiled in (False, True):
-        res = ReserveTable(g, v)
-        res.cost(guide.runtime.initial)
-        pr = cProfile.Profile() if profiled else None
-        t0 = time.perf_counter()
-        if pr is not None:
-            pr.enable()
-        for c in cfgs:
-            res.cost(c)
-        if pr is not None:
-            pr.disable()
-        ms = (time.perf_counter() - t0) / len(cfgs) * 1e3
-        label = "under cProfile" if profiled else "plain"
-        print(f"{len(cfgs)} configurations, {ms:.2f} ms per reserve cost ({label})")
-        if pr is not None:
-            pstats.Stats(pr).sort_stats(args.sort).print_stats(args.top)
+    label = "under cProfile" if pr is not None else "plain"
+    print(f"{n} steps, {spent / n * 1e3:.3f} ms per reserve check ({label})")
+    if pr is not None:
+        pstats.Stats(pr).sort_stats(args.sort).print_stats(args.top)
 
 
 if __name__ == "__main__":

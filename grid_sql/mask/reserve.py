@@ -45,8 +45,6 @@ import math
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from lark.common import ParserConf
 from lark.parsers.lalr_analysis import LALR_Analyzer
@@ -60,7 +58,8 @@ from ..parser.extend import extender
 from ..parser.incremental import Configuration, LexiconView, ParserRuntime
 from ..parser.stack import StackNode
 from .bind_pieces import bind_pieces
-from .reserve_search import Completion, FedText, RefinedCompletions
+from .reserve_search import SCALE, Completion, FedText, RefinedCompletions
+from .reserve_stack import Item, Kept, solve_stack
 from .vocab import Vocabulary, greedy_token_ids
 
 __all__ = ["Completion", "ReserveTable", "reserve_table"]
@@ -74,16 +73,8 @@ _SKIP_SAME_TARGET = True  # see _bfs_close; tests turn it off to check that noth
 # printable ASCII first, so lexemes and extensions are readable whenever they can be
 _ALPHABET = bytes([*range(0x20, 0x7F), *range(0x00, 0x20), *range(0x7F, 0x100)])
 # Search weights: _SCALE per token, +1 for terminals that make a poor filler.
-_SCALE = 64
+_SCALE = SCALE  # (defined beside the lower bounds that read it: reserve_search.py)
 _DISFAVOURED = frozenset({"STAR"})
-
-
-@dataclass(frozen=True, slots=True)
-class _Item:
-    lhs: int  # nonterminal id (-1 for the augmented root rule)
-    k: int  # |α|: states popped by the reduction
-    beta: tuple[int, ...]  # symbols after the dot (terminal ids, or n_t + 1 + nonterminal id)
-    cost: int
 
 
 class ReserveTable(RefinedCompletions):
@@ -109,18 +100,27 @@ class ReserveTable(RefinedCompletions):
         self.piece: dict[int, tuple[int, ...]] = {
             t: tuple(self._spell(self.sep + lex)) for t, lex in self.lexeme.items()
         }
-        self.sym_cost: list[float] = []
-        self.best_rule: dict[int, tuple[int, ...]] = {}
-        self._symbol_costs()
-        self.items: list[list[_Item]] = self._kernel_items()
+        # Under the CTE-name rule (grammar/scope.py ``cte_names``) a CTE reference admits
+        # only the CTE names bound where it is written, often none: never the cheapest way
+        # to write a FROM item (a table name is allowed wherever a CTE reference is)
+        skip = "cte_ref" if self.rt.sem is not None and self.rt.sem.cte_names else None
+        self.sym_cost, self.best_rule = self._symbol_costs(skip)
+        kernels = self._lr0_kernels()
+        self.items: list[list[Item]] = self._kernel_items(kernels, self.sym_cost)
+        # every rule counted: costs no completion undercuts (reserve_search's lower bounds)
+        self.items_all = (
+            self.items if skip is None else self._kernel_items(kernels, self._symbol_costs(None)[0])
+        )
         # per configuration *value*: stacks are hash-consed, so a configuration that recurs
         # (same statement shape, or re-derived after a rollback) is a hit, not a new object
         self._memo: OrderedDict[Configuration, Completion] = OrderedDict()
         self._memo_lock = threading.Lock()
         # (state, uid of the node below) -> (cost, symbols to ACCEPT): _stack_completion
-        self._sc_memo: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
+        self._sc_memo: Kept = {}
+        self._sc_memo_all: Kept = {}
         # (node uid, depth) -> ranked completions: reserve_search._allowed_completions
         self._ranked_memo: dict[tuple[int, int], list[tuple[int, list[int]]]] = {}
+        self._best_memo: dict[tuple[int, int], list[int] | None] = {}  # ... its first entry
 
     def _spell(self, data: bytes) -> list[int]:
         return greedy_token_ids(self.vocab, data, max_len=self._cap)
@@ -188,19 +188,17 @@ class ReserveTable(RefinedCompletions):
             return tid
         return self.n_t + 1 + self.nt_ids[name]
 
-    def _symbol_costs(self) -> None:
-        """Cheapest yield (in tokens) of every symbol: a Knuth-style fixed point."""
+    def _symbol_costs(self, skip: str | None) -> tuple[list[float], dict[int, tuple[int, ...]]]:
+        """Cheapest yield (in tokens) of every symbol, and the rule giving it, without the
+        rules of ``skip``: a Knuth-style fixed point."""
         n_nt = len(self.nt_ids)
         cost = [math.inf] * (self.n_t + 1 + n_nt)
+        best_rule: dict[int, tuple[int, ...]] = {}
         names = self.grammar.terminals
         for t, toks in self.piece.items():
             # tokens dominate; the tie-break keeps executable fillers first (SELECT 0, not
             # SELECT * with no FROM)
             cost[t] = float(_SCALE * max(1, len(toks)) + (names[t].name in _DISFAVOURED))
-        # Under the CTE-name rule (grammar/scope.py ``cte_names``) a CTE reference admits
-        # only the CTE names bound where it is written, often none: never the cheapest way
-        # to write a FROM item (a table name is allowed wherever a CTE reference is)
-        skip = "cte_ref" if self.rt.sem is not None and self.rt.sem.cte_names else None
         rules = [
             (self._sym(r.lhs), tuple(self._sym(s) for s in r.rhs))
             for r in self.grammar.rules
@@ -213,13 +211,14 @@ class ReserveTable(RefinedCompletions):
                 c = sum(cost[s] for s in rhs) if rhs else 0.0
                 if c < cost[lhs]:
                     cost[lhs] = c
-                    self.best_rule[lhs] = rhs
+                    best_rule[lhs] = rhs
                     changed = True
-        self.sym_cost = cost
+        return cost, best_rule
 
-    def _kernel_items(self) -> list[list[_Item]]:
-        """LR(0) kernel items per canonical state id (lark's LR(0) sets, mapped by walking
-        their transitions in lockstep with the frozen tables)."""
+    def _lr0_kernels(self) -> list[tuple[int, int, int, tuple[int, ...]]]:
+        """``(state, lhs, |α|, β)`` of every LR(0) kernel item ``lhs -> α·β``, per canonical
+        state id (lark's LR(0) sets, mapped by walking their transitions in lockstep with the
+        frozen tables)."""
         g = self.grammar
         tables = g.tables
         an = LALR_Analyzer(ParserConf(list(g.lark_rules), {}, [g.start]))
@@ -251,158 +250,63 @@ class ReserveTable(RefinedCompletions):
                     continue
                 canon[nxt] = s2
                 queue.append(nxt)
-        items: list[list[_Item]] = [[] for _ in range(tables.n_states)]
+        out: list[tuple[int, int, int, tuple[int, ...]]] = []
         for iset, s in canon.items():
             for rp in iset.kernel:
-                name = rp.rule.origin.name
-                lhs = self.nt_ids.get(name, -1)
+                lhs = self.nt_ids.get(rp.rule.origin.name, -1)
                 beta = tuple(
                     self._sym(x.name) for x in rp.rule.expansion[rp.index :] if x.name != "$END"
                 )
-                c = sum(self.sym_cost[x] for x in beta)
-                if math.isinf(c):
-                    continue
-                items[s].append(_Item(lhs, rp.index, beta, int(c)))
+                out.append((s, lhs, rp.index, beta))
+        return out
+
+    def _kernel_items(
+        self, kernels: list[tuple[int, int, int, tuple[int, ...]]], sym_cost: list[float]
+    ) -> list[list[Item]]:
+        """The kernel items of every state costed by ``sym_cost`` (those of finite cost)."""
+        items: list[list[Item]] = [[] for _ in range(self.grammar.tables.n_states)]
+        for s, lhs, k, beta in kernels:
+            c = sum(sym_cost[x] for x in beta)
+            if not math.isinf(c):
+                items[s].append(Item(lhs, k, beta, int(c)))
+        for row in items:
             # a total order: lark's kernels are sets, iterated in an order that varies with
             # the process's string hashing, and cost ties (`CREATE TABLE A ( A )` and
             # `CREATE VIEW A AS SELECT A`) would otherwise be broken differently per process
-            items[s].sort(key=lambda it: (it.cost, it.lhs, it.k, it.beta))
+            row.sort(key=lambda it: (it.cost, it.lhs, it.k, it.beta))
         return items
 
     # ------------------------------------------------------------------ per configuration
     def _stack_completion(self, node: StackNode) -> list[int] | None:
-        """Cheapest symbol sequence from stack ``node`` to ACCEPT (None if there is none).
+        """Cheapest symbol sequence from stack ``node`` to ACCEPT (None if there is none;
+        ``mask/reserve_stack.py``: the values are kept across calls)."""
+        return self._stack_completion_cost(node)[0]
 
-        What a (state over ``below``) key costs depends on the LALR states of the stack
-        only, and consecutive configurations share all of it but the top few nodes: the
-        values of every call that met no cycle cut are kept across calls (``_sc_memo``,
-        issue #26: re-solving the shared lower stack was a fifth of a cold reserve). A call
-        that meets a cut (a key reached again while it is being solved) is solved again
-        with nothing carried over, so its result is the one a fresh search gives."""
-        got, cut = self._solve_stack(node, carried=True)
-        if cut:
-            got, _ = self._solve_stack(node, carried=False)
-        return None if got is None else list(got)
+    def _stack_completion_cost(
+        self, node: StackNode, *, every_rule: bool = False
+    ) -> tuple[list[int] | None, float]:
+        """:meth:`_stack_completion` and its cost in the search metric (``_SCALE`` per
+        token, +1 per disfavoured terminal; inf when there is none). With ``every_rule``
+        the rules the completion leaves out (``cte_ref``) count too: a cost no grammar
+        completion undercuts."""
+        got, total, _ = self._solve_stack(node, carried=True, every_rule=every_rule)
+        return (None if got is None else list(got)), total
 
     def _solve_stack(
-        self, node: StackNode, *, carried: bool
-    ) -> tuple[tuple[int, ...] | None, bool]:
-        """(symbols to ACCEPT or None, whether a cycle cut was met); with ``carried`` the
-        values of earlier cut-free calls are read, and this call's are kept when it met no
-        cut."""
-        Key = tuple[int, int]
-        memo: dict[Key, tuple[float, tuple[int, ...], Key | None]] = {}
-        busy: set[Key] = set()
-        cut = False
-        kept = self._sc_memo if carried else None
-        goto = self.rt.goto
-
-        def solve(state0: int, below0: StackNode | None) -> float:
-            """Memoized cheapest cost to ACCEPT from (state over ``below``).
-
-            Iterative (an explicit frame stack): the recursion went one Python frame per
-            unit-rule goto and hit the interpreter's limit on deep stacks (120 nested
-            parentheses, or a degenerate model output in a repair round)."""
-            frames: list[list[Any]] = []
-
-            def enter(state: int, below: StackNode | None) -> float | None:
-                """A value now (memo, ACCEPT, cycle), or None after pushing a frame."""
-                nonlocal cut
-                key = (state, -1 if below is None else below.uid)
-                hit = memo.get(key)
-                if hit is not None:
-                    return hit[0]
-                if kept is not None:
-                    old = kept.get(key)
-                    if old is not None:  # (its whole symbol tail; no key to follow)
-                        memo[key] = (old[0], old[1], None)
-                        return old[0]
-                if state == self.end_state:
-                    memo[key] = (0.0, (), None)
-                    return 0.0
-                if key in busy:
-                    cut = True
-                    return math.inf
-                busy.add(key)
-                # [key, state, below, next item index, best, pending (item, goto, base)]
-                frames.append([key, state, below, 0, (math.inf, (), None), None])
-                return None
-
-            first = enter(state0, below0)
-            if first is not None:
-                return first
-            ret = math.inf
-            while frames:
-                f = frames[-1]
-                key, state, below, idx, best, pending = f
-                if pending is not None:  # a child frame just finished with ``ret``
-                    it, g2, base = pending
-                    c = it.cost + ret
-                    if c < best[0]:
-                        best = (c, it.beta, (g2, base.uid))
-                    idx += 1
-                    pending = None
-                items = self.items[state]
-                pushed = False
-                while idx < len(items):
-                    it = items[idx]
-                    if it.cost >= best[0]:
-                        idx = len(items)
-                        break
-                    if it.lhs < 0:  # augmented root item: complete the start symbol
-                        best = (float(it.cost), it.beta, None)
-                        idx += 1
-                        continue
-                    if below is None or it.k - 1 > below.depth:
-                        idx += 1
-                        continue
-                    base = below if it.k == 1 else below.ancestor(it.k - 1)
-                    g2 = goto[base.state][it.lhs]
-                    if g2 < 0:
-                        idx += 1
-                        continue
-                    f[3], f[4], f[5] = idx, best, (it, g2, base)
-                    rest = enter(g2, base)
-                    if rest is None:
-                        pushed = True
-                        break
-                    f[5] = None
-                    c = it.cost + rest
-                    if c < best[0]:
-                        best = (c, it.beta, (g2, base.uid))
-                    idx += 1
-                if pushed:
-                    continue
-                busy.discard(key)
-                memo[key] = best
-                ret = best[0]
-                frames.pop()
-            return ret
-
-        total = solve(node.state, node.parent)
-        tails: dict[Key, tuple[int, ...]] = {}
-
-        def tail(key: Key) -> tuple[int, ...]:
-            """The whole symbol sequence from ``key`` (iterative: chains are stack-deep)."""
-            chain: list[Key] = []
-            k: Key | None = key
-            while k is not None and k not in tails:
-                chain.append(k)
-                k = memo[k][2]
-            out = () if k is None else tails[k]
-            for k2 in reversed(chain):
-                out = memo[k2][1] + out
-                tails[k2] = out
-            return out
-
-        root = (node.state, -1 if node.parent is None else node.parent.uid)
-        got = None if math.isinf(total) else tail(root)
-        if kept is not None and not cut:
-            if len(kept) > _STACK_MEMO_LIMIT:
-                kept.clear()
-            for k, (c, _, _) in memo.items():
-                kept[k] = (c, () if math.isinf(c) else tail(k))
-        return got, cut
+        self, node: StackNode, *, carried: bool, every_rule: bool = False
+    ) -> tuple[tuple[int, ...] | None, float, bool]:
+        """``reserve_stack.solve_stack`` on this table's items (with ``carried``: reading
+        and keeping the values of earlier calls)."""
+        all_items = every_rule and self.items_all is not self.items
+        kept = (self._sc_memo_all if all_items else self._sc_memo) if carried else None
+        return solve_stack(
+            self.items_all if all_items else self.items,
+            self.rt.goto,
+            self.end_state,
+            node,
+            kept,
+            _STACK_MEMO_LIMIT,
+        )
 
     def _expand(self, symbols: list[int]) -> list[int]:
         """Terminal ids of the cheapest yield of ``symbols`` (left to right)."""

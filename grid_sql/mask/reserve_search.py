@@ -10,6 +10,8 @@ the cheapest one word by word still fails. Mixed into :class:`ReserveTable`.
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +21,8 @@ from ..parser.stack import StackNode
 
 if TYPE_CHECKING:
     from .reserve import ReserveTable
+
+SCALE = 64  # the search metric's weight of a token (mask/reserve.py's _SCALE)
 
 _MAX_SEARCH = 4_000  # configurations the fallback completion search may visit
 _MAX_SEARCH_DEPTH = 48  # terminals it may write
@@ -135,10 +139,76 @@ class RefinedCompletions:
         """The cheapest terminal sequence to ACCEPT whose first terminal the runtime allows at
         ``node`` (the grammar-only search of :meth:`_stack_completion` does not see the
         scope rule's refinements of the allowed set); same token-weighted metric."""
-        ranked = self._allowed_completions(node)
-        if not ranked:
+        best = self._best_allowed(node)
+        if best is None:
             raise MaskError(f"no completion through an allowed terminal from {node!r}")
-        return ranked[0][1]
+        return best
+
+    def _best_allowed(  # type: ignore[misc]  # self: the ReserveTable
+        self: ReserveTable, node: StackNode, depth: int = 2
+    ) -> list[int] | None:
+        """The terminals of the first entry of :meth:`_allowed_completions` (None: it is
+        empty), found best-first instead of ranking every allowed terminal.
+
+        Why: a full ranking checks the scope refinements after every allowed terminal
+        (a new node's allowed set and lexicon view each), ~1 ms a call on a scoped grammar,
+        while the first entry is all this and the cheapest completion past a refinement
+        need. Each terminal ``t`` gets a lower bound first: ``t``'s tokens plus
+        ``ceil(C / (SCALE + 1))`` with ``C`` the search metric of the grammar's cheapest
+        completion after it, every rule counted (the completions leave ``cte_ref`` out, a
+        refined one may take it). Any completion after ``t`` with ``T`` tokens has metric at
+        most ``(SCALE + 1) T`` (at most one disfavoured terminal per token) and at least
+        ``C``, so ``T`` is at least the bound, refined or not. Terminals are settled in order of
+        (bound, id); the first settled entry that comes off the heap is the ranking's
+        first, ties included. Kept per (node, depth) like the ranking."""
+        key = (node.uid, depth)
+        memo = self._best_memo
+        if key in memo:
+            return memo[key]
+        rt = self.rt
+        heap: list[tuple[int, int, list[int] | None, StackNode | None]] = []
+        bits = rt.allowed_mask(node) & rt.term_bits
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            t = low.bit_length() - 1
+            if t not in self.piece or not self._writable(node, t):
+                continue
+            n2 = rt.shift(node, t, self.lexeme[t])
+            _, c = self._stack_completion_cost(n2, every_rule=True)
+            if not math.isinf(c):
+                bound = len(self.piece[t]) + math.ceil(c / (SCALE + 1))
+                heap.append((bound, t, None, n2))
+        heapq.heapify(heap)
+        best: list[int] | None = None
+        while heap:
+            _, t, terms, shifted = heapq.heappop(heap)
+            if terms is not None:
+                best = terms
+                break
+            assert shifted is not None
+            rest = self._rest_after(shifted, depth)
+            if rest is not None:
+                terms = [t, *rest]
+                heapq.heappush(heap, (sum(len(self.piece[x]) for x in terms), t, terms, None))
+        if len(memo) >= _RANKED_MEMO_LIMIT:
+            memo.clear()
+        memo[key] = best
+        return best
+
+    def _rest_after(  # type: ignore[misc]  # self: the ReserveTable
+        self: ReserveTable, n2: StackNode, depth: int
+    ) -> list[int] | None:
+        """The terminals after an allowed terminal shifted to ``n2``: the grammar's cheapest
+        completion, or, where the scope refinements refuse its first terminal (or the end),
+        the cheapest through what they allow (``depth`` levels; None: no completion)."""
+        rt = self.rt
+        syms = self._stack_completion(n2)
+        rest = None if syms is None else self._expand(syms)
+        if depth and rest is not None and rt.sem is not None:
+            if (rest and not self._writable(n2, rest[0])) or (not rest and not rt.accepts_end(n2)):
+                rest = self._best_allowed(n2, depth - 1)
+        return rest
 
     def _allowed_completions(  # type: ignore[misc]  # self: the ReserveTable
         self: ReserveTable, node: StackNode, depth: int = 2
@@ -177,15 +247,7 @@ class RefinedCompletions:
             t = low.bit_length() - 1
             if t not in self.piece or not self._writable(node, t):
                 continue
-            n2 = rt.shift(node, t, self.lexeme[t])
-            syms = self._stack_completion(n2)
-            rest = None if syms is None else self._expand(syms)
-            if depth and rest is not None and rt.sem is not None:
-                if (rest and not self._writable(n2, rest[0])) or (
-                    not rest and not rt.accepts_end(n2)
-                ):
-                    sub = self._allowed_completions(n2, depth - 1)
-                    rest = sub[0][1] if sub else None
+            rest = self._rest_after(rt.shift(node, t, self.lexeme[t]), depth)
             if rest is not None:
                 terms = [t, *rest]
                 ranked.append((sum(len(self.piece[x]) for x in terms), terms))

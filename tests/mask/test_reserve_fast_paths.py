@@ -6,7 +6,8 @@ completions (and with them masks, forced EOS and audit trails) would change:
 - ``parser/extend.py`` ``extender``: ``advance(cfg, bytes([b]))`` for every byte;
 - ``FedText.at``: ``advance(cfg, text)`` for texts fed piece by piece, branching included;
 - ``_stack_completion`` with values carried across calls: a fresh search's symbols;
-- ``_allowed_completions`` (kept per node): the ranking computed again;
+- ``_allowed_completions`` (kept per node): the ranking computed again, and
+  ``_best_allowed`` (best-first, by lower bounds): that ranking's first entry;
 - ``ParserRuntime.closed_context`` (kept per node and chain): the reduction redone.
 
 The configurations are every byte prefix of statements on a scoped role grammar (Chinook,
@@ -37,6 +38,8 @@ STATEMENTS = [
     b"ORDER BY total DESC",
     b"SELECT \"FirstName\", c.lastname FROM customer AS c WHERE c.Country = 'Brazil'",
     b"SELECT T1.Name FROM Artist AS T1 WHERE T1.ArtistId IN (SELECT ArtistId FROM Album)",
+    b"WITH t AS (SELECT ArtistId, COUNT(*) AS n FROM Album GROUP BY ArtistId) "
+    b"SELECT a.Name, t.n FROM Artist a JOIN t ON t.ArtistId = a.ArtistId",
 ]
 
 
@@ -106,12 +109,17 @@ def test_carried_stack_completions_are_fresh_ones(kind: str) -> None:
             if node is not None:
                 nodes.append(node)
     # twice: the second pass answers from values carried from the first
+    cuts = 0
     for _ in range(2):
         for node in nodes:
-            fresh, cut = table._solve_stack(node, carried=False)
-            assert not cut
-            assert table._stack_completion(node) == (None if fresh is None else list(fresh))
+            fresh, cost, cut = table._solve_stack(node, carried=False)
+            cuts += cut
+            assert table._stack_completion_cost(node) == (
+                None if fresh is None else list(fresh),
+                cost,
+            )
     assert table._sc_memo
+    assert cuts  # left recursion met while solving (the CTE statement's prefixes)
 
 
 def test_kept_rankings_and_closed_contexts_are_recomputed_ones() -> None:
@@ -124,7 +132,12 @@ def test_kept_rankings_and_closed_contexts_are_recomputed_ones() -> None:
             node = rt.finalize(cfg)
             if node is None:
                 continue
-            assert table._allowed_completions(node) == table._rank_allowed(node, 2)
+            for depth in (2, 1, 0):
+                ranked = table._rank_allowed(node, depth)
+                if depth == 2:
+                    assert table._allowed_completions(node) == ranked
+                # the best-first search finds the ranking's first entry, ties included
+                assert table._best_allowed(node, depth) == (ranked[0][1] if ranked else None)
             bits = rt.closers_mask
             while bits:
                 low = bits & -bits
