@@ -22,8 +22,9 @@ from ..errors import ParseError
 from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
-from ..grammar.scope import NONE, OPEN, Bag, Context, Ref, ScopeRules, norm_name
+from ..grammar.scope import NONE, Bag, Context, Ref, ScopeRules, norm_name
 from ..grammar.tables import LALRTables
+from .closers import closed_context, drop_unbound_closers
 from .scoping import ScopedViews
 from .stack import StackNode
 from .tables import schema_only, unbound_schema_ref, untyped_literal_head
@@ -232,9 +233,12 @@ class ParserRuntime(ScopedViews):
         # requests instead of being recomputed on freshly shifted copies. Bounded by
         # clearing: a cleared table only costs new, structurally equal nodes.
         self._interned: dict[tuple[int, int, int, Any], StackNode] = {}
-        # (node uid, the reduce chain up to its FROM clause) -> the context it closes with:
-        # closed_context, asked for every closer terminal of a node, whose chains mostly agree
+        # (node uid, the reduce chain up to its FROM clause) -> the context it closes with
+        # (parser/closers.py)
         self._closed: dict[tuple[int, tuple[int, ...]], Context] = {}
+        # (state, uid of the node below) -> _lalr_mask: the tables read states only, and
+        # words shifted at one position (the reserve's candidates) share state and parent
+        self._lalr_memo: dict[tuple[int, int], int] = {}
 
     # ------------------------------------------------------------------ LALR side
     def _simulate(self, node: StackNode, tid: int) -> bool:
@@ -281,7 +285,14 @@ class ParserRuntime(ScopedViews):
         """
         m = node.allowed
         if m is None:
-            m = self._lalr_mask(node)
+            key = (node.state, -1 if node.parent is None else node.parent.uid)
+            lm = self._lalr_memo.get(key)
+            if lm is None:
+                lm = self._lalr_mask(node)
+                if len(self._lalr_memo) >= INTERN_LIMIT:
+                    self._lalr_memo.clear()
+                self._lalr_memo[key] = lm
+            m = lm
             if self.sem is not None and self.sem.bind and m:
                 m = self._drop_unbound_closers(node, m)
             if (
@@ -405,20 +416,8 @@ class ParserRuntime(ScopedViews):
 
     def _drop_unbound_closers(self, node: StackNode, m: int) -> int:
         """``m`` without the terminals that would close a FROM clause while a reference of
-        its select list is bound nowhere (``docs/scope.md``, select-list obligations)."""
-        ctx = self.ctx_at(node)
-        if not ctx.levels or ctx.levels[-1].state != OPEN or not ctx.levels[-1].refs:
-            return m
-        out = m
-        bits = m & self.closers_mask
-        while bits:
-            low = bits & -bits
-            bits ^= low
-            if self.unbound_on(node, low.bit_length() - 1):
-                out ^= low
-                if low & self.reserved_mask:
-                    out |= low << self.stop_shift
-        return out
+        its select list is bound nowhere (``docs/scope.md``; ``parser/closers.py``)."""
+        return drop_unbound_closers(self, node, m)
 
     def blocked_closers(self, node: StackNode) -> tuple[int, ...]:
         """The terminals (``end_id`` for EOS) the grammar would read next at ``node`` but a
@@ -516,35 +515,8 @@ class ParserRuntime(ScopedViews):
     def closed_context(self, node: StackNode, tid: int) -> Context | None:
         """The scope context right after reading ``tid`` at ``node`` closes a FROM clause
         whose select list holds references (None if it closes none, or no references):
-        its top level lists the FROM items the clause ends with."""
-        sem = self.sem
-        if sem is None or not sem.bind or not (self.closers_mask >> tid) & 1:
-            return None
-        ctx = self.ctx_at(node)
-        if not ctx.levels or ctx.levels[-1].state != OPEN or not ctx.levels[-1].refs:
-            return None
-        # the chain by states first (cheap); values only for a chain closing the FROM
-        rules, _ = self._chain_rules(node, tid)
-        fc = sem.nt_from_clause
-        lhs = self.rule_lhs
-        end = next((i for i, r in enumerate(rules) if lhs[r] == fc), -1)
-        if end < 0:
-            return None
-        # The closers of one node mostly share the chain up to the FROM clause (WHERE,
-        # GROUP, ORDER, `)`, $END ... all reduce the same FROM items): the values are
-        # reduced once per (node, chain), not once per terminal (issue #26: this was a
-        # quarter of a cold reserve, asked by ``allowed_mask`` for every new node).
-        key = (node.uid, tuple(rules[: end + 1]))
-        hit = self._closed.get(key)
-        if hit is not None:
-            return hit
-        for r in key[1]:
-            node = self._reduce_valued(node, r, sem)
-        ctx = self.ctx_at(node)
-        if len(self._closed) >= INTERN_LIMIT:
-            self._closed.clear()
-        self._closed[key] = ctx
-        return ctx
+        its top level lists the FROM items the clause ends with (``parser/closers.py``)."""
+        return closed_context(self, node, tid)
 
     def _push(self, parent: StackNode, state: int, symbol: int, value: Any = None) -> StackNode:
         """The interned node ``state`` over ``parent`` (see ``_interned``)."""

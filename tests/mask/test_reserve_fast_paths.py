@@ -8,7 +8,9 @@ completions (and with them masks, forced EOS and audit trails) would change:
 - ``_stack_completion`` with values carried across calls: a fresh search's symbols;
 - ``_allowed_completions`` (kept per node): the ranking computed again, and
   ``_best_allowed`` (best-first, by lower bounds): that ranking's first entry;
-- ``ParserRuntime.closed_context`` (kept per node and chain): the reduction redone.
+- ``ParserRuntime.closed_context`` (kept per node and chain): the reduction redone;
+- ``parser/closers.py`` (closer chains simulated together): one terminal at a time;
+- ``_lalr_mask`` kept per (state, node below): computed for the node.
 
 The configurations are every byte prefix of statements on a scoped role grammar (Chinook,
 select-list obligations on) and on the plain SQLite dialect grammar, so pending lexemes
@@ -25,6 +27,7 @@ import pytest
 from grid_sql.grammar import Grammar
 from grid_sql.mask.reserve import ReserveTable
 from grid_sql.mask.reserve_search import FedText
+from grid_sql.parser.closers import closing_chains, drop_unbound_closers
 from grid_sql.parser.extend import extender
 from grid_sql.parser.incremental import Configuration, ParserRuntime
 
@@ -149,3 +152,64 @@ def test_kept_rankings_and_closed_contexts_are_recomputed_ones() -> None:
                 assert kept == again, (cfg.scan.rem, t)
                 closing += kept is not None
     assert closing > 20  # FROM clauses with unbound select-list references were closed
+
+
+def test_grouped_closers_are_per_terminal_ones() -> None:
+    rt = _table("scoped").rt
+    sem = rt.sem
+    assert sem is not None
+    fc = sem.nt_from_clause
+    dropped = 0
+    for stmt in STATEMENTS:
+        for _, cfg in _prefixes(rt, stmt):
+            node = rt.finalize(cfg)
+            if node is None:
+                continue
+            m = rt._lalr_mask(node)
+            # the chains, one terminal at a time, cut at the FROM clause
+            want: dict[tuple[int, ...], int] = {}
+            bits = m & rt.closers_mask
+            while bits:
+                low = bits & -bits
+                bits ^= low
+                rules, _ = rt._chain_rules(node, low.bit_length() - 1)
+                end = next((i for i, r in enumerate(rules) if rt.rule_lhs[r] == fc), -1)
+                if end >= 0:
+                    chain = tuple(rules[: end + 1])
+                    want[chain] = want.get(chain, 0) | low
+            assert closing_chains(rt, node, m & rt.closers_mask) == want
+            # the refinement, one terminal at a time (allowed_mask's own loop before)
+            out = m
+            bits = m & rt.closers_mask
+            while bits:
+                low = bits & -bits
+                bits ^= low
+                if rt.unbound_on(node, low.bit_length() - 1):
+                    out ^= low
+                    if low & rt.reserved_mask:
+                        out |= low << rt.stop_shift
+            assert drop_unbound_closers(rt, node, m) == out
+            dropped += out != m
+    assert dropped > 10  # closers held back by unbound select-list references
+
+
+@pytest.mark.parametrize("kind", ["scoped", "dialect"])
+def test_kept_lalr_masks_are_computed_ones(kind: str) -> None:
+    table = _table(kind)
+    rt = table.rt
+    shared = 0
+    for stmt in STATEMENTS:
+        for _, cfg in _prefixes(rt, stmt):
+            node = rt.finalize(cfg)
+            if node is None:
+                continue
+            rt.allowed_mask(node)
+            # words of one position: same state over the same node, other values
+            for t in range(rt.n_terminals):
+                if (rt.allowed_mask(node) >> t) & 1 and t in table.lexeme:
+                    n2 = rt.shift(node, t, table.lexeme[t] + b"x")
+                    key = (n2.state, -1 if n2.parent is None else n2.parent.uid)
+                    shared += key in rt._lalr_memo
+                    rt.allowed_mask(n2)
+                    assert rt._lalr_memo[key] == rt._lalr_mask(n2)
+    assert shared
