@@ -32,7 +32,9 @@ from ..parser.stack import StackNode
 __all__ = ["Item", "Kept", "solve_stack"]
 
 Key = tuple[int, int]
-Kept = dict[Key, tuple[float, tuple[int, ...]]]  # key -> (cost, symbols to ACCEPT)
+# key -> (cost, the chosen item's symbols, the key it leads to): a completion is read by
+# following the keys, as within a call (whole tails per key made keeping quadratic in depth)
+Kept = dict[Key, tuple[float, tuple[int, ...], "Key | None"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,10 @@ def solve_stack(
     """(symbols from ``node`` to ACCEPT or None, their cost, whether a cut was met).
 
     ``items[state]``: the kernel items, cheapest first; ``kept``: values of earlier calls
-    (read, and this call's added; cleared past ``kept_limit``), or None."""
+    (read, and this call's added; cleared past ``kept_limit`` before the call, so every key
+    a kept entry leads to is kept too), or None."""
+    if kept is not None and len(kept) > kept_limit:
+        kept.clear()
     memo: dict[Key, tuple[float, tuple[int, ...], Key | None]] = {}
     below_of: dict[Key, StackNode | None] = {}
     busy: set[Key] = set()
@@ -71,8 +76,8 @@ def solve_stack(
             return hit[0]
         if kept is not None:
             old = kept.get(key)
-            if old is not None:  # (its whole symbol tail; no key to follow)
-                memo[key] = (old[0], old[1], None)
+            if old is not None:  # (the keys it leads to are kept: read by ``tail``)
+                memo[key] = old
                 return old[0]
         if state == end_state:
             memo[key] = (0.0, (), None)
@@ -177,29 +182,22 @@ def solve_stack(
         relax()
     root = (node.state, -1 if node.parent is None else node.parent.uid)
     total = memo[root][0] if root in memo else total
-    tails: dict[Key, tuple[int, ...]] = {}
-
-    def tail(key: Key) -> tuple[int, ...]:
-        """The whole symbol sequence from ``key`` (iterative: chains are stack-deep)."""
-        chain: list[Key] = []
-        on_chain: set[Key] = set()
-        k: Key | None = key
-        while k is not None and k not in tails:
-            if k in on_chain:  # only a cycle of cost 0 could: a cyclic grammar
+    got: tuple[int, ...] | None = None
+    if not math.isinf(total):
+        out: list[int] = []
+        seen: set[Key] = set()
+        k: Key | None = root
+        while k is not None:
+            if k in seen:  # only a cycle of cost 0 could: a cyclic grammar
                 raise MaskError(f"the cheapest completion of {node!r} loops")
-            chain.append(k)
-            on_chain.add(k)
-            k = memo[k][2]
-        out = () if k is None else tails[k]
-        for k2 in reversed(chain):
-            out = memo[k2][1] + out
-            tails[k2] = out
-        return out
-
-    got = None if math.isinf(total) else tail(root)
+            seen.add(k)
+            entry = memo.get(k)
+            if entry is None:
+                assert kept is not None  # (a key a kept entry leads to)
+                entry = kept[k]
+            out.extend(entry[1])
+            k = entry[2]
+        got = tuple(out)
     if kept is not None:
-        if len(kept) > kept_limit:
-            kept.clear()
-        for k, (c, _, _) in memo.items():
-            kept[k] = (c, () if math.isinf(c) else tail(k))
+        kept.update(memo)
     return got, total, cut
