@@ -39,6 +39,12 @@ def main() -> None:
     ap.add_argument("--statements", type=int, default=25)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--profile", action="store_true", help="under cProfile (slower)")
+    ap.add_argument(
+        "--evict-mb",
+        type=int,
+        default=0,
+        help="read this many MB between steps, as a model's weights stream through the caches",
+    )
     ap.add_argument("--sort", default="cumulative", help="pstats sort key")
     ap.add_argument("--records", type=Path, help="an e2e record file (.jsonl or .jsonl.gz)")
     args = ap.parse_args()
@@ -68,6 +74,9 @@ def main() -> None:
     pr = cProfile.Profile() if args.profile else None
     spent = cpu = 0.0
     n = 0
+    import numpy as np
+
+    big = np.ones(args.evict_mb << 17) if args.evict_mb else None  # float64: 8 bytes each
     for ids in toks:
         m = guide.matcher()
         for t in ids:
@@ -82,6 +91,8 @@ def main() -> None:
             cpu += time.thread_time() - c0
             n += 1
             m.accept_token(t)
+            if big is not None:
+                big.sum()
     label = "under cProfile" if pr is not None else "plain"
     print(
         f"{n} steps, {spent / n * 1e3:.3f} ms per reserve check, "

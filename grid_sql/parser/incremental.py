@@ -202,6 +202,7 @@ class ParserRuntime(ScopedViews):
         # as identifier positions (Guide.key_for)
         self.fresh_mask = 0
         self._static_alias: frozenset[bytes] | None = None  # sem.alias_refuse spelled, no `[q]`
+        self._alias_kinds: dict[int, str] = {}  # state -> scoping._alias_kind
         self._static_output: frozenset[bytes] | None = None  # spellings of sem.output_refuse
         if self.sem is not None and self.sem.fresh:
             self.fresh_mask = 1 << self.sem.t_ident
@@ -233,6 +234,7 @@ class ParserRuntime(ScopedViews):
         # requests instead of being recomputed on freshly shifted copies. Bounded by
         # clearing: a cleared table only costs new, structurally equal nodes.
         self._interned: dict[tuple[int, int, int, Any], StackNode] = {}
+        self._shifted: dict[tuple[int, int, Any], StackNode] = {}  # shift(node, tid, value)
         # (node uid, the reduce chain up to its FROM clause) -> the context it closes with
         # (parser/closers.py)
         self._closed: dict[tuple[int, tuple[int, ...]], Context] = {}
@@ -459,16 +461,29 @@ class ParserRuntime(ScopedViews):
 
         ``lexeme`` is the shifted lexeme; with scope-aware lexicons it becomes the semantic
         value of an identifier terminal, and each reduction synthesizes its value.
+
+        Kept per (node, terminal, value): the result is an interned node, and the same
+        shift recurs (a lexeme finalized, then emitted by the byte after it; the words a
+        completion tries; issue #26: 58 % of a cold reserve's shifts were repeats, each
+        reducing its chain's scope values again).
         """
+        sem = self.sem
+        val = lexeme if sem is not None and tid in sem.valued else None
+        key = (node.uid, tid, val)
+        hit = self._shifted.get(key)
+        if hit is not None:
+            return hit
         action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
         sym_base = self.n_terminals + 1
         push = self._push
-        sem = self.sem
         while True:
             a = action[node.state][tid]
             if a > 0:
-                val = lexeme if sem is not None and tid in sem.valued else None
-                return push(node, a - 1, tid, val)
+                out = push(node, a - 1, tid, val)
+                if len(self._shifted) >= INTERN_LIMIT:
+                    self._shifted.clear()
+                self._shifted[key] = out
+                return out
             if a == 0:  # unreachable when allowed_mask was consulted
                 raise ParseError(f"terminal {self.grammar.terminals[tid].name} not shiftable")
             r = -a - 1
@@ -527,6 +542,7 @@ class ParserRuntime(ScopedViews):
             node = StackNode(state, parent, symbol, value)
             if len(tbl) >= INTERN_LIMIT:
                 tbl.clear()
+                self._shifted.clear()  # (it would keep the old nodes' family apart)
             tbl[k] = node
         return node
 

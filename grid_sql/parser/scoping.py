@@ -30,9 +30,10 @@ _UNSET: Any = object()
 
 class ScopedViews:
     """Scope contexts and lexicon views of ``ParserRuntime`` (a mixin: no state of its own;
-    the two caches below are the runtime's, set in ``ParserRuntime.__init__``)."""
+    the caches below are the runtime's, set in ``ParserRuntime.__init__``)."""
 
     _static_alias: frozenset[bytes] | None
+    _alias_kinds: dict[int, str]
     _static_output: frozenset[bytes] | None
 
     # ------------------------------------------------------------------ scopes
@@ -158,21 +159,12 @@ class ScopedViews:
         compared ASCII-case-folded quoted or not (SQLite's rule; ``fresh_aliases`` is only
         on there); names that are not ASCII refuse nothing."""
         top = self.shift(node, sem.t_ident)
-        reduces = output = False
-        for t, a in enumerate(self.action[top.state]):
-            if a > 0 and t != sem.t_lpar:
-                return None  # the word may go on as something else
-            if a < 0:
-                lhs = self.rule_lhs[-a - 1]
-                if lhs in sem.nt_output_alias_of and sem.output_refuse:
-                    output = True
-                elif lhs != sem.nt_table_alias:
-                    return None
-                else:
-                    reduces = True
-        if output and not reduces:
+        kind = self._alias_kinds.get(top.state)
+        if kind is None:  # what the word's state may do: a function of the state alone
+            kind = self._alias_kinds[top.state] = self._alias_kind(top.state, sem)
+        if kind == "output":
             return self._output_alias_view(sem)
-        if not reduces or output:
+        if kind != "table":
             return None
         p = top.parent
         if p is not None and p.symbol == sem.t_as:
@@ -195,6 +187,27 @@ class ScopedViews:
         if static:
             spelled |= self._static_alias
         return self._exclude_view(b"X", spelled, sem) if spelled else None
+
+    def _alias_kind(self: ParserRuntime, state: int, sem: ScopeRules) -> str:  # type: ignore[misc]  # self: the runtime (module doc)
+        """``"table"`` if an IDENT in ``state`` can only reduce to ``table_alias``,
+        ``"output"`` if only to an output alias the role's refusals apply to, else ``""``
+        (it may go on as something else). Read per state once (``_alias_kinds``): the
+        loop runs over the state's whole action row."""
+        reduces = output = False
+        for t, a in enumerate(self.action[state]):
+            if a > 0 and t != sem.t_lpar:
+                return ""  # the word may go on as something else
+            if a < 0:
+                lhs = self.rule_lhs[-a - 1]
+                if lhs in sem.nt_output_alias_of and sem.output_refuse:
+                    output = True
+                elif lhs != sem.nt_table_alias:
+                    return ""
+                else:
+                    reduces = True
+        if output and not reduces:
+            return "output"
+        return "table" if reduces and not output else ""
 
     def _exclude_view(  # type: ignore[misc]  # self: the runtime (module doc)
         self: ParserRuntime, tag: bytes, spelled: frozenset[bytes], sem: ScopeRules

@@ -10,7 +10,8 @@ completions (and with them masks, forced EOS and audit trails) would change:
   ``_best_allowed`` (best-first, by lower bounds): that ranking's first entry;
 - ``ParserRuntime.closed_context`` (kept per node and chain): the reduction redone;
 - ``parser/closers.py`` (closer chains simulated together): one terminal at a time;
-- ``_lalr_mask`` kept per (state, node below): computed for the node.
+- ``_lalr_mask`` kept per (state, node below): computed for the node;
+- ``ParserRuntime.shift`` kept per (node, terminal, value): the reduce chain run again.
 
 The configurations are every byte prefix of statements on a scoped role grammar (Chinook,
 select-list obligations on) and on the plain SQLite dialect grammar, so pending lexemes
@@ -213,3 +214,32 @@ def test_kept_lalr_masks_are_computed_ones(kind: str) -> None:
                     rt.allowed_mask(n2)
                     assert rt._lalr_memo[key] == rt._lalr_mask(n2)
     assert shared
+
+
+@pytest.mark.parametrize("kind", ["scoped", "dialect"])
+def test_kept_shifts_are_computed_ones(kind: str) -> None:
+    table = _table(kind)
+    rt = table.rt
+    checked = 0
+    for stmt in STATEMENTS:
+        for _, cfg in _prefixes(rt, stmt):
+            node = rt.finalize(cfg)
+            if node is None:
+                continue
+            bits = rt.allowed_mask(node) & rt.term_bits
+            while bits:
+                low = bits & -bits
+                bits ^= low
+                t = low.bit_length() - 1
+                if t not in table.lexeme:
+                    continue
+                kept = rt.shift(node, t, table.lexeme[t])
+                assert rt.shift(node, t, table.lexeme[t]) is kept
+                rt._shifted.clear()
+                # the chain reduced again (values included) interns to the same node
+                assert rt.shift(node, t, table.lexeme[t]) is kept
+                # another word: another node exactly where the terminal carries its word
+                other = rt.shift(node, t, table.lexeme[t] + b"q")
+                assert (other is kept) == (rt.sem is None or t not in rt.sem.valued)
+                checked += 1
+    assert checked > 500
