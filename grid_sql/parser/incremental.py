@@ -10,9 +10,7 @@ The exact semantics are written down in ``docs/design/foundation.md`` §2.
 
 from __future__ import annotations
 
-import threading
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +21,8 @@ from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
 from ..grammar.scope import NONE, Bag, Context, Ref, ScopeRules, norm_name
-from ..grammar.tables import LALRTables
 from .closers import closed_context, drop_unbound_closers
+from .rows import RowGroups, Rows, RowTerms, rows_of
 from .scoping import ScopedViews
 from .stack import StackNode
 from .tables import schema_only, unbound_schema_ref, untyped_literal_head
@@ -62,84 +60,6 @@ class Configuration:
         return self.stack.hash
 
 
-class _Rows(dict[int, list[int]]):
-    """Rows of a table as Python lists, converted on first access (``rows[state]``).
-
-    A role grammar has ~550 states, and converting all of them (action, goto and the
-    non-error terminals per state) cost ~2.5-5 ms of every re-specialization, while a
-    request touches a few dozen states. Indexing is a dict lookup: as fast as a list's
-    on the hot path once a row exists. Concurrent first accesses compute equal rows.
-    """
-
-    __slots__ = ("_arr",)
-
-    def __init__(self, arr: np.ndarray) -> None:
-        super().__init__()
-        self._arr = arr
-
-    def __missing__(self, state: int) -> list[int]:
-        if not 0 <= state < len(self._arr):  # a list would raise too; never grow the dict
-            raise IndexError(f"state {state} out of range ({len(self._arr)} states)")
-        row: list[int] = self._arr[state].tolist()
-        self[state] = row
-        return row
-
-    def __len__(self) -> int:
-        return len(self._arr)
-
-    def __iter__(self) -> Iterator[list[int]]:  # type: ignore[override]
-        return (self[s] for s in range(len(self._arr)))
-
-
-class _RowTerms(dict[int, tuple[int, ...]]):
-    """Per state, the terminals with a non-error action (``$END`` excluded), on first use."""
-
-    __slots__ = ("_arr",)
-
-    def __init__(self, action: np.ndarray, n_terminals: int) -> None:
-        super().__init__()
-        self._arr = action[:, :n_terminals]
-
-    def __missing__(self, state: int) -> tuple[int, ...]:
-        if not 0 <= state < len(self._arr):
-            raise IndexError(f"state {state} out of range ({len(self._arr)} states)")
-        terms: tuple[int, ...] = tuple(np.flatnonzero(self._arr[state]).tolist())
-        self[state] = terms
-        return terms
-
-
-@dataclass(frozen=True, slots=True)
-class _TableRows:
-    action: _Rows
-    goto: _Rows
-    rule_lhs: list[int]
-    rule_len: list[int]
-    row_terms: _RowTerms
-
-
-_rows_lock = threading.Lock()
-
-
-def _rows_of(tables: LALRTables) -> _TableRows:
-    """The lazily converted rows of ``tables``, kept in ``tables.derived``: the tables memo
-    (grammar/tables.py) hands the same analysis to every grammar with the same productions
-    (a role's L2 and L3 grammars, a repeated role), so their runtimes share the rows
-    converted so far."""
-    with _rows_lock:
-        rows = tables.derived.get("parser_rows")
-        if rows is None:
-            rows = _TableRows(
-                _Rows(tables.action),
-                _Rows(tables.goto),
-                tables.rule_lhs.tolist(),
-                tables.rule_len.tolist(),
-                _RowTerms(tables.action, tables.n_terminals),
-            )
-            tables.derived["parser_rows"] = rows
-    assert isinstance(rows, _TableRows)
-    return rows
-
-
 class ParserRuntime(ScopedViews):
     """Per-grammar tables in the shapes the Python hot path reads fastest."""
 
@@ -159,14 +79,16 @@ class ParserRuntime(ScopedViews):
         lexer = grammar.lexer
         self.n_terminals = tables.n_terminals
         self.end_id = tables.n_terminals
-        rows = _rows_of(tables)
-        self.action: _Rows = rows.action
-        self.goto: _Rows = rows.goto
+        rows = rows_of(tables)
+        self.action: Rows = rows.action
+        self.goto: Rows = rows.goto
         self.rule_lhs: list[int] = rows.rule_lhs
         self.rule_len: list[int] = rows.rule_len
         self.end_state = tables.end_state
         # terminals with a non-error action per state (the $END column excluded)
-        self.row_terms: _RowTerms = rows.row_terms
+        self.row_terms: RowTerms = rows.row_terms
+        # the same rows as bitmasks grouped by action: shift, and each reduce (_lalr_mask)
+        self.row_groups: RowGroups = rows.row_groups
         self.trans = lexer.trans
         self.accept_masks = lexer.accept_masks
         self.live_masks = lexer.live_masks
@@ -340,31 +262,21 @@ class ParserRuntime(ScopedViews):
 
     def _lalr_mask(self, node: StackNode) -> int:
         """The terminals whose reduce chain reaches a SHIFT by the tables alone (no scope
-        rule): :meth:`allowed_mask` before its semantic refinements."""
+        rule): :meth:`allowed_mask` before its semantic refinements. The terminals are
+        simulated together, split at each virtual top by the state's action groups
+        (``parser/rows.py``): shifts join the mask, each reduce is applied once for its
+        group, errors drop out."""
         m = 0
-        action, goto, lhs, rlen = self.action, self.goto, self.rule_lhs, self.rule_len
-        work: list[tuple[StackNode, tuple[int, ...], tuple[int, ...] | list[int]]] = [
-            (node, (), self.row_terms[node.state])
-        ]
+        goto, lhs, rlen, groups = self.goto, self.rule_lhs, self.rule_len, self.row_groups
+        work: list[tuple[StackNode, tuple[int, ...], int]] = [(node, (), -1)]
         while work:
             base, overlay, terms = work.pop()
-            row = action[overlay[-1] if overlay else base.state]
-            groups: dict[int, list[int]] | None = None
-            for t in terms:
-                a = row[t]
-                if a > 0:
-                    m |= 1 << t
-                elif a < 0:
-                    if groups is None:
-                        groups = {}
-                    g = groups.get(a)
-                    if g is None:
-                        groups[a] = [t]
-                    else:
-                        g.append(t)
-            if groups is None:
-                continue
-            for a, ts in groups.items():
+            shift, reduces = groups[overlay[-1] if overlay else base.state]
+            m |= shift & terms
+            for a, rmask in reduces:
+                ts = rmask & terms
+                if not ts:
+                    continue
                 r = -a - 1
                 n = rlen[r]
                 if n <= len(overlay):

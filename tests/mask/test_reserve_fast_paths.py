@@ -10,7 +10,8 @@ completions (and with them masks, forced EOS and audit trails) would change:
   ``_best_allowed`` (best-first, by lower bounds): that ranking's first entry;
 - ``ParserRuntime.closed_context`` (kept per node and chain): the reduction redone;
 - ``parser/closers.py`` (closer chains simulated together): one terminal at a time;
-- ``_lalr_mask`` kept per (state, node below): computed for the node;
+- ``_lalr_mask`` (terminals split by action groups, kept per (state, node below)): the
+  reduce chain run terminal by terminal;
 - ``ParserRuntime.shift`` kept per (node, terminal, value): the reduce chain run again.
 
 The configurations are every byte prefix of statements on a scoped role grammar (Chinook,
@@ -204,6 +205,12 @@ def test_kept_lalr_masks_are_computed_ones(kind: str) -> None:
             node = rt.finalize(cfg)
             if node is None:
                 continue
+            # the grouped simulation is the chain run terminal by terminal
+            want = 0
+            for t in rt.row_terms[node.state]:
+                if rt._simulate(node, t):
+                    want |= 1 << t
+            assert rt._lalr_mask(node) == want
             rt.allowed_mask(node)
             # words of one position: same state over the same node, other values
             for t in range(rt.n_terminals):
