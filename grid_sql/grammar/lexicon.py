@@ -58,6 +58,17 @@ class CategoryWords:
         return frozenset({w[:i] for w in self.words for i in range(len(w) + 1)})
 
     @functools.cached_property
+    def next_bytes(self) -> dict[bytes, frozenset[int]]:
+        """(Folded) prefix -> the bytes some word continues it with. Built on first use,
+        for the termination reserve's search closing a pending lexeme: a byte no word
+        continues the lexeme with is dead for this category (``parser/extend.py``)."""
+        out: dict[bytes, set[int]] = {}
+        for w in self.words:
+            for i in range(len(w)):
+                out.setdefault(w[:i], set()).add(w[i])
+        return {k: frozenset(v) for k, v in out.items()}
+
+    @functools.cached_property
     def shortest_first(self) -> tuple[bytes, ...]:
         """The words, shortest first, then bytewise: the order the termination reserve
         tries them in (sorted once per category instead of once per completion)."""

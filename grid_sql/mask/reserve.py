@@ -55,7 +55,7 @@ from ..grammar.ir import Grammar
 from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import fold_lexeme
 from ..grammar.scope import MAX_REFS, Ref
-from ..parser.extend import extender
+from ..parser.extend import extension_filter
 from ..parser.incremental import Configuration, LexiconView, ParserRuntime
 from ..parser.stack import StackNode
 from .bind_pieces import bind_pieces
@@ -410,7 +410,7 @@ class ReserveTable(RefinedCompletions):
             lv = rt.lex_at(c.stack) if skip else None
             words = rt.lexicon_mask | (lv.mask if lv is not None else 0)
             reached: set[int] = set()
-            step = extender(rt, c) if extend_only else None
+            step, ok, other = extension_filter(rt, c) if extend_only else (None, None, 0)
             for b in _ALPHABET:
                 if step is not None:
                     t = trans[base + b]
@@ -421,6 +421,9 @@ class ReserveTable(RefinedCompletions):
                             seen += 1
                             continue
                         reached.add(t)
+                    elif ok is not None and b not in ok and not live[t] & other:
+                        seen += 1  # no word continues the lexeme with b: step(b) is None
+                        continue
                     c2 = step(b)  # advance(c, bytes([b])), the stack's part decided once
                 else:
                     c2 = rt.advance(c, bytes([b]))

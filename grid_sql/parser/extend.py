@@ -17,16 +17,36 @@ from ..grammar.lexer import DEAD
 from ..grammar.lexicon import QUOTE_BYTES
 from .incremental import Configuration, ParserRuntime, ScanState
 
-__all__ = ["extender"]
+__all__ = ["extender", "extension_filter"]
 
 _BYTE = [bytes([b]) for b in range(256)]
 _LOWER = [bytes([b]).lower() for b in range(256)]
+_UPPER = [bytes([b]).upper()[0] for b in range(256)]
 
 
 def extender(rt: ParserRuntime, cfg: Configuration) -> Callable[[int], Configuration | None]:
     """``f(b)`` = ``rt.advance(cfg, bytes([b]))`` for a byte ``b`` the DFA continues the
     pending lexeme of ``cfg`` with (``rt.trans[cfg.scan.dfa * 256 + b] != DEAD``); for other
     bytes (an emission) it defers to ``advance`` itself."""
+    return _extender(rt, cfg)[0]
+
+
+def extension_filter(
+    rt: ParserRuntime, cfg: Configuration
+) -> tuple[Callable[[int], Configuration | None], frozenset[int] | None, int]:
+    """``(f, ok, other)``: :func:`extender`'s ``f``, and what lets a caller skip bytes that
+    ``f`` would find dead without calling it. A byte ``b`` the DFA continues the lexeme
+    with into state ``t`` is dead when ``b`` is not in ``ok`` and ``live_masks[t] & other``
+    is 0: no word of a lexicon category that may be read here continues the lexeme with
+    ``b`` (case-folded where the category folds), and no other terminal that may be read
+    is live in ``t``. ``ok`` is None where that cannot be told (no pending lexeme, or a
+    category that admits every lexeme but some)."""
+    return _extender(rt, cfg)
+
+
+def _extender(
+    rt: ParserRuntime, cfg: Configuration
+) -> tuple[Callable[[int], Configuration | None], frozenset[int] | None, int]:
     node, scan = cfg.stack, cfg.scan
     rem, base = scan.rem, scan.dfa * 256
     trans, accept, live = rt.trans, rt.accept_masks, rt.live_masks
@@ -66,4 +86,21 @@ def extender(rt: ParserRuntime, cfg: Configuration) -> Callable[[int], Configura
             return Configuration(node, ScanState(t, rem2, len(rem2), t))
         return Configuration(node, ScanState(t, rem2, scan.la_len, scan.la_state))
 
-    return step
+    other = allowed & ~lmask
+    ok: frozenset[int] | None = None
+    if rem:
+        bytes_ok: set[int] = set()
+        m = allowed & lmask
+        while m:
+            low_bit = m & -m
+            m ^= low_bit
+            cat = lexicon[low_bit.bit_length() - 1]
+            if cat.exclude:
+                return step, None, other
+            low = cat.fold_quoted_case or (cat.fold_bare_case and not quoted)
+            nxt = cat.next_bytes.get(rem.lower() if low else rem, frozenset())
+            bytes_ok |= nxt
+            if low:  # the lexeme compares lower-cased: either case of a letter continues it
+                bytes_ok.update(_UPPER[c] for c in nxt if _UPPER[c] != c)
+        ok = frozenset(bytes_ok)
+    return step, ok, other

@@ -3,7 +3,8 @@
 Each fast path must answer exactly what the plain computation answers, or the reserve's
 completions (and with them masks, forced EOS and audit trails) would change:
 
-- ``parser/extend.py`` ``extender``: ``advance(cfg, bytes([b]))`` for every byte;
+- ``parser/extend.py`` ``extender``: ``advance(cfg, bytes([b]))`` for every byte, and
+  ``extension_filter`` skips only bytes that advance finds dead;
 - ``FedText.at``: ``advance(cfg, text)`` for texts fed piece by piece, branching included;
 - ``_stack_completion`` with values carried across calls: a fresh search's symbols;
 - ``_allowed_completions`` (kept per node): the ranking computed again, and
@@ -27,10 +28,11 @@ import functools
 import pytest
 
 from grid_sql.grammar import Grammar
+from grid_sql.grammar.lexer import DEAD
 from grid_sql.mask.reserve import ReserveTable
 from grid_sql.mask.reserve_search import FedText
 from grid_sql.parser.closers import closing_chains, drop_unbound_closers
-from grid_sql.parser.extend import extender
+from grid_sql.parser.extend import extender, extension_filter
 from grid_sql.parser.incremental import Configuration, ParserRuntime
 
 from ..scope.helpers import scoped
@@ -77,15 +79,22 @@ def _same(a: Configuration | None, b: Configuration | None) -> bool:
 @pytest.mark.parametrize("stmt", STATEMENTS, ids=range(len(STATEMENTS)))
 def test_extender_is_advance_by_one_byte(kind: str, stmt: bytes) -> None:
     rt = _table(kind).rt
-    checked = live = 0
+    checked = live = filtered = 0
     for _, cfg in _prefixes(rt, stmt):
         step = extender(rt, cfg)
+        _, ok, other = extension_filter(rt, cfg)
         for b in range(256):
             want = rt.advance(cfg, bytes([b]))
             assert _same(step(b), want), (cfg.scan.rem, bytes([b]))
             checked += 1
             live += want is not None
+            t = rt.trans[cfg.scan.dfa * 256 + b]
+            if t != DEAD and ok is not None and b not in ok and not rt.live_masks[t] & other:
+                assert want is None, (cfg.scan.rem, bytes([b]))  # the filter skips dead only
+                filtered += 1
     assert live > 100 and checked > live  # both verdicts occur
+    if kind == "scoped":
+        assert filtered > 100  # identifiers under the column and table lexicons
 
 
 @pytest.mark.parametrize("kind", ["scoped", "dialect"])
