@@ -8,6 +8,7 @@ because a word the scanner can never complete would be a dead end at a viable st
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -58,15 +59,30 @@ class CategoryWords:
         return frozenset({w[:i] for w in self.words for i in range(len(w) + 1)})
 
     @functools.cached_property
-    def next_bytes(self) -> dict[bytes, frozenset[int]]:
-        """(Folded) prefix -> the bytes some word continues it with. Built on first use,
-        for the termination reserve's search closing a pending lexeme: a byte no word
-        continues the lexeme with is dead for this category (``parser/extend.py``)."""
-        out: dict[bytes, set[int]] = {}
-        for w in self.words:
-            for i in range(len(w)):
-                out.setdefault(w[:i], set()).add(w[i])
-        return {k: frozenset(v) for k, v in out.items()}
+    def _sorted(self) -> tuple[bytes, ...]:
+        return tuple(sorted(self.words))
+
+    @functools.cached_property
+    def _nexts(self) -> dict[bytes, frozenset[int]]:
+        return {}
+
+    def next_bytes(self, prefix: bytes) -> frozenset[int]:
+        """The bytes some word continues (folded) ``prefix`` with, for the termination
+        reserve's search closing a pending lexeme: a byte no word continues the lexeme
+        with is dead for this category (``parser/extend.py``). The words with the prefix
+        are a run of the sorted words; answers are kept per prefix."""
+        got = self._nexts.get(prefix)
+        if got is None:
+            words = self._sorted
+            i = bisect.bisect_left(words, prefix)
+            n = len(prefix)
+            out: set[int] = set()
+            while i < len(words) and words[i].startswith(prefix):
+                if len(words[i]) > n:
+                    out.add(words[i][n])
+                i += 1
+            got = self._nexts[prefix] = frozenset(out)
+        return got
 
     @functools.cached_property
     def shortest_first(self) -> tuple[bytes, ...]:

@@ -98,7 +98,7 @@ def _extender(
             if cat.exclude:
                 return step, None, other
             low = cat.fold_quoted_case or (cat.fold_bare_case and not quoted)
-            nxt = cat.next_bytes.get(rem.lower() if low else rem, frozenset())
+            nxt = cat.next_bytes(rem.lower() if low else rem)
             bytes_ok |= nxt
             if low:  # the lexeme compares lower-cased: either case of a letter continues it
                 bytes_ok.update(_UPPER[c] for c in nxt if _UPPER[c] != c)
