@@ -569,6 +569,8 @@ class ReserveTable(RefinedCompletions):
         has ``c`` for a bare ``c``); their tokens are appended to ``tokens``. The grammar
         completion after them is unchanged: they only extend the FROM list it closes."""
         rt = self.rt
+        if not (rt.closers_mask >> tid) & 1:
+            return data  # (no FROM clause closes on it: ``unbound_on`` would say so, later)
         for _ in range(MAX_REFS + 1):
             at = text.at(data)
             node = None if at is None else rt.finalize(at)
