@@ -34,6 +34,7 @@ from grid_sql.mask.reserve_search import FedText
 from grid_sql.parser.closers import closing_chains, drop_unbound_closers
 from grid_sql.parser.extend import extender, extension_filter
 from grid_sql.parser.incremental import Configuration, ParserRuntime
+from grid_sql.parser.stack import StackNode
 
 from ..scope.helpers import scoped
 from .helpers import vocab
@@ -69,10 +70,21 @@ def _prefixes(rt: ParserRuntime, stmt: bytes) -> list[tuple[bytes, Configuration
     return out
 
 
+def _chain(node: StackNode | None) -> list[tuple[int, int, object]]:
+    """A stack as its (state, symbol, value) entries, top first."""
+    out = []
+    while node is not None:
+        out.append((node.state, node.symbol, node.value))
+        node = node.parent
+    return out
+
+
 def _same(a: Configuration | None, b: Configuration | None) -> bool:
+    """Equal configurations: the same stack entries (the same interned nodes, unless the
+    shared runtime's intern table filled up and was cleared in between) and scan state."""
     if a is None or b is None:
         return a is b
-    return a.stack is b.stack and a.scan == b.scan
+    return (a.stack is b.stack or _chain(a.stack) == _chain(b.stack)) and a.scan == b.scan
 
 
 @pytest.mark.parametrize("kind", ["scoped", "dialect"])
@@ -208,7 +220,7 @@ def test_grouped_closers_are_per_terminal_ones() -> None:
 def test_kept_lalr_masks_are_computed_ones(kind: str) -> None:
     table = _table(kind)
     rt = table.rt
-    shared = 0
+    shared = compared = 0
     for stmt in STATEMENTS:
         for _, cfg in _prefixes(rt, stmt):
             node = rt.finalize(cfg)
@@ -228,8 +240,11 @@ def test_kept_lalr_masks_are_computed_ones(kind: str) -> None:
                     key = (n2.state, -1 if n2.parent is None else n2.parent.uid)
                     shared += key in rt._lalr_memo
                     rt.allowed_mask(n2)
-                    assert rt._lalr_memo[key] == rt._lalr_mask(n2)
-    assert shared
+                    kept = rt._lalr_memo.get(key)  # (None: cleared with a full intern table)
+                    if kept is not None:
+                        assert kept == rt._lalr_mask(n2)
+                        compared += 1
+    assert shared and compared
 
 
 @pytest.mark.parametrize("kind", ["scoped", "dialect"])
@@ -252,10 +267,12 @@ def test_kept_shifts_are_computed_ones(kind: str) -> None:
                 kept = rt.shift(node, t, table.lexeme[t])
                 assert rt.shift(node, t, table.lexeme[t]) is kept
                 rt._shifted.clear()
-                # the chain reduced again (values included) interns to the same node
-                assert rt.shift(node, t, table.lexeme[t]) is kept
-                # another word: another node exactly where the terminal carries its word
+                # the chain reduced again (values included) gives the same stack (the same
+                # node, unless the intern table filled up and was cleared in between)
+                assert _chain(rt.shift(node, t, table.lexeme[t])) == _chain(kept)
+                # another word: another stack exactly where the terminal carries its word
                 other = rt.shift(node, t, table.lexeme[t] + b"q")
-                assert (other is kept) == (rt.sem is None or t not in rt.sem.valued)
+                valued = rt.sem is not None and t in rt.sem.valued
+                assert (_chain(other) == _chain(kept)) != valued
                 checked += 1
     assert checked > 500
