@@ -11,11 +11,15 @@ CTE, set-operation and nested statements (left recursion, CTE references), and t
 completion (its tokens and bytes, or the error) of each. One line per grammar: the count
 and a BLAKE2b digest over the completions in order. Run it in both checkouts and compare:
 
-    PYTHONPATH=. python bench/reserve_digest.py
+    PYTHONPATH=. python bench/reserve_digest.py [--intern-limit N]
+
+``--intern-limit`` clears the parser's intern table (and the memos keyed by its nodes) every
+N nodes instead of every 2^18: the digests must not change.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import time
@@ -38,7 +42,14 @@ EXTRA = [
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--intern-limit", type=int, default=0)
+    args = ap.parse_args()
     import grid_sql as gs
+    import grid_sql.parser.incremental as incremental
+
+    if args.intern_limit:
+        incremental.INTERN_LIMIT = args.intern_limit
     from grid_sql.errors import GridSQLError
     from grid_sql.mask.guide import Guide
     from grid_sql.mask.reserve import ReserveTable
