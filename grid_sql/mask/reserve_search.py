@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -167,13 +168,7 @@ class RefinedCompletions:
             return memo[key]
         rt = self.rt
         heap: list[tuple[int, int, list[int] | None, StackNode | None]] = []
-        bits = rt.allowed_mask(node) & rt.term_bits
-        while bits:
-            low = bits & -bits
-            bits ^= low
-            t = low.bit_length() - 1
-            if t not in self.piece or not self._writable(node, t):
-                continue
+        for t in self._writable_terms(node):
             n2 = rt.shift(node, t, self.lexeme[t])
             _, c = self._stack_completion_cost(n2, every_rule=True)
             if not math.isinf(c):
@@ -240,19 +235,26 @@ class RefinedCompletions:
         """What :meth:`_allowed_completions` returns, computed."""
         rt = self.rt
         ranked: list[tuple[int, list[int]]] = []
-        bits = rt.allowed_mask(node) & rt.term_bits
-        while bits:
-            low = bits & -bits
-            bits ^= low
-            t = low.bit_length() - 1
-            if t not in self.piece or not self._writable(node, t):
-                continue
+        for t in self._writable_terms(node):
             rest = self._rest_after(rt.shift(node, t, self.lexeme[t]), depth)
             if rest is not None:
                 terms = [t, *rest]
                 ranked.append((sum(len(self.piece[x]) for x in terms), terms))
         ranked.sort(key=lambda r: (r[0], r[1][0]))
         return ranked
+
+    def _writable_terms(  # type: ignore[misc]  # self: the ReserveTable
+        self: ReserveTable, node: StackNode
+    ) -> Iterator[int]:
+        """The terminals a completion may start with at ``node``, in id order: allowed
+        there, spelled by the table, and :meth:`_writable`."""
+        bits = self.rt.allowed_mask(node) & self.rt.term_bits
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            t = low.bit_length() - 1
+            if t in self.piece and self._writable(node, t):
+                yield t
 
     def _writable(  # type: ignore[misc]  # self: the ReserveTable
         self: ReserveTable, node: StackNode, t: int

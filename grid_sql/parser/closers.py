@@ -59,7 +59,7 @@ def closing_chains(rt: ParserRuntime, node: StackNode, bits: int) -> dict[tuple[
     sem = rt.sem
     assert sem is not None
     fc = sem.nt_from_clause
-    action, goto, lhs, rlen = rt.action, rt.goto, rt.rule_lhs, rt.rule_len
+    action, lhs = rt.action, rt.rule_lhs
     terms: list[int] = []
     while bits:
         low = bits & -bits
@@ -86,13 +86,7 @@ def closing_chains(rt: ParserRuntime, node: StackNode, bits: int) -> dict[tuple[
                     m |= 1 << t
                 out[chain] = out.get(chain, 0) | m
                 continue
-            n = rlen[r]
-            if n <= len(overlay):
-                b, ov = base, overlay[: len(overlay) - n]
-            else:
-                b, ov = base.ancestor(n - len(overlay)), ()
-            top = ov[-1] if ov else b.state
-            work.append((b, (*ov, goto[top][lhs[r]]), chain, group))
+            work.append((*rt.reduce_virtual(base, overlay, r), chain, group))
     return out
 
 

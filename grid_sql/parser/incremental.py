@@ -267,7 +267,7 @@ class ParserRuntime(ScopedViews):
         (``parser/rows.py``): shifts join the mask, each reduce is applied once for its
         group, errors drop out."""
         m = 0
-        goto, lhs, rlen, groups = self.goto, self.rule_lhs, self.rule_len, self.row_groups
+        groups = self.row_groups
         work: list[tuple[StackNode, tuple[int, ...], int]] = [(node, (), -1)]
         while work:
             base, overlay, terms = work.pop()
@@ -275,17 +275,23 @@ class ParserRuntime(ScopedViews):
             m |= shift & terms
             for a, rmask in reduces:
                 ts = rmask & terms
-                if not ts:
-                    continue
-                r = -a - 1
-                n = rlen[r]
-                if n <= len(overlay):
-                    b, ov = base, overlay[: len(overlay) - n]
-                else:
-                    b, ov = base.ancestor(n - len(overlay)), ()
-                top = ov[-1] if ov else b.state
-                work.append((b, (*ov, goto[top][lhs[r]]), ts))
+                if ts:
+                    work.append((*self.reduce_virtual(base, overlay, -a - 1), ts))
         return m
+
+    def reduce_virtual(
+        self, base: StackNode, overlay: tuple[int, ...], r: int
+    ) -> tuple[StackNode, tuple[int, ...]]:
+        """Rule ``r`` reduced on a virtual stack (the states of ``overlay`` above ``base``,
+        nothing pushed for real): the new base and overlay, the goto state on top. The step
+        of every reduce-chain simulation that splits terminals by action."""
+        n = self.rule_len[r]
+        if n <= len(overlay):
+            b, ov = base, overlay[: len(overlay) - n]
+        else:
+            b, ov = base.ancestor(n - len(overlay)), ()
+        top = ov[-1] if ov else b.state
+        return b, (*ov, self.goto[top][self.rule_lhs[r]])
 
     def _dot_dead(self, node: StackNode) -> bool:
         """Whether a ``.`` read at ``node`` would continue a name no valid reference can

@@ -24,6 +24,7 @@ all occur.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 
 import pytest
 
@@ -68,6 +69,16 @@ def _prefixes(rt: ParserRuntime, stmt: bytes) -> list[tuple[bytes, Configuration
         if c is not None:
             out.append((stmt[:i], c))
     return out
+
+
+def _final_nodes(rt: ParserRuntime) -> Iterator[tuple[Configuration, StackNode]]:
+    """Every byte prefix of the statements whose pending lexeme finalizes, with the stack
+    it finalizes to."""
+    for stmt in STATEMENTS:
+        for _, cfg in _prefixes(rt, stmt):
+            node = rt.finalize(cfg)
+            if node is not None:
+                yield cfg, node
 
 
 def _chain(node: StackNode | None) -> list[tuple[int, int, object]]:
@@ -153,27 +164,23 @@ def test_kept_rankings_and_closed_contexts_are_recomputed_ones() -> None:
     rt = table.rt
     assert rt.sem is not None and rt.sem.bind
     closing = 0
-    for stmt in STATEMENTS:
-        for _, cfg in _prefixes(rt, stmt):
-            node = rt.finalize(cfg)
-            if node is None:
-                continue
-            for depth in (2, 1, 0):
-                ranked = table._rank_allowed(node, depth)
-                if depth == 2:
-                    assert table._allowed_completions(node) == ranked
-                # the best-first search finds the ranking's first entry, ties included
-                assert table._best_allowed(node, depth) == (ranked[0][1] if ranked else None)
-            bits = rt.closers_mask
-            while bits:
-                low = bits & -bits
-                bits ^= low
-                t = low.bit_length() - 1
-                kept = rt.closed_context(node, t)
-                rt._closed.clear()
-                again = rt.closed_context(node, t)
-                assert kept == again, (cfg.scan.rem, t)
-                closing += kept is not None
+    for cfg, node in _final_nodes(rt):
+        for depth in (2, 1, 0):
+            ranked = table._rank_allowed(node, depth)
+            if depth == 2:
+                assert table._allowed_completions(node) == ranked
+            # the best-first search finds the ranking's first entry, ties included
+            assert table._best_allowed(node, depth) == (ranked[0][1] if ranked else None)
+        bits = rt.closers_mask
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            t = low.bit_length() - 1
+            kept = rt.closed_context(node, t)
+            rt._closed.clear()
+            again = rt.closed_context(node, t)
+            assert kept == again, (cfg.scan.rem, t)
+            closing += kept is not None
     assert closing > 20  # FROM clauses with unbound select-list references were closed
 
 
@@ -183,36 +190,32 @@ def test_grouped_closers_are_per_terminal_ones() -> None:
     assert sem is not None
     fc = sem.nt_from_clause
     dropped = 0
-    for stmt in STATEMENTS:
-        for _, cfg in _prefixes(rt, stmt):
-            node = rt.finalize(cfg)
-            if node is None:
-                continue
-            m = rt._lalr_mask(node)
-            # the chains, one terminal at a time, cut at the FROM clause
-            want: dict[tuple[int, ...], int] = {}
-            bits = m & rt.closers_mask
-            while bits:
-                low = bits & -bits
-                bits ^= low
-                rules, _ = rt._chain_rules(node, low.bit_length() - 1)
-                end = next((i for i, r in enumerate(rules) if rt.rule_lhs[r] == fc), -1)
-                if end >= 0:
-                    chain = tuple(rules[: end + 1])
-                    want[chain] = want.get(chain, 0) | low
-            assert closing_chains(rt, node, m & rt.closers_mask) == want
-            # the refinement, one terminal at a time (allowed_mask's own loop before)
-            out = m
-            bits = m & rt.closers_mask
-            while bits:
-                low = bits & -bits
-                bits ^= low
-                if rt.unbound_on(node, low.bit_length() - 1):
-                    out ^= low
-                    if low & rt.reserved_mask:
-                        out |= low << rt.stop_shift
-            assert drop_unbound_closers(rt, node, m) == out
-            dropped += out != m
+    for _cfg, node in _final_nodes(rt):
+        m = rt._lalr_mask(node)
+        # the chains, one terminal at a time, cut at the FROM clause
+        want: dict[tuple[int, ...], int] = {}
+        bits = m & rt.closers_mask
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            rules, _ = rt._chain_rules(node, low.bit_length() - 1)
+            end = next((i for i, r in enumerate(rules) if rt.rule_lhs[r] == fc), -1)
+            if end >= 0:
+                chain = tuple(rules[: end + 1])
+                want[chain] = want.get(chain, 0) | low
+        assert closing_chains(rt, node, m & rt.closers_mask) == want
+        # the refinement, one terminal at a time (allowed_mask's own loop before)
+        out = m
+        bits = m & rt.closers_mask
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            if rt.unbound_on(node, low.bit_length() - 1):
+                out ^= low
+                if low & rt.reserved_mask:
+                    out |= low << rt.stop_shift
+        assert drop_unbound_closers(rt, node, m) == out
+        dropped += out != m
     assert dropped > 10  # closers held back by unbound select-list references
 
 
@@ -221,29 +224,25 @@ def test_kept_lalr_masks_are_computed_ones(kind: str) -> None:
     table = _table(kind)
     rt = table.rt
     shared = compared = 0
-    for stmt in STATEMENTS:
-        for _, cfg in _prefixes(rt, stmt):
-            node = rt.finalize(cfg)
-            if node is None:
-                continue
-            # the grouped simulation is the chain run terminal by terminal
-            want = 0
-            for t in rt.row_terms[node.state]:
-                if rt._simulate(node, t):
-                    want |= 1 << t
-            assert rt._lalr_mask(node) == want
-            rt.allowed_mask(node)
-            # words of one position: same state over the same node, other values
-            for t in range(rt.n_terminals):
-                if (rt.allowed_mask(node) >> t) & 1 and t in table.lexeme:
-                    n2 = rt.shift(node, t, table.lexeme[t] + b"x")
-                    key = (n2.state, -1 if n2.parent is None else n2.parent.uid)
-                    shared += key in rt._lalr_memo
-                    rt.allowed_mask(n2)
-                    kept = rt._lalr_memo.get(key)  # (None: cleared with a full intern table)
-                    if kept is not None:
-                        assert kept == rt._lalr_mask(n2)
-                        compared += 1
+    for _cfg, node in _final_nodes(rt):
+        # the grouped simulation is the chain run terminal by terminal
+        want = 0
+        for t in rt.row_terms[node.state]:
+            if rt._simulate(node, t):
+                want |= 1 << t
+        assert rt._lalr_mask(node) == want
+        rt.allowed_mask(node)
+        # words of one position: same state over the same node, other values
+        for t in range(rt.n_terminals):
+            if (rt.allowed_mask(node) >> t) & 1 and t in table.lexeme:
+                n2 = rt.shift(node, t, table.lexeme[t] + b"x")
+                key = (n2.state, -1 if n2.parent is None else n2.parent.uid)
+                shared += key in rt._lalr_memo
+                rt.allowed_mask(n2)
+                kept = rt._lalr_memo.get(key)  # (None: cleared with a full intern table)
+                if kept is not None:
+                    assert kept == rt._lalr_mask(n2)
+                    compared += 1
     assert shared and compared
 
 
@@ -252,27 +251,23 @@ def test_kept_shifts_are_computed_ones(kind: str) -> None:
     table = _table(kind)
     rt = table.rt
     checked = 0
-    for stmt in STATEMENTS:
-        for _, cfg in _prefixes(rt, stmt):
-            node = rt.finalize(cfg)
-            if node is None:
+    for _cfg, node in _final_nodes(rt):
+        bits = rt.allowed_mask(node) & rt.term_bits
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            t = low.bit_length() - 1
+            if t not in table.lexeme:
                 continue
-            bits = rt.allowed_mask(node) & rt.term_bits
-            while bits:
-                low = bits & -bits
-                bits ^= low
-                t = low.bit_length() - 1
-                if t not in table.lexeme:
-                    continue
-                kept = rt.shift(node, t, table.lexeme[t])
-                assert rt.shift(node, t, table.lexeme[t]) is kept
-                rt._shifted.clear()
-                # the chain reduced again (values included) gives the same stack (the same
-                # node, unless the intern table filled up and was cleared in between)
-                assert _chain(rt.shift(node, t, table.lexeme[t])) == _chain(kept)
-                # another word: another stack exactly where the terminal carries its word
-                other = rt.shift(node, t, table.lexeme[t] + b"q")
-                valued = rt.sem is not None and t in rt.sem.valued
-                assert (_chain(other) == _chain(kept)) != valued
-                checked += 1
+            kept = rt.shift(node, t, table.lexeme[t])
+            assert rt.shift(node, t, table.lexeme[t]) is kept
+            rt._shifted.clear()
+            # the chain reduced again (values included) gives the same stack (the same
+            # node, unless the intern table filled up and was cleared in between)
+            assert _chain(rt.shift(node, t, table.lexeme[t])) == _chain(kept)
+            # another word: another stack exactly where the terminal carries its word
+            other = rt.shift(node, t, table.lexeme[t] + b"q")
+            valued = rt.sem is not None and t in rt.sem.valued
+            assert (_chain(other) == _chain(kept)) != valued
+            checked += 1
     assert checked > 500
