@@ -55,11 +55,12 @@ class FedText:
     result, so :meth:`at` answers exactly what ``advance`` answers.
     """
 
-    __slots__ = ("_raw", "_rt")
+    __slots__ = ("_lens", "_raw", "_rt")
 
     def __init__(self, rt: ParserRuntime, cfg: Configuration) -> None:
         self._rt = rt
         self._raw: dict[bytes, Configuration | None] = {b"": cfg}
+        self._lens: list[int] = [0]  # the lengths of the texts kept, longest first
 
     def at(self, data: bytes) -> Configuration | None:
         """``rt.advance(cfg, data)`` (``cfg`` itself for an empty text)."""
@@ -67,10 +68,15 @@ class FedText:
         if data in raw:
             c = raw[data]
         else:
-            base = max((k for k in raw if data.startswith(k)), key=len)
+            # the longest kept text that begins ``data``: one lookup per kept length, not
+            # per kept text (the completion search keeps thousands of texts)
+            base = next(data[:n] for n in self._lens if n <= len(data) and data[:n] in raw)
             prev = raw[base]
             c = None if prev is None else self._rt.feed(prev, data[len(base) :])
             raw[data] = c
+            if len(data) not in self._lens:
+                self._lens.append(len(data))
+                self._lens.sort(reverse=True)
         if c is None or not data:
             return c
         return c if self._rt.remainder_live(c.stack, c.scan) else None
