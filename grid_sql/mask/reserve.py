@@ -41,7 +41,6 @@ before it is returned.
 
 from __future__ import annotations
 
-import gc
 import math
 import threading
 from collections import OrderedDict, deque
@@ -122,11 +121,6 @@ class ReserveTable(RefinedCompletions):
         # (node uid, depth) -> ranked completions: reserve_search._allowed_completions
         self._ranked_memo: dict[tuple[int, int], list[tuple[int, list[int]]]] = {}
         self._best_memo: dict[tuple[int, int], list[int] | None] = {}  # ... its first entry
-        # lark's LR(0) analysis above leaves ~10^4 objects in reference cycles: collected
-        # now (~25 ms, once per grammar and vocabulary), not by a full collection that the
-        # first decode steps' allocations would set off (issue #26: one such collection,
-        # 30-60 ms with the process's libraries loaded, landed in the cold reserve checks)
-        gc.collect()
 
     def _spell(self, data: bytes) -> list[int]:
         return greedy_token_ids(self.vocab, data, max_len=self._cap)
