@@ -5,7 +5,7 @@ lexeme with (no emission) is a new scan state over the same stack plus the liven
 the longer lexeme. The reserve's breadth-first search closing a pending lexeme asks that for
 ~60 bytes per level (``mask/reserve.py`` ``_bfs_close``), and each ask repeated what does not
 depend on the byte: the allowed set and lexicon view of the stack, the case folding of the
-lexeme so far (issue #26: this search was a third of a cold reserve). :func:`extender`
+lexeme so far (issue #26: this search was a third of a cold reserve). :func:`extension_filter`
 does that part once per configuration; the verdicts and configurations are ``advance``'s.
 """
 
@@ -17,36 +17,25 @@ from ..grammar.lexer import DEAD
 from ..grammar.lexicon import QUOTE_BYTES
 from .incremental import Configuration, ParserRuntime, ScanState
 
-__all__ = ["extender", "extension_filter"]
+__all__ = ["extension_filter"]
 
 _BYTE = [bytes([b]) for b in range(256)]
 _LOWER = [bytes([b]).lower() for b in range(256)]
 _UPPER = [bytes([b]).upper()[0] for b in range(256)]
 
 
-def extender(rt: ParserRuntime, cfg: Configuration) -> Callable[[int], Configuration | None]:
-    """``f(b)`` = ``rt.advance(cfg, bytes([b]))`` for a byte ``b`` the DFA continues the
-    pending lexeme of ``cfg`` with (``rt.trans[cfg.scan.dfa * 256 + b] != DEAD``); for other
-    bytes (an emission) it defers to ``advance`` itself."""
-    return _extender(rt, cfg)[0]
-
-
 def extension_filter(
     rt: ParserRuntime, cfg: Configuration
 ) -> tuple[Callable[[int], Configuration | None], frozenset[int] | None, int]:
-    """``(f, ok, other)``: :func:`extender`'s ``f``, and what lets a caller skip bytes that
-    ``f`` would find dead without calling it. A byte ``b`` the DFA continues the lexeme
-    with into state ``t`` is dead when ``b`` is not in ``ok`` and ``live_masks[t] & other``
-    is 0: no word of a lexicon category that may be read here continues the lexeme with
-    ``b`` (case-folded where the category folds), and no other terminal that may be read
-    is live in ``t``. ``ok`` is None where that cannot be told (no pending lexeme, or a
-    category that admits every lexeme but some)."""
-    return _extender(rt, cfg)
-
-
-def _extender(
-    rt: ParserRuntime, cfg: Configuration
-) -> tuple[Callable[[int], Configuration | None], frozenset[int] | None, int]:
+    """``(f, ok, other)``. ``f(b)`` = ``rt.advance(cfg, bytes([b]))`` for a byte ``b`` the
+    DFA continues the pending lexeme of ``cfg`` with (``rt.trans[cfg.scan.dfa * 256 + b] !=
+    DEAD``); for other bytes (an emission) it defers to ``advance`` itself. ``ok`` and
+    ``other`` let a caller skip bytes ``f`` would find dead without calling it: a byte the
+    DFA continues the lexeme with into state ``t`` is dead when it is not in ``ok`` and
+    ``live_masks[t] & other`` is 0 (no word of a lexicon category that may be read here
+    continues the lexeme with it, case-folded where the category folds, and no other
+    terminal that may be read is live in ``t``). ``ok`` is None where that cannot be told
+    (no pending lexeme, or a category that admits every lexeme but some)."""
     node, scan = cfg.stack, cfg.scan
     rem, base = scan.rem, scan.dfa * 256
     trans, accept, live = rt.trans, rt.accept_masks, rt.live_masks

@@ -22,7 +22,7 @@ from ..grammar.lexer import DEAD, START
 from ..grammar.lexicon import CategoryWords
 from ..grammar.scope import NONE, Bag, Context, Ref, ScopeRules, norm_name
 from .closers import closed_context, drop_unbound_closers
-from .rows import RowGroups, Rows, RowTerms, rows_of
+from .rows import RowGroups, Rows, rows_of
 from .scoping import ScopedViews
 from .stack import StackNode
 from .tables import schema_only, unbound_schema_ref, untyped_literal_head
@@ -85,8 +85,6 @@ class ParserRuntime(ScopedViews):
         self.rule_lhs: list[int] = rows.rule_lhs
         self.rule_len: list[int] = rows.rule_len
         self.end_state = tables.end_state
-        # terminals with a non-error action per state (the $END column excluded)
-        self.row_terms: RowTerms = rows.row_terms
         # the same rows as bitmasks grouped by action: shift, and each reduce (_lalr_mask)
         self.row_groups: RowGroups = rows.row_groups
         self.trans = lexer.trans

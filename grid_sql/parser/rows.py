@@ -14,7 +14,7 @@ import numpy as np
 
 from ..grammar.tables import LALRTables
 
-__all__ = ["RowGroups", "RowTerms", "Rows", "TableRows", "rows_of"]
+__all__ = ["RowGroups", "Rows", "TableRows", "rows_of"]
 
 
 class Rows(dict[int, list[int]]):
@@ -46,30 +46,12 @@ class Rows(dict[int, list[int]]):
         return (self[s] for s in range(len(self._arr)))
 
 
-class RowTerms(dict[int, tuple[int, ...]]):
-    """Per state, the terminals with a non-error action (``$END`` excluded), on first use."""
-
-    __slots__ = ("_arr",)
-
-    def __init__(self, action: np.ndarray, n_terminals: int) -> None:
-        super().__init__()
-        self._arr = action[:, :n_terminals]
-
-    def __missing__(self, state: int) -> tuple[int, ...]:
-        if not 0 <= state < len(self._arr):
-            raise IndexError(f"state {state} out of range ({len(self._arr)} states)")
-        terms: tuple[int, ...] = tuple(np.flatnonzero(self._arr[state]).tolist())
-        self[state] = terms
-        return terms
-
-
 @dataclass(frozen=True, slots=True)
 class TableRows:
     action: Rows
     goto: Rows
     rule_lhs: list[int]
     rule_len: list[int]
-    row_terms: RowTerms
     row_groups: RowGroups
 
 
@@ -89,7 +71,6 @@ def rows_of(tables: LALRTables) -> TableRows:
                 Rows(tables.goto),
                 tables.rule_lhs.tolist(),
                 tables.rule_len.tolist(),
-                RowTerms(tables.action, tables.n_terminals),
                 RowGroups(tables.action, tables.n_terminals),
             )
             tables.derived["parser_rows"] = rows

@@ -3,8 +3,8 @@
 Each fast path must answer exactly what the plain computation answers, or the reserve's
 completions (and with them masks, forced EOS and audit trails) would change:
 
-- ``parser/extend.py`` ``extender``: ``advance(cfg, bytes([b]))`` for every byte, and
-  ``extension_filter`` skips only bytes that advance finds dead;
+- ``parser/extend.py`` ``extension_filter``: ``advance(cfg, bytes([b]))`` for every byte,
+  and it skips only bytes that advance finds dead;
 - ``FedText.at``: ``advance(cfg, text)`` for texts fed piece by piece, branching included;
 - ``_stack_completion`` with values carried across calls: a fresh search's symbols;
 - ``_allowed_completions`` (kept per node): the ranking computed again, and
@@ -33,7 +33,7 @@ from grid_sql.grammar.lexer import DEAD
 from grid_sql.mask.reserve import ReserveTable
 from grid_sql.mask.reserve_search import FedText
 from grid_sql.parser.closers import closing_chains, drop_unbound_closers
-from grid_sql.parser.extend import extender, extension_filter
+from grid_sql.parser.extend import extension_filter
 from grid_sql.parser.incremental import Configuration, ParserRuntime
 from grid_sql.parser.stack import StackNode
 
@@ -104,8 +104,7 @@ def test_extender_is_advance_by_one_byte(kind: str, stmt: bytes) -> None:
     rt = _table(kind).rt
     checked = live = filtered = 0
     for _, cfg in _prefixes(rt, stmt):
-        step = extender(rt, cfg)
-        _, ok, other = extension_filter(rt, cfg)
+        step, ok, other = extension_filter(rt, cfg)
         for b in range(256):
             want = rt.advance(cfg, bytes([b]))
             assert _same(step(b), want), (cfg.scan.rem, bytes([b]))
@@ -227,7 +226,7 @@ def test_kept_lalr_masks_are_computed_ones(kind: str) -> None:
     for _cfg, node in _final_nodes(rt):
         # the grouped simulation is the chain run terminal by terminal
         want = 0
-        for t in rt.row_terms[node.state]:
+        for t in range(rt.n_terminals):
             if rt._simulate(node, t):
                 want |= 1 << t
         assert rt._lalr_mask(node) == want
