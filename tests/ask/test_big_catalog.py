@@ -207,6 +207,41 @@ def test_run_together_names_and_irregular_verbs_reach_their_tables():
     assert "writes" in top[:3]
 
 
+def test_tables_that_share_a_rare_column_rise_together():
+    """A catalog with no declared foreign keys (defog's geography): the tables that share a
+    rare column name with the question's table (``state_name``) are its join partners and
+    rise above tables that only match the question's generic words (``city``, ``country``
+    columns of hundreds of distractors). Only the question's strongest schema reaches out:
+    the partners of a namesake in another schema (``travel.city``) stay behind."""
+
+    def t(name: str, *cols: str) -> TableInfo:
+        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
+
+    geo = (
+        t("city", "city_name", "population", "country_name", "state_name"),
+        t("lake", "lake_name", "area", "state_name"),
+        t("border_info", "state_name", "border"),
+    )
+    noise = tuple(t(f"stg_{i}", f"stg_{i}_id", "city", "country", "notes") for i in range(40))
+    travel = (t("city", "city_code", "city_name"), t("ground_service", "city_code", "fare"))
+    snap = SchemaSnapshot(
+        "postgresql",
+        "public",
+        (SchemaInfo("geo", geo + noise), SchemaInfo("travel", travel)),
+    )
+    tables = visible_tables(snap, sqlite_baseline(snap))
+    q = "What is the total population of cities in each country?"
+    top = [(x.schema, x.name) for x in Linker(tables).rank(q)]
+    assert top[0] == ("geo", "city")
+    assert set(top[1:3]) == {("geo", "lake"), ("geo", "border_info")}
+    assert top.index(("travel", "ground_service")) > top.index(("geo", "stg_0"))
+    # a column name most tables carry joins nothing: with it the partners stay behind
+    common = tuple(t(f"x_{i}", "state_name", "country", "city") for i in range(40))
+    snap2 = SchemaSnapshot("postgresql", "public", (SchemaInfo("geo", geo + common),))
+    top2 = [x.name for x in Linker(visible_tables(snap2, sqlite_baseline(snap2))).rank(q)]
+    assert top2[0] == "city" and "lake" not in top2[:3]
+
+
 def test_fingerprints_do_not_move_without_comments():
     """A comment-less catalog keeps the fingerprint it had before comments were read (its
     canonical JSON has no comment keys); a comment is part of it and round-trips."""
