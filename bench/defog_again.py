@@ -153,23 +153,36 @@ def rerun_big(model: str, max_tokens: int, until: float) -> None:
 
 
 def ask_whole(
-    model: str, max_tokens: int, until: float, tag: str = "", free: bool = False, shard: str = "0/1"
+    model: str,
+    max_tokens: int,
+    until: float,
+    tag: str = "",
+    free: bool = False,
+    shard: str = "0/1",
+    big: bool = False,
 ) -> None:
     """Every question asked again on its own database with the checkout's code: arm
     ``whole<tag>`` (``free``: the unconstrained arm ``whole_free<tag>``). The headline's
     answers come from several commits (the run went on across sessions); a whole pass gives
     the constrained arm's figures at one commit, and two passes paired show what the changes
     between them did. ``shard`` ``K/N`` asks every N-th question from the K-th (two
-    processes on two cores); the records say the commit, so a pass split over commits shows."""
+    processes on two cores); the records say the commit, so a pass split over commits shows.
+    ``big``: every question on the big catalog instead (arm ``bigwhole<tag>``), to pair with
+    ``whole<tag>`` asked at the same commit (issue #25 §5: the big arm on all questions)."""
+    from defog_big import BIG, ensure_big
+
     from grid_sql.ask.asker import Asker, load_backend
 
     k, n = (int(x) for x in shard.split("/"))
     path = out_path(model)
     open_records(path)
-    arm = ("whole_free" if free else "whole") + tag
+    arm = ("bigwhole" if big else "whole_free" if free else "whole") + tag
     done = {r["qid"] for r in read_records(path) if r["arm"] == arm}
     questions = stratified(load_questions(), None)[k::n]
-    ensure_role(sorted({q.db for q in questions}))
+    dbs = sorted({q.db for q in load_questions()})
+    ensure_role(dbs)
+    if big:
+        ensure_big(lambda d: _conninfo(admin_url(), d), DATA, dbs, DISTRACTORS, ROLE)
     backend = load_backend(model)
     commit = _commit()
     askers: dict[str, Any] = {}
@@ -179,12 +192,16 @@ def ask_whole(
         if time.time() > until:
             print("time is up: stopping (the run resumes from here)", file=sys.stderr)
             return
-        if q.db not in askers:
-            askers[q.db] = Asker(
-                reader_url(q.db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
+        db = BIG if big else q.db
+        if db not in askers:
+            askers[db] = Asker(
+                reader_url(db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
             )
-        asker = askers[q.db]
-        answer = run_free(backend, asker, q, max_tokens) if free else run_asker(asker, q)
+        asker = askers[db]
+        if free:
+            answer = run_free(backend, asker, q, max_tokens)
+        else:
+            answer = run_asker(asker, q, where=BIG if big else None)
         write_record(path, q, arm, model, commit, answer)
 
 
@@ -251,4 +268,49 @@ def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
         for r in bad:
             err = (r.get("error") or "")[:150].replace("\n", " ")
             out.append(f"- q{r['qid']} ({r['category']}): {r.get('error_type')}: {err}")
+    return out
+
+
+def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
+    """The big catalog on every question (``--whole --big --tag T``) against the same
+    questions on their own databases (``--whole --tag T``), each pair from one commit."""
+    from defog import _pct, paired_bootstrap
+
+    out: list[str] = []
+    for arm in sorted(a for a in by if a.startswith("bigwhole") and by[a]):
+        own = by["whole" + arm[len("bigwhole") :]]
+        both = sorted(i for i in by[arm] if i in own)
+        if not both:
+            continue
+        pair = {"own database": own, "big catalog": by[arm]}
+        commits = {name: sorted({rs[i]["commit"] for i in both}) for name, rs in pair.items()}
+        out += [
+            "",
+            f"## Big catalog on every question: `{arm}` against `whole{arm[len('bigwhole') :]}`",
+            "",
+            f"{len(both)} questions asked on `defog_big` (`--whole --big`) and on their own "
+            "database (`--whole`), same options; commits: "
+            + "; ".join(f"{name} {', '.join(c)}" for name, c in commits.items())
+            + ".",
+            "",
+            "| catalog | executes [95% Wilson] | EX [95% Wilson] | dead ends |",
+            "|---|---|---|---|",
+        ]
+        for name, rs in pair.items():
+            ex = sum(bool(rs[i]["executes"]) for i in both)
+            ok = sum(bool(rs[i]["correct"]) for i in both)
+            dead = sum(bool(rs[i].get("dead_end")) for i in both)
+            out.append(f"| {name} | {_pct(ex, len(both))} | {_pct(ok, len(both))} | {dead} |")
+        a = [bool(by[arm][i]["correct"]) for i in both]
+        b = [bool(own[i]["correct"]) for i in both]
+        lo, hi = paired_bootstrap(a, b)
+        d = (sum(a) - sum(b)) / len(both)
+        only_big = sum(x and not y for x, y in zip(a, b, strict=True))
+        only_own = sum(y and not x for x, y in zip(a, b, strict=True))
+        out += [
+            "",
+            f"EX big − own: **{100 * d:+.1f} points** (95% paired bootstrap "
+            f"[{100 * lo:+.1f}, {100 * hi:+.1f}]; {only_big} right only on the big catalog, "
+            f"{only_own} only on the own database).",
+        ]
     return out
