@@ -39,6 +39,25 @@ def gold_tables(sql: str) -> set[str]:
     return {t.name.lower() for t in tree.find_all(exp.Table)} - ctes
 
 
+def real_tables(dbs: list[str]) -> set[tuple[str, str]]:
+    """(schema on the big catalog, table) of every table of the per-database copies: what
+    the big catalog holds besides its distractors."""
+    import sqlalchemy as sa
+
+    out: set[tuple[str, str]] = set()
+    for db in dbs:
+        home, schema = ("consumer_div", "consumer_div") if db == "ewallet" else (db, "public")
+        engine = sa.create_engine(reader_url(db))
+        with engine.connect() as con:
+            rows = con.execute(
+                sa.text("SELECT table_name FROM information_schema.tables WHERE table_schema = :s"),
+                {"s": schema},
+            )
+            out |= {(home, r[0].lower()) for r in rows}
+        engine.dispose()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--big", default="big_again3", help="arm of the big-catalog pass")
@@ -53,6 +72,8 @@ def main() -> None:
     own = {r["qid"]: r for r in records if r["arm"] == args.own}
     questions = {q.qid: q for q in load_questions()}
     asker = Asker(reader_url("big"), model=load_backend(args.model), audit=False, date_help=True)
+    real = real_tables(sorted({q.db for q in questions.values()}))
+    kinds = {"own": 0, "own-schema distractor": 0, "other schema": 0, "other-schema distractor": 0}
     shown_all: list[int] = []
     n_gold = n_shown = n_home = n_full = 0
     for qid in sorted(big):
@@ -66,6 +87,13 @@ def main() -> None:
         if got == gold:
             shown_all.append(qid)
         mine = sum(s == home for s, _ in full)
+        for s, t in full:
+            own_schema, is_real = s == home, (s, t) in real
+            kinds[
+                ("own" if is_real else "own-schema distractor")
+                if own_schema
+                else ("other schema" if is_real else "other-schema distractor")
+            ] += 1
         n_home, n_full = n_home + mine, n_full + len(full)
         seen = "all gold shown" if got == gold else "missing " + ",".join(sorted(gold - got))
         print(
@@ -76,6 +104,7 @@ def main() -> None:
     missing = [q for q in big if q not in shown_all]
     print(f"\ngold tables described in full: {n_shown}/{n_gold}")
     print(f"tables described from the question's own database: {n_home}/{n_full}")
+    print("tables described, by kind: " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
     for label, ids in (("every gold table shown", shown_all), ("a gold table missing", missing)):
         b = sum(bool(big[q]["correct"]) for q in ids)
         o = sum(bool(own.get(q, {}).get("correct")) for q in ids)
