@@ -21,10 +21,12 @@ How (lexical, no model: nothing to download, deterministic, microseconds per tab
 * a table then gains half the best score among its foreign-key neighbours (either direction),
   so the join table between two mentioned tables rises with them, plus a tie-breaker of
   ``0.01`` per foreign key it takes part in (a catalog's central tables are its hubs);
-* where a catalog declares no foreign keys, tables of one schema that share a column name
-  few tables carry (at most 0.5 % of the catalog, or 8: ``state_name`` in defog's
-  geography, not ``city`` or ``created_at``) are join partners and gain half the same way,
-  only from the question's strongest schema (below). On the 76 defog big-catalog questions
+* tables of one schema that share a column name few tables carry (at most 0.5 % of the
+  catalog's tables or 8, whichever is more: ``state_name`` in defog's geography, not
+  ``city`` or ``created_at``) are join partners and gain half the same way, only from the
+  question's strongest schema (below): many catalogs declare no foreign keys (defog's do
+  not), and a rare column name two tables share is how they join. On the 76 defog
+  big-catalog questions
   (16 tables described each) the prompts show 650 instead of 402 tables of the question's
   own database, 435 instead of 686 distractors and 131 instead of 128 other databases'
   tables, with the same 113 of 121 gold tables (``bench/defog_big_recall.py``);
@@ -253,9 +255,9 @@ class Linker(Generic[T]):
         self._joins = self._shared_keys()
 
     def _shared_keys(self) -> list[set[int]]:
-        """Tables of one schema that share a column name few tables of the catalog carry
-        (``state_name`` in five geography tables): where a catalog declares no foreign keys,
-        a rare column name two tables share is how they join."""
+        """Per table, the tables of its schema that share a column name with it which at
+        most ``max(SHARED_KEY_MIN, SHARED_KEY_SHARE * tables)`` tables of the catalog carry
+        (module doc)."""
         by_col: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, t in enumerate(self.tables):
             for c in {c.name.lower() for c in t.columns}:
