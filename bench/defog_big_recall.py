@@ -39,6 +39,11 @@ def gold_tables(sql: str) -> set[str]:
     return {t.name.lower() for t in tree.find_all(exp.Table)} - ctes
 
 
+def big_schema(db: str) -> str:
+    """The schema database ``db``'s tables have on the big catalog (``bench/defog_big.py``)."""
+    return "consumer_div" if db == "ewallet" else db
+
+
 def real_tables(dbs: list[str]) -> set[tuple[str, str]]:
     """(schema on the big catalog, table) of every table of the per-database copies: what
     the big catalog holds besides its distractors."""
@@ -46,7 +51,8 @@ def real_tables(dbs: list[str]) -> set[tuple[str, str]]:
 
     out: set[tuple[str, str]] = set()
     for db in dbs:
-        home, schema = ("consumer_div", "consumer_div") if db == "ewallet" else (db, "public")
+        home = big_schema(db)  # ewallet's tables live in consumer_div in both copies
+        schema = home if home != db else "public"
         engine = sa.create_engine(reader_url(db))
         with engine.connect() as con:
             rows = con.execute(
@@ -81,7 +87,7 @@ def main() -> None:
         gold = gold_tables(q.gold)
         text = asker.messages(q.text)[0]["content"]
         full = [(s, t.lower()) for s, t in _FULL.findall(text)]
-        home = "consumer_div" if q.db == "ewallet" else q.db
+        home = big_schema(q.db)
         got = gold & {t for s, t in full if s == home}
         n_gold, n_shown = n_gold + len(gold), n_shown + len(got)
         if got == gold:

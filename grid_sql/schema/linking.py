@@ -299,20 +299,11 @@ class Linker(Generic[T]):
         for i, part in name_part.items():  # a name the question covers only in part counts less
             cover = name_hits[i] / len(self._name_words[i])
             base[i] += part * cover * cover
-        out = dict(base)
-        for i, v in base.items():
-            for j in self._neighbours[i]:
-                bonus = 0.5 * v
-                if bonus > out.get(j, 0.0) - base.get(j, 0.0):
-                    out[j] = base.get(j, 0.0) + bonus
+        out = _spread(base, base, self._neighbours, 0.5)
         best = self._strongest_schema(out)
-        joined = dict(out)  # implicit joins: only the strongest schema's tables reach out
-        for i, v in base.items():
-            if best is None or self.tables[i].schema == best:
-                bonus = SHARED_KEY_BONUS * v
-                for j in self._joins[i]:
-                    if bonus > joined.get(j, 0.0) - out.get(j, 0.0):
-                        joined[j] = out.get(j, 0.0) + bonus
+        # implicit joins: only the strongest schema's tables reach out
+        reach = {i: v for i, v in base.items() if best is None or self.tables[i].schema == best}
+        joined = _spread(out, reach, self._joins, SHARED_KEY_BONUS)
         if best is not None:
             for i in joined:
                 if self.tables[i].schema != best:
@@ -351,6 +342,24 @@ class Linker(Generic[T]):
             cols = sorted(hits, key=lambda c: (-hits[c] / max(len(link_words(c)), 1), -hits[c]))
             out.append(Linked(self.tables[i], s.get(i, 0.0), tuple(cols)))
         return out
+
+
+def _spread(
+    under: Mapping[int, float],
+    sources: Mapping[int, float],
+    near: Sequence[set[int]],
+    share: float,
+) -> dict[int, float]:
+    """``under`` with each table raised by ``share`` of the best score among the
+    ``sources`` it is ``near`` (one bonus per table, the largest: a hub gains no more for
+    having many scored neighbours)."""
+    out = dict(under)
+    for i, v in sources.items():
+        bonus = share * v
+        for j in near[i]:
+            if bonus > out.get(j, 0.0) - under.get(j, 0.0):
+                out[j] = under.get(j, 0.0) + bonus
+    return out
 
 
 _CACHE: OrderedDict[tuple[str, ...], Linker[object]] = OrderedDict()  # type: ignore[type-var]
