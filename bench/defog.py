@@ -632,8 +632,9 @@ def report(model: str, command: str, notes: str = "") -> str:
             f"{wins} questions right only constrained, {losses} only unconstrained). "
             f"Executes: {100 * ediff:+.1f} points [{100 * elo:+.1f}, {100 * ehi:+.1f}].",
         ]
-    from defog_again import big_whole_section, whole_section
+    from defog_again import big_whole_section, carry_over, whole_section
 
+    carry_over(by)
     lines += (
         whole_section(by)
         + big_whole_section(by)
@@ -749,6 +750,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--whole", action="store_true", help="see ask_whole()")
     ap.add_argument("--free", action="store_true", help="--whole: the unconstrained arm")
     ap.add_argument("--big", action="store_true", help="--whole: on the big catalog")
+    ap.add_argument("--over", default="", help="--whole: partial pass over tag B (ask_whole)")
     ap.add_argument("--shard", default="0/1", help="--whole, --again: K/N, every N-th from K")
     ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
@@ -772,7 +774,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from defog_again import ask_again, ask_whole, rerun_big, rerun_refused
 
     if args.whole:
-        ask_whole(args.model, args.max_tokens, until, args.tag, args.free, args.shard, big=args.big)
+        ask_whole(
+            args.model, args.max_tokens, until, args.tag, args.free, args.shard, args.big, args.over
+        )
         return 0
 
     if args.rerun_refused:

@@ -32,7 +32,40 @@ from defog import (
     write_record,
 )
 
-__all__ = ["ask_again", "ask_whole", "rerun_big", "rerun_refused"]
+__all__ = ["ask_again", "ask_whole", "carry_over", "led_alias_qids", "rerun_big", "rerun_refused"]
+
+
+def led_alias_qids(records: dict[int, dict[str, Any]]) -> list[int]:
+    """The questions whose answer in ``records`` (one arm) refusing keyword-led aliases
+    (docs/scope.md) can change: it went through a repair or autofix round (the records
+    keep only the last round's statement), or a table alias written without ``AS`` begins
+    with a reserved keyword. The others are unchanged by construction: greedy decoding
+    picks the same token wherever the mask still admits it, and the rule only removes
+    tokens that begin such an alias."""
+    import re
+
+    from grid_sql.grammar.ir import RESERVED_WORDS
+
+    kw = "|".join(sorted(RESERVED_WORDS, key=len, reverse=True))
+    led = re.compile(rf"(?:FROM|JOIN|,)\s+[\w.\"]+\s+(?!AS\b)((?:{kw})\w+)", re.I)
+    out = []
+    for q, r in sorted(records.items()):
+        text = f"{r.get('sql') or ''} {r.get('error') or ''}"
+        words = [m.group(1) for m in led.finditer(text)]
+        if r.get("repairs") or any(w.upper() not in RESERVED_WORDS for w in words):
+            out.append(q)
+    return out
+
+
+def carry_over(by: dict[str, dict[int, dict[str, Any]]]) -> None:
+    """Complete each partial pass (``--whole --over B``) with the answers of ``B`` it did
+    not ask again (in place; those keep their own commit, so the report's commit lists
+    show the mix)."""
+    for arm, rs in by.items():
+        base = next((r["over"] for r in rs.values() if r.get("over")), None)
+        if base:
+            for q, r in by.get(base, {}).items():
+                rs.setdefault(q, {**r, "carried": True})
 
 
 def rerun_refused(model: str, max_tokens: int, until: float) -> None:
@@ -160,6 +193,7 @@ def ask_whole(
     free: bool = False,
     shard: str = "0/1",
     big: bool = False,
+    over: str = "",
 ) -> None:
     """Every question asked again on its own database with the checkout's code: arm
     ``whole<tag>`` (``free``: the unconstrained arm ``whole_free<tag>``). The headline's
@@ -168,7 +202,9 @@ def ask_whole(
     between them did. ``shard`` ``K/N`` asks every N-th question from the K-th (two
     processes on two cores); the records say the commit, so a pass split over commits shows.
     ``big``: every question on the big catalog instead (arm ``bigwhole<tag>``), to pair with
-    ``whole<tag>`` asked at the same commit (issue #25 §5: the big arm on all questions)."""
+    ``whole<tag>`` asked at the same commit (issue #25 §5: the big arm on all questions).
+    ``over`` ``B``: a partial pass, only the questions of arm ``whole<B>`` (``bigwhole<B>``)
+    that :func:`led_alias_qids` names; the report carries the others over (:func:`carry_over`)."""
     from defog_big import BIG, ensure_big
 
     from grid_sql.ask.asker import Asker, load_backend
@@ -179,6 +215,11 @@ def ask_whole(
     arm = ("bigwhole" if big else "whole_free" if free else "whole") + tag
     done = {r["qid"] for r in read_records(path) if r["arm"] == arm}
     questions = stratified(load_questions(), None)[k::n]
+    base = ("bigwhole" if big else "whole") + over
+    if over:
+        base_recs = {r["qid"]: r for r in read_records(path) if r["arm"] == base}
+        reach = set(led_alias_qids(base_recs))
+        questions = [q for q in questions if q.qid in reach]
     dbs = sorted({q.db for q in load_questions()})
     ensure_role(dbs)
     if big:
@@ -202,7 +243,7 @@ def ask_whole(
             answer = run_free(backend, asker, q, max_tokens)
         else:
             answer = run_asker(asker, q, where=BIG if big else None)
-        write_record(path, q, arm, model, commit, answer)
+        write_record(path, q, arm, model, commit, {**answer, **({"over": base} if over else {})})
 
 
 def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
@@ -283,6 +324,7 @@ def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
         if not both:
             continue
         pair = {"own database": own, "big catalog": by[arm]}
+        carried = {n: sum(bool(rs[i].get("carried")) for i in both) for n, rs in pair.items()}
         commits = {name: sorted({rs[i]["commit"] for i in both}) for name, rs in pair.items()}
         out += [
             "",
@@ -291,7 +333,13 @@ def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
             f"{len(both)} questions asked on `defog_big` (`--whole --big`) and on their own "
             "database (`--whole`), same options; commits: "
             + "; ".join(f"{name} {', '.join(c)}" for name, c in commits.items())
-            + ".",
+            + "."
+            + "".join(
+                f" {name}: {c} answers carried over from the pass this one is partial over "
+                "(`--over`: answers the change cannot reach, `led_alias_qids`)."
+                for name, c in carried.items()
+                if c
+            ),
             "",
             "| catalog | executes [95% Wilson] | EX [95% Wilson] | dead ends |",
             "|---|---|---|---|",

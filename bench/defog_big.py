@@ -86,8 +86,10 @@ def ensure_big(
             names = [x for x in distractor_names(n_distractors, words) if x.lower() not in real]
             rng = random.Random(2025)
             home = {x: rng.choice([*schemas, "warehouse"]) for x in names}
-            for stmt in distractor_ddl(names, lambda x: f"{home[x]}.{x}"):
+            for i, stmt in enumerate(distractor_ddl(names, lambda x: f"{home[x]}.{x}")):
                 con.execute(stmt.encode())
+                if i % 500 == 499:  # one transaction would hold a lock per table: more than a
+                    con.commit()  # default server's lock table (the layout comment comes last)
             con.execute(psql.SQL("COMMENT ON DATABASE {} IS {}").format(name, psql.Literal(layout)))
         con.commit()
     with psycopg.connect(conninfo_of(database), autocommit=True) as con:

@@ -132,15 +132,15 @@ class TrieWalker:
 
     References the shared ``dfa`` and ``trie`` (no copy); only ``ignored`` (u64 words,
     ``<= dfa.n_words``) and ``lexicons`` (``(terminal, words, fold_bare_case,
-    fold_quoted_case, exclude)``; with ``exclude`` the words are the refused ones) are its
-    own. Raises ``ValueError`` for inconsistent inputs (the message names the input).
+    fold_quoted_case, exclude, refused_prefixes)``; with ``exclude`` the words are the
+    refused ones, and so is every lexeme beginning with a refused prefix) are its own. Raises ``ValueError`` for inconsistent inputs (the message names the input).
     """
 
     def __new__(
         cls,
         dfa: ScanDfa,
         ignored: bytes,
-        lexicons: Sequence[tuple[int, Sequence[bytes], bool, bool, bool]],
+        lexicons: Sequence[tuple[int, Sequence[bytes], bool, bool, bool, Sequence[bytes]]],
         trie: TokenTrieArrays,
     ) -> TrieWalker: ...
     def walk(
@@ -205,7 +205,7 @@ class ParserKernel:
         end_state: int,
         dfa: ScanDfa,
         ignored: bytes,
-        lexicons: Sequence[tuple[int, Sequence[bytes], bool, bool, bool]],
+        lexicons: Sequence[tuple[int, Sequence[bytes], bool, bool, bool, Sequence[bytes]]],
     ) -> ParserKernel: ...
     @property
     def n_nodes(self) -> int:

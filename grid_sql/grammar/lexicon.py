@@ -40,16 +40,35 @@ class CategoryWords:
     partial lexeme counts as live. That is exact only when each refused word is a proper
     prefix of another lexeme of the terminal (``t1`` of ``t1x``, ``"t1"`` of ``"t1""x"``),
     which the caller ensures (never ``[t1]``).
+
+    ``refused_prefixes`` (with ``exclude`` only): no lexeme whose folded form begins with
+    one of them is admitted, and no partial one either, since nothing extends it back out
+    (the keywords a select-list obligation blocks where a table's alias may be written:
+    ``FROM t GROUPBYx``, docs/scope.md "Keyword-led aliases"). Every other partial lexeme
+    stays live: one byte off the refused prefix leaves it.
     """
 
     words: frozenset[bytes]
     fold_bare_case: bool = False
     fold_quoted_case: bool = False
     exclude: bool = False
+    refused_prefixes: frozenset[bytes] = frozenset()
 
     def __post_init__(self) -> None:
         folded = frozenset(self._fold(w) for w in self.words)
         object.__setattr__(self, "words", folded)
+        if self.refused_prefixes:
+            if not self.exclude or any(not p for p in self.refused_prefixes):
+                raise ValueError("refused_prefixes: non-empty words of a complement lexicon")
+            pre = frozenset(self._fold(p) for p in self.refused_prefixes)
+            object.__setattr__(self, "refused_prefixes", pre)
+
+    def refuses_prefix(self, partial: bytes) -> bool:
+        """Whether ``partial`` (and so every extension of it) begins with a refused prefix."""
+        if not self.refused_prefixes:
+            return False
+        key = self._fold(partial)
+        return any(key.startswith(p) for p in self.refused_prefixes)
 
     @functools.cached_property
     def prefixes(self) -> frozenset[bytes]:
@@ -95,11 +114,15 @@ class CategoryWords:
 
     def admits(self, lexeme: bytes) -> bool:
         """Whether ``lexeme`` is one of the allowed words (not a refused one)."""
+        if self.exclude and self.refuses_prefix(lexeme):
+            return False
         return (self._fold(lexeme) in self.words) != self.exclude
 
     def admits_prefix(self, partial: bytes) -> bool:
         """Whether ``partial`` can still be extended to an allowed word."""
-        return self.exclude or self._fold(partial) in self.prefixes
+        if self.exclude:
+            return not self.refuses_prefix(partial)
+        return self._fold(partial) in self.prefixes
 
     def reads(self, partial: bytes) -> bool:
         """Whether the listed words (allowed or refused) still tell the extensions of

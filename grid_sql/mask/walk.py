@@ -144,7 +144,14 @@ def parser_kernel(rt: ParserRuntime) -> Any:
         scan_dfa(rt, nw),
         rt.ignored_mask.to_bytes(nw * 8, "little"),
         [
-            (tid, sorted(w.words), w.fold_bare_case, w.fold_quoted_case, w.exclude)
+            (
+                tid,
+                sorted(w.words),
+                w.fold_bare_case,
+                w.fold_quoted_case,
+                w.exclude,
+                sorted(w.refused_prefixes),
+            )
             for tid, w in rt.lexicon.items()
         ],
     )
@@ -255,7 +262,14 @@ class Walker:
             scan_dfa(rt, nw),
             rt.ignored_mask.to_bytes(nw * 8, "little"),
             [
-                (tid, sorted(w.words), w.fold_bare_case, w.fold_quoted_case, w.exclude)
+                (
+                tid,
+                sorted(w.words),
+                w.fold_bare_case,
+                w.fold_quoted_case,
+                w.exclude,
+                sorted(w.refused_prefixes),
+            )
                 for tid, w in lexicon.items()
             ],
             self.trie.kernel_arrays(),

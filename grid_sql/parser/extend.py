@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..grammar.lexer import DEAD
-from ..grammar.lexicon import QUOTE_BYTES
+from ..grammar.lexicon import QUOTE_BYTES, CategoryWords
 from .incremental import Configuration, ParserRuntime, ScanState
 
 __all__ = ["extension_filter"]
@@ -45,13 +45,14 @@ def extension_filter(
     # per lexicon category read: (folds case, the lexeme so far as it compares, its
     # prefixes, exclude), made on first use (fold_lexeme's rule: the first byte tells quoted)
     quoted = bool(rem) and rem[0] in QUOTE_BYTES
-    folded: dict[int, tuple[bool, bytes, frozenset[bytes], bool]] = {}
+    folded: dict[int, tuple[bool, bytes, frozenset[bytes], CategoryWords | None]] = {}
 
-    def fold(tid: int) -> tuple[bool, bytes, frozenset[bytes], bool]:
+    def fold(tid: int) -> tuple[bool, bytes, frozenset[bytes], CategoryWords | None]:
         cat = lexicon[tid]
         low = cat.fold_quoted_case or (cat.fold_bare_case and not quoted)
-        pre = frozenset() if cat.exclude else cat.prefixes  # (a complement admits every prefix)
-        got = folded[tid] = (low, rem.lower() if low else rem, pre, cat.exclude)
+        # a complement admits every prefix but those its refused prefixes begin
+        pre = frozenset() if cat.exclude else cat.prefixes
+        got = folded[tid] = (low, rem.lower() if low else rem, pre, cat if cat.exclude else None)
         return got
 
     def step(b: int) -> Configuration | None:
@@ -65,8 +66,11 @@ def extension_filter(
             while m:
                 low = m & -m
                 tid = low.bit_length() - 1
-                low_, key, prefixes, exclude = folded.get(tid) or fold(tid)
-                if exclude or key + (_LOWER[b] if low_ else _BYTE[b]) in prefixes:
+                low_, key, prefixes, complement = folded.get(tid) or fold(tid)
+                if complement is not None:
+                    if not complement.refuses_prefix(rem2):
+                        break
+                elif key + (_LOWER[b] if low_ else _BYTE[b]) in prefixes:
                     break
                 m ^= low
             else:

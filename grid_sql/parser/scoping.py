@@ -186,7 +186,22 @@ class ScopedViews:
         spelled = frozenset(w for w in spelled or () if w[:1] != b"[")
         if static:
             spelled |= self._static_alias
-        return self._exclude_view(b"X", spelled, sem) if spelled else None
+        led = self._blocked_keywords(node)
+        return self._exclude_view(b"X", spelled, sem, led) if spelled or led else None
+
+    def _blocked_keywords(self: ParserRuntime, node: StackNode) -> frozenset[bytes]:  # type: ignore[misc]  # self: the runtime (module doc)
+        """The spellings of the reserved keywords a select-list obligation blocks at
+        ``node`` (their stop bits, ``drop_unbound_closers``): where a table's alias may be
+        written there, no alias may begin with one (docs/scope.md, "Keyword-led aliases").
+        The model that wrote `FROM t GROUP` meant the clause; with the clause refused, the
+        word would otherwise go on as an alias (`GROUPBYx`, `WHERE_x`) instead of a join."""
+        stops = (self.allowed_mask(node) >> self.stop_shift) & self.reserved_mask
+        out = []
+        while stops:
+            low = stops & -stops
+            stops ^= low
+            out.append(self.grammar.terminals[low.bit_length() - 1].name.lower().encode())
+        return frozenset(out)
 
     def _alias_kind(self: ParserRuntime, state: int, sem: ScopeRules) -> str:  # type: ignore[misc]  # self: the runtime (module doc)
         """``"table"`` if an IDENT in ``state`` can only reduce to ``table_alias``,
@@ -210,18 +225,29 @@ class ScopedViews:
         return "table" if reduces and not output else ""
 
     def _exclude_view(  # type: ignore[misc]  # self: the runtime (module doc)
-        self: ParserRuntime, tag: bytes, spelled: frozenset[bytes], sem: ScopeRules
+        self: ParserRuntime,
+        tag: bytes,
+        spelled: frozenset[bytes],
+        sem: ScopeRules,
+        led: frozenset[bytes] = frozenset(),
     ) -> LexiconView:
-        """The lexicons with IDENT admitting every word but ``spelled`` (memoized)."""
-        key = ("alias" if tag == b"X" else "output", spelled)
+        """The lexicons with IDENT admitting every word but ``spelled`` and those that begin
+        with a word of ``led`` (memoized)."""
+        key = ("alias" if tag == b"X" else "output", spelled, led)
         view = self._views.get(key)
         if view is None:
             lex = dict(self.lexicon)
-            lex[sem.t_ident] = CategoryWords(spelled, True, True, exclude=True)
+            lex[sem.t_ident] = CategoryWords(
+                spelled, True, True, exclude=True, refused_prefixes=led
+            )
             h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
             h.update(tag + sem.t_ident.to_bytes(4, "little"))
             for w in sorted(spelled):
                 h.update(len(w).to_bytes(4, "little") + w)
+            if led:  # (a view without refused prefixes keeps its digest)
+                h.update(b"led")
+                for w in sorted(led):
+                    h.update(len(w).to_bytes(4, "little") + w)
             view = LexiconView(lex, self.lexicon_mask | self.fresh_mask, h.hexdigest())
             if len(self._views) >= VIEW_LIMIT:
                 self._views.clear()

@@ -269,7 +269,7 @@ class SpecOracle:
 
     def _lex_key(self, name: str, s: bytes) -> tuple[frozenset[bytes], bytes]:
         words, fold = self._lexicon_now()[name]
-        if fold in (2, EXCLUDE) or (fold and s[:1] and s[:1] not in QUOTE_BYTES):
+        if fold == 2 or isinstance(fold, Exclude) or (fold and s[:1] and s[:1] not in QUOTE_BYTES):
             return words, s.lower()
         return words, s
 
@@ -279,8 +279,9 @@ class SpecOracle:
             return False
         if name in self._lexicon_now():
             words, key = self._lex_key(name, s)
-            if self._lexicon_now()[name][1] == EXCLUDE:
-                return key not in words
+            fold = self._lexicon_now()[name][1]
+            if isinstance(fold, Exclude):
+                return key not in words and not fold.refuses(key)
             return key in words
         return True
 
@@ -290,8 +291,9 @@ class SpecOracle:
             return False
         if name in self._lexicon_now():
             words, key = self._lex_key(name, s)
-            if self._lexicon_now()[name][1] == EXCLUDE:
-                return True  # refused words only: longer lexemes are admitted
+            fold = self._lexicon_now()[name][1]
+            if isinstance(fold, Exclude):  # refused words: longer lexemes are admitted,
+                return not fold.refuses(key)  # but for a refused prefix's extensions
             return any(w.startswith(key) for w in words)
         return True
 
@@ -534,7 +536,20 @@ SCOPE_PSEUDO_COLUMNS = frozenset(
     {"rowid", "oid", "_rowid_", "ctid", "xmin", "xmax", "cmin", "cmax", "tableoid", "user"}
 )
 SCOPE_MAX_REFS = 32
-EXCLUDE = "exclude"  # lexicon fold marker: the words are refused (compared case-folded)
+
+
+@dataclass(frozen=True)
+class Exclude:
+    """Lexicon fold marker: the words are refused (compared case-folded), and so is every
+    lexeme that begins with one of ``prefixes`` (docs/scope.md, "Keyword-led aliases")."""
+
+    prefixes: frozenset[bytes] = frozenset()
+
+    def refuses(self, key: bytes) -> bool:
+        return any(key.startswith(p) for p in self.prefixes)
+
+
+EXCLUDE = Exclude()
 _IDENT_TERMINALS = (
     "FUNCTION_NAME",
     "NILADIC_NAME",
@@ -961,8 +976,9 @@ class ScopeSpec:
         if self.fresh:
             fresh = self._fresh_alias(oracle, stack, forest)
             if fresh is not None:
+                refused, led = fresh
                 alias_view: dict[str, tuple[frozenset[bytes], Any]] = dict(oracle.lexicon)
-                alias_view["IDENT"] = (fresh, EXCLUDE)
+                alias_view["IDENT"] = (refused, Exclude(led) if led else EXCLUDE)
                 return alias_view
         if "COLUMN_NAME" not in oracle.lexicon or "COLUMN_NAME" not in oracle.allowed(stack):
             return None
@@ -1046,10 +1062,11 @@ class ScopeSpec:
 
     def _fresh_alias(
         self, oracle: SpecOracle, stack: Stack, forest: tuple[Any, ...]
-    ) -> frozenset[bytes] | None:
+    ) -> tuple[frozenset[bytes], frozenset[bytes]] | None:
         """At an IDENT that can only be a table's alias (written after a table name): the
-        spellings it may not be, the names the FROM so far exposes; None elsewhere or when
-        none."""
+        spellings it may not be (the names the FROM so far exposes) and the words it may not
+        begin with (the reserved keywords a select-list obligation blocks there: "Keyword-led
+        aliases"); None elsewhere or when none."""
         if "IDENT" not in oracle.rx or "IDENT" not in oracle.allowed(stack) or not forest:
             return None
         after = oracle.shift(stack, "IDENT")
@@ -1065,7 +1082,8 @@ class ScopeSpec:
             if kind is not Shift:
                 reduced.add(arg.origin.name)
         if self.output_refuse and reduced <= {"alias", "alias_name"}:
-            return self._forms(oracle, self.output_refuse)  # an output alias
+            forms = self._forms(oracle, self.output_refuse)  # an output alias
+            return None if forms is None else (forms, frozenset())
         if reduced != {"table_alias"}:
             return None
         head = forest[-2] if _tok(forest[-1], "AS") and len(forest) >= 2 else forest[-1]
@@ -1076,7 +1094,14 @@ class ScopeSpec:
             return None
         refused = set(levels[-1].exposed) if self.fresh_exposed else set()
         refused |= self.alias_refuse  # no hijacked names
-        return self._forms(oracle, refused)
+        forms = self._forms(oracle, refused) or frozenset()
+        led = frozenset(
+            name.lower().encode()
+            for name in oracle.reserved
+            if name in oracle.allowed(stack)
+            and not isinstance(oracle._shift_tree(stack, forest, name, name.encode()), tuple)
+        )
+        return (forms, led) if forms or led else None
 
     @staticmethod
     def _forms(oracle: SpecOracle, refused: Iterable[str]) -> frozenset[bytes] | None:

@@ -73,7 +73,10 @@ def test_masks_exact_against_brute_force_on_samples() -> None:
         b"SELECT T2.Name FROM singer AS T1",
         b"SELECT Theme,Name FROM singer",
         b"SELECT Theme FROM singer AS s ",
-        b"SELECT Theme FROM singer ",  # stop bits: ` WHERE` may only grow into an alias
+        b"SELECT Theme FROM singer ",  # stop bits: no ` WHERE`, nor an alias led by it
+        b"SELECT Theme FROM singer G",
+        b"SELECT Theme FROM singer\nGROU",
+        b"SELECT Theme FROM singer AS G",
         b"SELECT T2.Name FROM concert AS T1 JOIN singer AS T2 ON T2.Singer_ID = T1.concert_ID",
         # fresh aliases: not a name the FROM already exposes (CD: ` T1 ON`, ` T1,`)
         b"SELECT T2.Name FROM singer AS T1 JOIN concert AS ",

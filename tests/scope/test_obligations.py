@@ -47,6 +47,18 @@ CASES = [
     ("SELECT Theme FROM singer WHERE ", False, False),
     ("SELECT Theme FROM singer UNION ", False, False),
     ("SELECT Theme FROM singer , concert GROUP BY Theme", True, True),
+    # ... nor begin an alias written right there (docs/scope.md, "Keyword-led aliases")
+    ("SELECT Theme FROM singer GROUP", False, False),
+    ("SELECT Theme FROM singer GROUPBY ", False, False),
+    ("SELECT Theme FROM singer\nwhere_x", False, False),
+    ("SELECT Theme FROM singer groupie JOIN concert ON 1", False, False),
+    ("SELECT Theme FROM singer UNIONS", False, False),
+    ("SELECT Theme FROM singer grou", True, False),  # one byte off: still an alias
+    ("SELECT Theme FROM singer grouse JOIN concert ON 1", True, True),
+    ("SELECT Theme FROM singer joined JOIN concert ON 1", True, True),  # JOIN is not blocked
+    ("SELECT Theme FROM singer AS groupie JOIN concert ON 1", True, True),  # after AS: free
+    ('SELECT Theme FROM singer "groupie" JOIN concert ON 1', True, True),  # quoted: free
+    ("SELECT Name FROM singer groupie WHERE 1", True, True),  # nothing blocked: free
     ("SELECT Name FROM stadium", True, True),
     # what the rule leaves alone
     ('SELECT "Theme" FROM singer', True, True),  # SQLite: an unmatched "x" is a string

@@ -31,6 +31,8 @@ pub struct Lexicon {
     fold_bare_case: bool,
     fold_quoted_case: bool,
     exclude: bool,
+    /// Of a complement: no lexeme beginning (folded) with one of these is admitted.
+    refused_prefixes: Vec<Vec<u8>>,
 }
 
 impl Lexicon {
@@ -68,6 +70,7 @@ impl Lexicon {
             fold_bare_case,
             fold_quoted_case,
             exclude: false,
+            refused_prefixes: Vec::new(),
         }
     }
 
@@ -84,6 +87,40 @@ impl Lexicon {
         lex
     }
 
+    /// A complement that also refuses every lexeme beginning (folded as the words are) with
+    /// one of `prefixes` (`CategoryWords.refused_prefixes`: the keywords a select-list
+    /// obligation blocks where a table's alias may be written). No effect on an allow-list.
+    pub fn refusing_prefixes<I: IntoIterator<Item = Vec<u8>>>(mut self, prefixes: I) -> Self {
+        if self.exclude {
+            self.refused_prefixes = prefixes
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    if self.fold_quoted_case {
+                        p.to_ascii_lowercase()
+                    } else {
+                        fold_lexeme(&p, self.fold_bare_case)
+                    }
+                })
+                .collect();
+        }
+        self
+    }
+
+    /// Whether `partial` (folded) begins with a refused prefix: it and every extension are
+    /// refused.
+    fn refuses_prefix(&self, partial: &[u8]) -> bool {
+        if self.refused_prefixes.is_empty() {
+            return false;
+        }
+        let key = if self.folds(partial) {
+            partial.to_ascii_lowercase()
+        } else {
+            partial.to_vec()
+        };
+        self.refused_prefixes.iter().any(|p| key.starts_with(p))
+    }
+
     fn folds(&self, lexeme: &[u8]) -> bool {
         !lexeme.is_empty()
             && (self.fold_quoted_case || (self.fold_bare_case && !QUOTE_BYTES.contains(&lexeme[0])))
@@ -92,6 +129,9 @@ impl Lexicon {
 
     /// Whether `lexeme` is one of the allowed words (not a refused one).
     pub fn admits(&self, lexeme: &[u8]) -> bool {
+        if self.exclude && self.refuses_prefix(lexeme) {
+            return false;
+        }
         let listed = if self.folds(lexeme) {
             self.words.contains(&lexeme.to_ascii_lowercase())
         } else {
@@ -103,7 +143,7 @@ impl Lexicon {
     /// Whether `partial` can still be extended to an allowed word.
     pub fn admits_prefix(&self, partial: &[u8]) -> bool {
         if self.exclude {
-            true
+            !self.refuses_prefix(partial)
         } else if self.folds(partial) {
             self.prefixes.contains(&partial.to_ascii_lowercase())
         } else {

@@ -622,6 +622,24 @@ fn complement_lexicon_refuses_only_its_words() {
 }
 
 #[test]
+fn complement_lexicon_refuses_lexemes_led_by_a_refused_prefix() {
+    // keyword-led aliases: after `FROM t` with GROUP blocked, no alias begins with `group`
+    let lex = Lexicon::excluding([b"t1".to_vec()], true, true)
+        .refusing_prefixes([b"GROUP".to_vec(), b"where".to_vec()]);
+    for w in [&b"group"[..], b"GROUPBY", b"GroupByX", b"where_x", b"t1"] {
+        assert!(!lex.admits(w), "{:?}", String::from_utf8_lossy(w));
+        assert!(w == b"t1" || !lex.admits_prefix(w), "{:?}", String::from_utf8_lossy(w));
+    }
+    // one byte off the prefix leaves it; a quoted lexeme is never led by a bare keyword
+    for w in [&b"grou"[..], b"grouz", b"groundx", b"\"GROUPBY\"", b"wher", b"t2"] {
+        assert!(lex.admits(w) && lex.admits_prefix(w), "{:?}", String::from_utf8_lossy(w));
+    }
+    // an allow-list ignores refused prefixes (they only narrow a complement)
+    let list = Lexicon::new([b"groupby".to_vec()], true).refusing_prefixes([b"group".to_vec()]);
+    assert!(list.admits(b"groupby") && list.admits_prefix(b"group"));
+}
+
+#[test]
 fn walk_words_sets_exactly_the_walks_ids() {
     // the filler's word-form walk (no id list) against the id-list walk, which
     // walk_equals_per_token_reference holds to the per-token reference

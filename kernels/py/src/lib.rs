@@ -125,8 +125,8 @@ fn value_err(e: impl ToString) -> PyErr {
 }
 
 /// One category lexicon as passed from Python: (terminal id, folded words, fold_bare_case,
-/// fold_quoted_case, exclude).
-type LexiconSpec = (u32, Vec<Vec<u8>>, bool, bool, bool);
+/// fold_quoted_case, exclude, refused prefixes of a complement).
+type LexiconSpec = (u32, Vec<Vec<u8>>, bool, bool, bool, Vec<Vec<u8>>);
 
 /// The union-DFA side of the scan tables (`ScanDfa`), built once per lexer and shared by
 /// the walkers of every grammar over it.
@@ -362,9 +362,9 @@ fn scan_tables(
 ) -> Result<ScanTables, String> {
     let lex = lexicons
         .into_iter()
-        .map(|(t, words, bare, quoted, exclude)| {
+        .map(|(t, words, bare, quoted, exclude, prefixes)| {
             let lex = if exclude {
-                Lexicon::excluding(words, bare, quoted)
+                Lexicon::excluding(words, bare, quoted).refusing_prefixes(prefixes)
             } else {
                 Lexicon::with_folding(words, bare, quoted)
             };
