@@ -61,7 +61,7 @@ def carry_over(by: dict[str, dict[int, dict[str, Any]]]) -> None:
     """Complete each partial pass (``--whole --over B``) with the answers of ``B`` it did
     not ask again (in place; those keep their own commit, so the report's commit lists
     show the mix)."""
-    for arm, rs in by.items():
+    for rs in by.values():
         base = next((r["over"] for r in rs.values() if r.get("over")), None)
         if base:
             for q, r in by.get(base, {}).items():

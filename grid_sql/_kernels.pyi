@@ -133,7 +133,8 @@ class TrieWalker:
     References the shared ``dfa`` and ``trie`` (no copy); only ``ignored`` (u64 words,
     ``<= dfa.n_words``) and ``lexicons`` (``(terminal, words, fold_bare_case,
     fold_quoted_case, exclude, refused_prefixes)``; with ``exclude`` the words are the
-    refused ones, and so is every lexeme beginning with a refused prefix) are its own. Raises ``ValueError`` for inconsistent inputs (the message names the input).
+    refused ones, and so is every lexeme beginning with a refused prefix) are its own.
+    Raises ``ValueError`` for inconsistent inputs (the message names the input).
     """
 
     def __new__(

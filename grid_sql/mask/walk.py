@@ -263,13 +263,13 @@ class Walker:
             rt.ignored_mask.to_bytes(nw * 8, "little"),
             [
                 (
-                tid,
-                sorted(w.words),
-                w.fold_bare_case,
-                w.fold_quoted_case,
-                w.exclude,
-                sorted(w.refused_prefixes),
-            )
+                    tid,
+                    sorted(w.words),
+                    w.fold_bare_case,
+                    w.fold_quoted_case,
+                    w.exclude,
+                    sorted(w.refused_prefixes),
+                )
                 for tid, w in lexicon.items()
             ],
             self.trie.kernel_arrays(),
