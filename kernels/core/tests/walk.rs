@@ -628,11 +628,26 @@ fn complement_lexicon_refuses_lexemes_led_by_a_refused_prefix() {
         .refusing_prefixes([b"GROUP".to_vec(), b"where".to_vec()]);
     for w in [&b"group"[..], b"GROUPBY", b"GroupByX", b"where_x", b"t1"] {
         assert!(!lex.admits(w), "{:?}", String::from_utf8_lossy(w));
-        assert!(w == b"t1" || !lex.admits_prefix(w), "{:?}", String::from_utf8_lossy(w));
+        assert!(
+            w == b"t1" || !lex.admits_prefix(w),
+            "{:?}",
+            String::from_utf8_lossy(w)
+        );
     }
     // one byte off the prefix leaves it; a quoted lexeme is never led by a bare keyword
-    for w in [&b"grou"[..], b"grouz", b"groundx", b"\"GROUPBY\"", b"wher", b"t2"] {
-        assert!(lex.admits(w) && lex.admits_prefix(w), "{:?}", String::from_utf8_lossy(w));
+    for w in [
+        &b"grou"[..],
+        b"grouz",
+        b"groundx",
+        b"\"GROUPBY\"",
+        b"wher",
+        b"t2",
+    ] {
+        assert!(
+            lex.admits(w) && lex.admits_prefix(w),
+            "{:?}",
+            String::from_utf8_lossy(w)
+        );
     }
     // an allow-list ignores refused prefixes (they only narrow a complement)
     let list = Lexicon::new([b"groupby".to_vec()], true).refusing_prefixes([b"group".to_vec()]);
