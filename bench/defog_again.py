@@ -60,10 +60,10 @@ def led_alias_qids(records: dict[int, dict[str, Any]]) -> list[int]:
 def carry_over(by: dict[str, dict[int, dict[str, Any]]]) -> None:
     """Complete each partial pass (``--whole --over B``) with the answers of ``B`` it did
     not ask again (in place; those keep their own commit, so the report's commit lists
-    show the mix)."""
+    show the mix). A pass that has not yet asked every question it reaches stays partial."""
     for rs in by.values():
         base = next((r["over"] for r in rs.values() if r.get("over")), None)
-        if base:
+        if base and set(led_alias_qids(by.get(base, {}))) <= set(rs):
             for q, r in by.get(base, {}).items():
                 rs.setdefault(q, {**r, "carried": True})
 
