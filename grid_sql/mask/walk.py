@@ -32,12 +32,14 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..grammar.lexer import DEAD, START, LexerTables
+from ..grammar.lexicon import CategoryWords
 from ..parser.incremental import LexiconView, ParserRuntime
 from ..parser.stack import StackNode
 from .trie import TokenTrie
@@ -119,6 +121,22 @@ def scan_dfa(rt: ParserRuntime, n_words: int) -> Any:
     return dfa
 
 
+def lexicon_specs(lexicon: Mapping[int, CategoryWords]) -> list[Any]:
+    """The category lexicons as the kernels take them (``_kernels.pyi``: terminal, words,
+    fold_bare_case, fold_quoted_case, exclude, refused_prefixes)."""
+    return [
+        (
+            tid,
+            sorted(w.words),
+            w.fold_bare_case,
+            w.fold_quoted_case,
+            w.exclude,
+            sorted(w.refused_prefixes),
+        )
+        for tid, w in lexicon.items()
+    ]
+
+
 def parser_kernel(rt: ParserRuntime) -> Any:
     """A ``_kernels.ParserKernel`` over ``rt``'s tables, lexer and lexicons: the Rust parser
     runtime (``kernels/core/src/runtime.rs``) of a grammar without scope rules, whose
@@ -143,17 +161,7 @@ def parser_kernel(rt: ParserRuntime) -> Any:
         int(t.end_state),
         scan_dfa(rt, nw),
         rt.ignored_mask.to_bytes(nw * 8, "little"),
-        [
-            (
-                tid,
-                sorted(w.words),
-                w.fold_bare_case,
-                w.fold_quoted_case,
-                w.exclude,
-                sorted(w.refused_prefixes),
-            )
-            for tid, w in rt.lexicon.items()
-        ],
+        lexicon_specs(rt.lexicon),
     )
 
 
@@ -261,17 +269,7 @@ class Walker:
         return _kernels.TrieWalker(
             scan_dfa(rt, nw),
             rt.ignored_mask.to_bytes(nw * 8, "little"),
-            [
-                (
-                    tid,
-                    sorted(w.words),
-                    w.fold_bare_case,
-                    w.fold_quoted_case,
-                    w.exclude,
-                    sorted(w.refused_prefixes),
-                )
-                for tid, w in lexicon.items()
-            ],
+            lexicon_specs(lexicon),
             self.trie.kernel_arrays(),
         )
 
