@@ -167,8 +167,15 @@ def split_compounds(names: Sequence[set[str]], vocabulary: set[str]) -> list[set
     return out
 
 
+_HYPHENATED = re.compile(r"\b([A-Za-z]+)-([A-Za-z]+)\b")
+
+
 def _question_words(question: str) -> set[str]:
-    return {w for w in link_words(question) if w not in _STOP}
+    """The question's link words, and each hyphenated compound also run together: the
+    catalog spells "check-ins" as ``checkin`` and "e-mail" as ``email`` (schema names drop
+    the hyphen), and neither part alone reaches the table's word."""
+    joined = " ".join((a + b).lower() for a, b in _HYPHENATED.findall(question))
+    return {w for w in link_words(f"{question} {joined}") if w not in _STOP}
 
 
 class LinkableTable(Protocol):

@@ -207,6 +207,22 @@ def test_run_together_names_and_irregular_verbs_reach_their_tables():
     assert "writes" in top[:3]
 
 
+def test_hyphenated_question_words_reach_run_together_names():
+    """defog yelp's "check-ins" (table ``checkin``): neither ``check`` nor ``ins`` is the
+    table's word, so the big catalog's prompts described ``atis.days`` and not
+    ``yelp.checkin``; the compound run together is."""
+
+    def t(name: str, *cols: str) -> TableInfo:
+        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
+
+    real = (t("checkin", "business_id", "count", "day"), t("business", "business_id", "name"))
+    noise = tuple(t(f"days_{i}", "days_code", "day_name", "check_flag") for i in range(30))
+    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("yelp", real + noise),))
+    tables = visible_tables(snap, sqlite_baseline(snap))
+    q = "What is the total number of check-ins on the 2 days before Saturday?"
+    assert [x.name for x in Linker(tables).rank(q)][0] == "checkin"
+
+
 def test_tables_that_share_a_rare_column_rise_together():
     """A catalog with no declared foreign keys (defog's geography): the tables that share a
     rare column name with the question's table (``state_name``) are its join partners and
