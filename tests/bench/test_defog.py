@@ -210,3 +210,30 @@ def test_the_big_catalog_holds_every_database_in_its_schema_and_the_distractors(
     with psycopg.connect(conninfo(name)) as con:  # same layout: kept, not rebuilt
         again = con.execute("SELECT oid FROM pg_database WHERE datname = %s", (name,)).fetchone()
     assert again == oid
+
+
+def test_a_partial_pass_reaches_the_led_aliases_and_carries_the_rest_once_complete():
+    """``--whole --over B``: the questions keyword-led aliases can change are the ones with
+    a repair or autofix round (earlier rounds are not recorded) or an alias without ``AS``
+    that begins with a reserved keyword; the report completes the pass from ``B`` only
+    once it has asked all of them."""
+    again = _load("defog_again")
+    base = {
+        0: {"sql": "SELECT a FROM t GROUPBY (a)", "correct": False},
+        1: {"sql": "SELECT a FROM t AS groupie", "correct": True},  # after AS: not reached
+        2: {"sql": "SELECT a FROM t", "repairs": ["checker"], "correct": False},
+        3: {"sql": "SELECT a FROM t JOIN u ON t.a = u.a WHERE a > 1", "correct": True},
+        4: {"sql": "SELECT a FROM t orders", "correct": True},  # ORDER is reserved
+        5: {"sql": "SELECT a FROM s.t", "error": "...FROM s.t WHERE_x ...", "correct": False},
+    }
+    assert again.led_alias_qids(base) == [0, 2, 4, 5]
+    part = {0: {"correct": True, "over": "bigwhole6"}, 2: {"correct": False, "over": "bigwhole6"}}
+    by = {"bigwhole6": dict(base), "bigwhole7": dict(part)}
+    again.carry_over(by)
+    assert set(by["bigwhole7"]) == {0, 2}  # 4 and 5 not asked yet: stays partial
+    part |= {4: {"correct": True, "over": "bigwhole6"}, 5: {"correct": False, "over": "bigwhole6"}}
+    by = {"bigwhole6": dict(base), "bigwhole7": dict(part)}
+    again.carry_over(by)
+    assert sorted(by["bigwhole7"]) == [0, 1, 2, 3, 4, 5]
+    assert by["bigwhole7"][0]["correct"] and by["bigwhole7"][1].get("carried")
+    assert not by["bigwhole7"][0].get("carried")
