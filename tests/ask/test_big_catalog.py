@@ -223,6 +223,33 @@ def test_hyphenated_question_words_reach_run_together_names():
     assert [x.name for x in Linker(tables).rank(q)][0] == "checkin"
 
 
+def test_folded_run_together_names_match_at_their_ends():
+    """defog broker's tables (``CREATE TABLE sbCustomer``, unquoted: PostgreSQL folds it to
+    ``sbcustomer``): the camelCase split has nothing to cut and ``sb`` is no word, so no
+    broker table reached the big catalog's prompts; a question word that begins or ends
+    such a name, two letters or more left over, now counts half a name match. A word inside
+    a longer one with a single letter left (``border``: "order") does not."""
+
+    def t(name: str, *cols: str) -> TableInfo:
+        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
+
+    real = (
+        t("sbcustomer", "sbcustid", "sbcustname"),
+        t("sbtransaction", "sbtxid", "sbtxcustid", "sbtxamount"),
+        t("sbdailyprice", "sbdptickerid", "sbdpclose"),
+        t("border", "state_name", "border"),
+    )
+    noise = tuple(t(f"crm_customer_{w}", "id", "notes") for w in ("log", "tmp", "staging"))
+    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("broker", real + noise),))
+    tables = visible_tables(snap, sqlite_baseline(snap))
+    top = [x.name for x in Linker(tables).rank("How many transactions did each customer make?")]
+    assert set(top[:2]) == {"sbtransaction", "sbcustomer"}
+    top = [x.name for x in Linker(tables).rank("What was the highest closing price?")]
+    assert top[0] == "sbdailyprice"
+    scores = Linker(tables).scores("List the orders")
+    assert not any(tables[i].name == "border" for i in scores)
+
+
 def test_tables_that_share_a_rare_column_rise_together():
     """A catalog with no declared foreign keys (defog's geography): the tables that share a
     rare column name with the question's table (``state_name``) are its join partners and
