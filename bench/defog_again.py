@@ -60,12 +60,17 @@ def led_alias_qids(records: dict[int, dict[str, Any]]) -> list[int]:
 def carry_over(by: dict[str, dict[int, dict[str, Any]]]) -> None:
     """Complete each partial pass (``--whole --over B``) with the answers of ``B`` it did
     not ask again (in place; those keep their own commit, so the report's commit lists
-    show the mix). A pass that has not yet asked every question it reaches stays partial."""
-    for rs in by.values():
+    show the mix). A pass that has not yet asked every question it reaches is left out."""
+    for arm in list(by):
+        rs = by[arm]
         base = next((r["over"] for r in rs.values() if r.get("over")), None)
-        if base and set(led_alias_qids(by.get(base, {}))) <= set(rs):
+        if not base:
+            continue
+        if set(led_alias_qids(by.get(base, {}))) <= set(rs):
             for q, r in by.get(base, {}).items():
                 rs.setdefault(q, {**r, "carried": True})
+        else:  # not every question asked yet: no pass to report (the run resumes)
+            del by[arm]
 
 
 def rerun_refused(model: str, max_tokens: int, until: float) -> None:
