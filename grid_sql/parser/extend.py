@@ -43,15 +43,15 @@ def extension_filter(
     view = rt.lex_at(node)
     lexicon, lmask = (rt.lexicon, rt.lexicon_mask) if view is None else (view.words, view.mask)
     # per lexicon category read: (folds case, the lexeme so far as it compares, its
-    # prefixes, exclude), made on first use (fold_lexeme's rule: the first byte tells quoted)
+    # prefixes, the category itself when it is a complement), made on first use
+    # (fold_lexeme's rule: the first byte tells quoted)
     quoted = bool(rem) and rem[0] in QUOTE_BYTES
     folded: dict[int, tuple[bool, bytes, frozenset[bytes], CategoryWords | None]] = {}
 
     def fold(tid: int) -> tuple[bool, bytes, frozenset[bytes], CategoryWords | None]:
         cat = lexicon[tid]
         low = cat.fold_quoted_case or (cat.fold_bare_case and not quoted)
-        # a complement admits every prefix but those its refused prefixes begin
-        pre = frozenset() if cat.exclude else cat.prefixes
+        pre = frozenset() if cat.exclude else cat.prefixes  # (a complement: refused_prefixes)
         got = folded[tid] = (low, rem.lower() if low else rem, pre, cat if cat.exclude else None)
         return got
 
