@@ -70,6 +70,11 @@ def _qwen_tokenizer():  # the test model's own tokenizer, no weights
 # ----------------------------------------------------------------------------- linking
 
 
+def _table(name: str, *cols: str) -> TableInfo:
+    """A catalog table of text columns (the linker reads names, not types)."""
+    return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
+
+
 def test_words_are_split_and_stemmed():
     assert link_words("InvoiceLine") == ["invoice", "line"]
     assert link_words("invoice_archive_2019") == ["invoice", "archive", "2019"]
@@ -150,17 +155,19 @@ def test_one_schema_wins_over_namesakes_in_others():
     strongest schema keeps its tables ahead of same-named tables elsewhere, so the prompt does
     not show ``scholar.author`` beside ``academic.publication`` (the model joined them)."""
 
-    def t(name: str, *cols: str) -> TableInfo:
-        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
-
     snap = SchemaSnapshot(
         "postgresql",
         "public",
         (
-            SchemaInfo("archive", (t("author", "authorid", "authorname"), t("paper", "paperid"))),
+            SchemaInfo(
+                "archive", (_table("author", "authorid", "authorname"), _table("paper", "paperid"))
+            ),
             SchemaInfo(
                 "library",
-                (t("author", "aid", "name"), t("publication", "pid", "title", "citation_num")),
+                (
+                    _table("author", "aid", "name"),
+                    _table("publication", "pid", "title", "citation_num"),
+                ),
             ),
         ),
     )  # (catalog order puts archive.author first among the two equal `author` matches)
@@ -188,17 +195,14 @@ def test_run_together_names_and_irregular_verbs_reach_their_tables():
         [{"paperkeyphrase"}, {"keyphrase"}, {"restaurant"}, {"paperdataset"}], vocabulary
     ) == [{"paper", "keyphrase"}, {"keyphrase"}, {"restaurant"}, {"paper", "dataset"}]
 
-    def t(name: str, *cols: str) -> TableInfo:
-        return TableInfo(name, columns=tuple(ColumnInfo(c, "bigint") for c in cols))
-
     real = (
-        t("paper", "paperid", "title", "year"),
-        t("keyphrase", "keyphraseid", "keyphrasename"),
-        t("paperkeyphrase", "paperid", "keyphraseid"),
-        t("writes", "paperid", "authorid"),
-        t("author", "authorid", "authorname"),
+        _table("paper", "paperid", "title", "year"),
+        _table("keyphrase", "keyphraseid", "keyphrasename"),
+        _table("paperkeyphrase", "paperid", "keyphraseid"),
+        _table("writes", "paperid", "authorid"),
+        _table("author", "authorid", "authorname"),
     )
-    noise = tuple(t(f"paper_{w}_log", "id", "title") for w in ("archive", "staging", "tmp"))
+    noise = tuple(_table(f"paper_{w}_log", "id", "title") for w in ("archive", "staging", "tmp"))
     snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("scholar", real + noise),))
     tables = visible_tables(snap, sqlite_baseline(snap))
     top = [x.name for x in Linker(tables).rank("Which keyphrases appear in papers from 2020?")]
@@ -212,11 +216,11 @@ def test_hyphenated_question_words_reach_run_together_names():
     table's word, so the big catalog's prompts described ``atis.days`` and not
     ``yelp.checkin``; the compound run together is."""
 
-    def t(name: str, *cols: str) -> TableInfo:
-        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
-
-    real = (t("checkin", "business_id", "count", "day"), t("business", "business_id", "name"))
-    noise = tuple(t(f"days_{i}", "days_code", "day_name", "check_flag") for i in range(30))
+    real = (
+        _table("checkin", "business_id", "count", "day"),
+        _table("business", "business_id", "name"),
+    )
+    noise = tuple(_table(f"days_{i}", "days_code", "day_name", "check_flag") for i in range(30))
     snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("yelp", real + noise),))
     tables = visible_tables(snap, sqlite_baseline(snap))
     q = "What is the total number of check-ins on the 2 days before Saturday?"
@@ -230,16 +234,13 @@ def test_folded_run_together_names_match_at_their_ends():
     such a name, two letters or more left over, now counts half a name match. A word inside
     a longer one with a single letter left (``border``: "order") does not."""
 
-    def t(name: str, *cols: str) -> TableInfo:
-        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
-
     real = (
-        t("sbcustomer", "sbcustid", "sbcustname"),
-        t("sbtransaction", "sbtxid", "sbtxcustid", "sbtxamount"),
-        t("sbdailyprice", "sbdptickerid", "sbdpclose"),
-        t("border", "state_name", "border"),
+        _table("sbcustomer", "sbcustid", "sbcustname"),
+        _table("sbtransaction", "sbtxid", "sbtxcustid", "sbtxamount"),
+        _table("sbdailyprice", "sbdptickerid", "sbdpclose"),
+        _table("border", "state_name", "border"),
     )
-    noise = tuple(t(f"crm_customer_{w}", "id", "notes") for w in ("log", "tmp", "staging"))
+    noise = tuple(_table(f"crm_customer_{w}", "id", "notes") for w in ("log", "tmp", "staging"))
     snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("broker", real + noise),))
     tables = visible_tables(snap, sqlite_baseline(snap))
     top = [x.name for x in Linker(tables).rank("How many transactions did each customer make?")]
@@ -257,16 +258,16 @@ def test_tables_that_share_a_rare_column_rise_together():
     columns of hundreds of distractors). Only the question's strongest schema reaches out:
     the partners of a namesake in another schema (``travel.city``) stay behind."""
 
-    def t(name: str, *cols: str) -> TableInfo:
-        return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
-
     geo = (
-        t("city", "city_name", "population", "country_name", "state_name"),
-        t("lake", "lake_name", "area", "state_name"),
-        t("border_info", "state_name", "border"),
+        _table("city", "city_name", "population", "country_name", "state_name"),
+        _table("lake", "lake_name", "area", "state_name"),
+        _table("border_info", "state_name", "border"),
     )
-    noise = tuple(t(f"stg_{i}", f"stg_{i}_id", "city", "country", "notes") for i in range(40))
-    travel = (t("city", "city_code", "city_name"), t("ground_service", "city_code", "fare"))
+    noise = tuple(_table(f"stg_{i}", f"stg_{i}_id", "city", "country", "notes") for i in range(40))
+    travel = (
+        _table("city", "city_code", "city_name"),
+        _table("ground_service", "city_code", "fare"),
+    )
     snap = SchemaSnapshot(
         "postgresql",
         "public",
@@ -279,7 +280,7 @@ def test_tables_that_share_a_rare_column_rise_together():
     assert set(top[1:3]) == {("geo", "lake"), ("geo", "border_info")}
     assert top.index(("travel", "ground_service")) > top.index(("geo", "stg_0"))
     # a column name most tables carry joins nothing: with it the partners stay behind
-    common = tuple(t(f"x_{i}", "state_name", "country", "city") for i in range(40))
+    common = tuple(_table(f"x_{i}", "state_name", "country", "city") for i in range(40))
     snap2 = SchemaSnapshot("postgresql", "public", (SchemaInfo("geo", geo + common),))
     top2 = [x.name for x in Linker(visible_tables(snap2, sqlite_baseline(snap2))).rank(q)]
     assert top2[0] == "city" and "lake" not in top2[:3]
