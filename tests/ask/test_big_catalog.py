@@ -75,6 +75,12 @@ def _table(name: str, *cols: str) -> TableInfo:
     return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols))
 
 
+def _visible(schema: str, tables: tuple[TableInfo, ...]) -> list:
+    """What the linker indexes of a one-schema PostgreSQL catalog (every table readable)."""
+    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo(schema, tables),))
+    return visible_tables(snap, sqlite_baseline(snap))
+
+
 def test_words_are_split_and_stemmed():
     assert link_words("InvoiceLine") == ["invoice", "line"]
     assert link_words("invoice_archive_2019") == ["invoice", "archive", "2019"]
@@ -203,8 +209,7 @@ def test_run_together_names_and_irregular_verbs_reach_their_tables():
         _table("author", "authorid", "authorname"),
     )
     noise = tuple(_table(f"paper_{w}_log", "id", "title") for w in ("archive", "staging", "tmp"))
-    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("scholar", real + noise),))
-    tables = visible_tables(snap, sqlite_baseline(snap))
+    tables = _visible("scholar", real + noise)
     top = [x.name for x in Linker(tables).rank("Which keyphrases appear in papers from 2020?")]
     assert "paperkeyphrase" in top[:3]
     top = [x.name for x in Linker(tables).rank("How many papers has each author written?")]
@@ -221,8 +226,7 @@ def test_hyphenated_question_words_reach_run_together_names():
         _table("business", "business_id", "name"),
     )
     noise = tuple(_table(f"days_{i}", "days_code", "day_name", "check_flag") for i in range(30))
-    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("yelp", real + noise),))
-    tables = visible_tables(snap, sqlite_baseline(snap))
+    tables = _visible("yelp", real + noise)
     q = "What is the total number of check-ins on the 2 days before Saturday?"
     assert [x.name for x in Linker(tables).rank(q)][0] == "checkin"
 
@@ -241,8 +245,7 @@ def test_folded_run_together_names_match_at_their_ends():
         _table("border", "state_name", "border"),
     )
     noise = tuple(_table(f"crm_customer_{w}", "id", "notes") for w in ("log", "tmp", "staging"))
-    snap = SchemaSnapshot("postgresql", "public", (SchemaInfo("broker", real + noise),))
-    tables = visible_tables(snap, sqlite_baseline(snap))
+    tables = _visible("broker", real + noise)
     top = [x.name for x in Linker(tables).rank("How many transactions did each customer make?")]
     assert set(top[:2]) == {"sbtransaction", "sbcustomer"}
     top = [x.name for x in Linker(tables).rank("What was the highest closing price?")]
