@@ -32,7 +32,16 @@ from defog import (
     write_record,
 )
 
-__all__ = ["ask_again", "ask_whole", "carry_over", "led_alias_qids", "rerun_big", "rerun_refused"]
+__all__ = [
+    "REACH",
+    "ask_again",
+    "ask_whole",
+    "bind_reach_qids",
+    "carry_over",
+    "led_alias_qids",
+    "rerun_big",
+    "rerun_refused",
+]
 
 
 def led_alias_qids(records: dict[int, dict[str, Any]]) -> list[int]:
@@ -57,20 +66,64 @@ def led_alias_qids(records: dict[int, dict[str, Any]]) -> list[int]:
     return out
 
 
+def bind_reach_qids(records: dict[int, dict[str, Any]], grammar_of: Any) -> list[int]:
+    """The questions whose answer in ``records`` (one arm) a change to what bind on close
+    writes (``grid_sql/decode/bind.py``) can change: a repair or autofix round, no
+    statement, or a statement the role grammar (``grammar_of(db)``) refuses, or one with a
+    prefix at which a select-list obligation blocks closing the FROM clause. Bind on close
+    acts only at such a prefix (it writes where the model's first choice would close
+    there), so greedy decoding of any other statement picks the same tokens."""
+    from grid_sql.parser import ParserRuntime
+
+    out = []
+    for q, r in sorted(records.items()):
+        sql = (r.get("sql") or "").encode()
+        if r.get("repairs") or not sql:
+            out.append(q)
+            continue
+        rt = ParserRuntime.for_grammar(grammar_of(r["db"]))
+        cfg = rt.initial
+        for i in range(len(sql) + 1):
+            node = None if cfg is None else rt.finalize(cfg)
+            if cfg is None or (node is not None and rt.blocked_closers(node)):
+                out.append(q)
+                break
+            if i < len(sql):
+                cfg = rt.advance(cfg, sql[i : i + 1])
+    return out
+
+
+# what a partial pass (``--whole --over B --reach NAME``) asks again: the answers of ``B``
+# the change can reach; each pass's records list them (``reach``), so the report needs no
+# database. Records without the list are ``led_alias`` passes (they came first).
+REACH = ("led_alias", "bind")
+
+
 def carry_over(by: dict[str, dict[int, dict[str, Any]]]) -> None:
     """Complete each partial pass (``--whole --over B``) with the answers of ``B`` it did
     not ask again (in place; those keep their own commit, so the report's commit lists
-    show the mix). A pass that has not yet asked every question it reaches is left out."""
-    for arm in list(by):
-        rs = by[arm]
-        base = next((r["over"] for r in rs.values() if r.get("over")), None)
-        if not base:
-            continue
-        if set(led_alias_qids(by.get(base, {}))) <= set(rs):
-            for q, r in by.get(base, {}).items():
+    show the mix). A pass that has not yet asked every question it reaches is left out;
+    a pass over a partial pass is completed after it."""
+
+    def complete(arm: str, seen: frozenset[str] = frozenset()) -> None:
+        rs = by.get(arm)
+        base = next((r["over"] for r in (rs or {}).values() if r.get("over")), None)
+        if rs is None or not base or arm in seen or any(r.get("carried") for r in rs.values()):
+            return
+        complete(base, seen | {arm})
+        if base not in by:  # its base is unfinished
+            del by[arm]
+            return
+        listed = next((r["reach"] for r in rs.values() if "reach" in r), None)
+        reach = set(led_alias_qids(by[base]) if listed is None else listed)
+        if reach <= set(rs):
+            for q, r in by[base].items():
                 rs.setdefault(q, {**r, "carried": True})
         else:  # not every question asked yet: no pass to report (the run resumes)
             del by[arm]
+
+    for arm in list(by):
+        complete(arm)
 
 
 def rerun_refused(model: str, max_tokens: int, until: float) -> None:
@@ -137,6 +190,7 @@ def ask_again(
     )
     backend = load_backend(model)
     commit = _commit()
+    backend = load_backend(model)
     askers: dict[str, Any] = {}
 
     def asker_for(db: str) -> Any:
@@ -199,6 +253,7 @@ def ask_whole(
     shard: str = "0/1",
     big: bool = False,
     over: str = "",
+    reach: str = "led_alias",
 ) -> None:
     """Every question asked again on its own database with the checkout's code: arm
     ``whole<tag>`` (``free``: the unconstrained arm ``whole_free<tag>``). The headline's
@@ -209,7 +264,8 @@ def ask_whole(
     ``big``: every question on the big catalog instead (arm ``bigwhole<tag>``), to pair with
     ``whole<tag>`` asked at the same commit (issue #25 §5: the big arm on all questions).
     ``over`` ``B``: a partial pass, only the questions of arm ``whole<B>`` (``bigwhole<B>``)
-    that :func:`led_alias_qids` names; the report carries the others over (:func:`carry_over`)."""
+    that the change can reach (``reach``: :func:`led_alias_qids`, :func:`bind_reach_qids`);
+    the report carries the others over (:func:`carry_over`)."""
     from defog_big import BIG, ensure_big
 
     from grid_sql.ask.asker import Asker, load_backend
@@ -221,34 +277,48 @@ def ask_whole(
     done = {r["qid"] for r in read_records(path) if r["arm"] == arm}
     questions = stratified(load_questions(), None)[k::n]
     base = ("bigwhole" if big else "whole") + over
-    if over:
-        base_recs = {r["qid"]: r for r in read_records(path) if r["arm"] == base}
-        reach = set(led_alias_qids(base_recs))
-        questions = [q for q in questions if q.qid in reach]
     dbs = sorted({q.db for q in load_questions()})
     ensure_role(dbs)
     if big:
         ensure_big(lambda d: _conninfo(admin_url(), d), DATA, dbs, DISTRACTORS, ROLE)
     backend = load_backend(model)
-    commit = _commit()
     askers: dict[str, Any] = {}
+
+    def asker_for(db: str) -> Any:
+        if db not in askers:
+            askers[db] = Asker(
+                reader_url(db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
+            )
+        return askers[db]
+
+    reached: list[int] = []
+    if over:
+        by: dict[str, dict[int, dict[str, Any]]] = {}
+        for r in read_records(path):
+            by.setdefault(r["arm"], {})[r["qid"]] = r
+        carry_over(by)  # a base that is itself partial, completed
+        if base not in by:
+            raise SystemExit(f"--over {over}: {base} is not a finished pass")
+        if reach == "bind":
+            reached = bind_reach_qids(by[base], lambda d: asker_for(BIG if big else d).grammar)
+        else:
+            reached = led_alias_qids(by[base])
+        questions = [q for q in questions if q.qid in set(reached)]
+        print(f"{len(reached)} answers of {base} reached ({reach})", file=sys.stderr)
+    commit = _commit()
     for q in questions:
         if q.qid in done:
             continue
         if time.time() > until:
             print("time is up: stopping (the run resumes from here)", file=sys.stderr)
             return
-        db = BIG if big else q.db
-        if db not in askers:
-            askers[db] = Asker(
-                reader_url(db), model=backend, audit=False, max_tokens=max_tokens, date_help=True
-            )
-        asker = askers[db]
+        asker = asker_for(BIG if big else q.db)
         if free:
             answer = run_free(backend, asker, q, max_tokens)
         else:
             answer = run_asker(asker, q, where=BIG if big else None)
-        write_record(path, q, arm, model, commit, {**answer, **({"over": base} if over else {})})
+        part = {"over": base, "reach": reached, "rule": reach} if over else {}
+        write_record(path, q, arm, model, commit, {**answer, **part})
 
 
 def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
@@ -317,6 +387,19 @@ def whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
     return out
 
 
+def _own_pair(by: dict[str, dict[int, dict[str, Any]]], arm: str) -> str:
+    """The own-database pass paired with big pass ``arm``: ``whole<tag>``, else (a partial
+    pass whose change cannot reach a one-schema catalog, ``--reach bind``) the pair of the
+    pass it is partial over."""
+    own = "whole" + arm[len("bigwhole") :]
+    rs = by.get(arm, {})
+    base = next((r["over"] for r in rs.values() if r.get("over")), None)
+    reach_bind = any(r.get("rule") == "bind" for r in rs.values())
+    if own in by or base is None or not reach_bind:
+        return own
+    return _own_pair(by, base)
+
+
 def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
     """The big catalog on every question (``--whole --big --tag T``) against the same
     questions on their own databases (``--whole --tag T``), each pair from one commit."""
@@ -324,7 +407,8 @@ def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
 
     out: list[str] = []
     for arm in sorted(a for a in by if a.startswith("bigwhole") and by[a]):
-        own = by["whole" + arm[len("bigwhole") :]]
+        own_arm = _own_pair(by, arm)
+        own = by.get(own_arm, {})
         both = sorted(i for i in by[arm] if i in own)
         if not both:
             continue
@@ -333,7 +417,7 @@ def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
         commits = {name: sorted({rs[i]["commit"] for i in both}) for name, rs in pair.items()}
         out += [
             "",
-            f"## Big catalog on every question: `{arm}` against `whole{arm[len('bigwhole') :]}`",
+            f"## Big catalog on every question: `{arm}` against `{own_arm}`",
             "",
             f"{len(both)} questions asked on `defog_big` (`--whole --big`) and on their own "
             "database (`--whole`), same options; commits: "
@@ -344,6 +428,12 @@ def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
                 "(`--over`: answers the change cannot reach, `led_alias_qids`)."
                 for name, c in carried.items()
                 if c
+            )
+            + (
+                ""
+                if own_arm == "whole" + arm[len("bigwhole") :]
+                else f" No own-database pass at this tag: `{own_arm}` is the pair of the pass "
+                "this one is partial over (the change reaches only catalogs of several schemas)."
             ),
             "",
             "| catalog | executes [95% Wilson] | EX [95% Wilson] | dead ends |",

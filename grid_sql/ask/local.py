@@ -91,7 +91,7 @@ class LocalGeneration(GenerationStrategy):
     def _binder(self, guide: Guide, request: GenerationRequest) -> BindOnClose | None:
         """The bind-on-close policy of ``guide``, with the snapshot's foreign keys (None:
         its grammar has no select-list obligations, e.g. ``scopes=False``)."""
-        from ..decode.bind import BindOnClose, JoinLink
+        from ..decode.bind import BindOnClose, snapshot_links
 
         scopes = guide.grammar.scopes
         if scopes is None or not scopes.bind_select_list:
@@ -99,11 +99,6 @@ class LocalGeneration(GenerationStrategy):
         key = (guide.grammar.fingerprint, guide.vocab.fingerprint)
         b = self._binders.get(key)
         if b is None:
-            links = [
-                JoinLink(t.name, fk.columns, fk.referred_table, fk.referred_columns)
-                for sch in request.snapshot.schemas
-                for t in sch.tables
-                for fk in t.foreign_keys
-            ]
+            links = snapshot_links(request.snapshot)
             b = self._binders[key] = BindOnClose(guide, links)
         return b

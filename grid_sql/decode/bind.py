@@ -30,9 +30,10 @@ from ..errors import OptionError
 from ..grammar.scope import Item, Ref, norm_name
 from ..mask.guide import Guide
 from ..mask.vocab import greedy_token_ids
-from ..parser.incremental import Configuration, StackNode
+from ..parser.incremental import Configuration, ParserRuntime, StackNode
+from ..schema.model import SchemaSnapshot
 
-__all__ = ["BindOnClose", "JoinLink"]
+__all__ = ["BindOnClose", "JoinLink", "snapshot_links"]
 
 _WORD = re.compile(rb"\s*([A-Za-z_]+)\Z")
 _CLOSE_PUNCT = re.compile(rb"\s*[;)]")
@@ -41,12 +42,40 @@ _CLOSE_PUNCT = re.compile(rb"\s*[;)]")
 @dataclass(frozen=True, slots=True)
 class JoinLink:
     """A foreign key ``table(columns) -> referred_table(referred_columns)``, names spelled as
-    the catalog spells them (the front builds these from the SchemaSnapshot)."""
+    the catalog spells them (the front builds these from the SchemaSnapshot). ``schema``:
+    the table's schema; ``referred_schema``: the referred table's (None: the same). Only
+    read on a catalog of several schemas, where ``academic.author`` and ``scholar.author``
+    are different tables with different keys."""
 
     table: str
     columns: tuple[str, ...]
     referred_table: str
     referred_columns: tuple[str, ...]
+    schema: str | None = None
+    referred_schema: str | None = None
+
+
+def snapshot_links(snapshot: SchemaSnapshot) -> list[JoinLink]:
+    """Every foreign key of ``snapshot`` as a :class:`JoinLink`, schemas included."""
+    return [
+        JoinLink(
+            t.name,
+            fk.columns,
+            fk.referred_table,
+            fk.referred_columns,
+            sch.name,
+            fk.referred_schema,
+        )
+        for sch in snapshot.schemas
+        for t in sch.tables
+        for fk in t.foreign_keys
+    ]
+
+
+# a table as the binder keys it: (schema, table), normalized; the schema is "" on a
+# catalog of one schema (``ScopeTable.table_schemas`` off)
+_Key = tuple[str, str]
+_Edge = tuple[tuple[str, ...], _Key, tuple[str, ...]]
 
 
 class BindOnClose:
@@ -71,15 +100,24 @@ class BindOnClose:
         # never triggers, so most tokens are turned away without touching the parser
         self._closer_words = [k for t, k in self._keywords.items() if (rt.closers_mask >> t) & 1]
         self._cap = min(64, max(len(b) for b in guide.vocab.token_bytes))
-        tid = g.terminal_ids.get("TABLE_NAME")
-        words = rt.lexicon.get(tid) if tid is not None else None
-        self._tables: dict[str, bytes] = {}
-        for w in sorted(words.words, key=lambda w: (len(w), w)) if words is not None else ():
-            self._tables.setdefault(norm_name(w), w)
+        self._tables = _spellings(rt, g.terminal_ids.get("TABLE_NAME"))
+        self._schemas = _spellings(rt, g.terminal_ids.get("SCHEMA_NAME"))
+        # the columns of every table by (schema, table): on a catalog of several schemas a
+        # FROM item is written where its schema has it (``JOIN atis.airline``, not the
+        # bare name the default schema lacks and the mask refuses) and a candidate is
+        # judged by its own schema's columns, not the union over namesakes
+        tab = self.sem.table
+        self._default = tab.default_schema or ""
+        self._cols: dict[_Key, frozenset[str]] = (
+            dict(tab.schema_columns)
+            if tab.schema_columns is not None
+            else {("", t): cs for t, cs in tab.columns.items()}
+        )
         # undirected foreign-key edges: table -> [(its columns, other table, other columns)]
-        self._links: dict[str, list[tuple[tuple[str, ...], str, tuple[str, ...]]]] = {}
+        self._links: dict[_Key, list[_Edge]] = {}
         for k in links:
-            a, b = norm_name(k.table), norm_name(k.referred_table)
+            a = self._key(k.schema, k.table)
+            b = self._key(k.referred_schema or k.schema, k.referred_table)
             self._links.setdefault(a, []).append((k.columns, b, k.referred_columns))
             self._links.setdefault(b, []).append((k.referred_columns, a, k.columns))
         self._shape: dict[int, str | None] = {}
@@ -152,52 +190,83 @@ class BindOnClose:
         return True
 
     # ------------------------------------------------------------------ what to write
+    def _key(self, schema: str | None, table: str) -> _Key:
+        """How the binder keys a table: its schema (the default for none) on a catalog of
+        several schemas, else ""."""
+        if self.sem.table.schema_columns is None:
+            return ("", norm_name(table))
+        return (norm_name(schema) if schema else self._default, norm_name(table))
+
+    def _item_key(self, item: Item) -> _Key | None:
+        return None if item.table is None else self._key(item.schema, item.table)
+
     def _pieces(self, items: tuple[Item, ...], text: bytes, refs: tuple[Ref, ...]) -> list[bytes]:
         """Candidate FROM items for the first unbound reference's qualifier (or bare
-        column), best first: a foreign key to a FROM item (``items``) gives the condition."""
-        cols = self.sem.table.columns
+        column), best first: a table not yet in FROM (``items``), one with a foreign key
+        to a FROM item (which gives the condition), one of a schema FROM already reads."""
+        cols = self._cols
         ref = refs[0]
-        in_from = {i.table for i in items if i.table is not None}
+        in_from = {k for k in map(self._item_key, items) if k is not None}
+        from_schemas = {s for s, _ in in_from}
+        alias: bytes | None = None
+        need: set[str]
         if ref.qualifier is not None:
             need = {r.column for r in refs if r.qualifier == ref.qualifier and r.column != "*"}
-            if ref.qualifier in cols:
-                cands = [ref.qualifier]
-            else:
-                cands = sorted(t for t, cs in cols.items() if need <= cs)
+            named = [k for k in cols if k[1] == ref.qualifier]
+            cands = named or [k for k, cs in cols.items() if need <= cs]
             # as written in the output (stack values are interned: ``Ref.spelled`` may be
             # another output's spelling of the same name)
             written = _written(text, ref.qualifier)
             # ``country.Name``: join ``country`` itself, without an alias
-            same = ref.qualifier in cols and norm_name(written) == ref.qualifier
-            alias: bytes | None = None if same else written
+            if not (named and norm_name(written) == ref.qualifier):
+                alias = written
         else:
-            cands = sorted(t for t, cs in cols.items() if ref.column in cs)
-            alias = None
-        # tables not yet in FROM first, then those with a foreign key into FROM
-        cands.sort(key=lambda t: (t in in_from, not self._linked(t, items)))
+            cands = [k for k, cs in cols.items() if ref.column in cs]
+            need = {ref.column}
+        # a namesake of another schema may lack the columns (``journal.name`` is
+        # ``academic.journal``'s, not ``scholar.journal``'s): those that have them first
+        cands.sort(
+            key=lambda k: (
+                k in in_from,
+                not need <= cols[k],
+                not self._linked(k, in_from),
+                k[0] not in from_schemas,
+                k,
+            )
+        )
         out: list[bytes] = []
-        for t in cands[:8]:
-            word = self._tables.get(t)
+        for k in cands[:8]:
+            word = self._written_table(k)
             if word is None:
                 continue
             head = b"JOIN " + word + (b" AS " + alias if alias is not None else b"")
-            me = alias if alias is not None else word
-            for cond in self._conditions(t, me, items, text):
+            me = alias if alias is not None else self._tables[k[1]]
+            for cond in self._conditions(k, me, items, text):
                 out.append(head + b" ON " + cond)
             out.append(head + b" ON")
         return out
 
-    def _linked(self, table: str, items: tuple[Item, ...]) -> bool:
-        return any(o == i.table for _, o, _ in self._links.get(table, ()) for i in items)
+    def _written_table(self, key: _Key) -> bytes | None:
+        """The table as a FROM item spells it: bare in the default schema (or with no
+        schemas), else ``schema.table``; None when the lexicons cannot spell it."""
+        schema, table = key
+        word = self._tables.get(table)
+        if word is None or schema in ("", self._default):
+            return word
+        qual = self._schemas.get(schema)
+        return None if qual is None else qual + b"." + word
+
+    def _linked(self, key: _Key, in_from: set[_Key]) -> bool:
+        return any(o in in_from for _, o, _ in self._links.get(key, ()))
 
     def _conditions(
-        self, table: str, me: bytes, items: tuple[Item, ...], text: bytes
+        self, key: _Key, me: bytes, items: tuple[Item, ...], text: bytes
     ) -> list[bytes]:
-        """``me.a = n.b`` along each foreign key between ``table`` and a FROM item ``n``."""
+        """``me.a = n.b`` along each foreign key between ``key`` and a FROM item ``n``."""
         out: list[bytes] = []
-        for mine, other, theirs in self._links.get(table, ()):
+        for mine, other, theirs in self._links.get(key, ()):
             for i in items:
-                if i.table != other or not i.names or len(mine) != len(theirs):
+                if self._item_key(i) != other or not i.names or len(mine) != len(theirs):
                     continue
                 name = _written(text, i.names[0])
                 parts = [
@@ -211,6 +280,16 @@ class BindOnClose:
         """``data`` spelled as token ids (longest match; the loop checks every id against
         the exact mask of its configuration)."""
         return greedy_token_ids(self.guide.vocab, data, max_len=self._cap)
+
+
+def _spellings(rt: ParserRuntime, tid: int | None) -> dict[str, bytes]:
+    """Normalized name -> the shortest spelling of it a lexicon category admits (the
+    catalog's own, where a quoted form is also listed)."""
+    words = rt.lexicon.get(tid) if tid is not None else None
+    out: dict[str, bytes] = {}
+    for w in sorted(words.words, key=lambda w: (len(w), w)) if words is not None else ():
+        out.setdefault(norm_name(w), w)
+    return out
 
 
 def _related(word: str, keywords: list[str]) -> bool:

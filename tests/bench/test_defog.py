@@ -237,3 +237,55 @@ def test_a_partial_pass_reaches_the_led_aliases_and_carries_the_rest_once_comple
     assert sorted(by["bigwhole7"]) == [0, 1, 2, 3, 4, 5]
     assert by["bigwhole7"][0]["correct"] and by["bigwhole7"][1].get("carried")
     assert not by["bigwhole7"][0].get("carried")
+
+
+def test_bind_reach_is_where_an_obligation_blocks_the_close():
+    """``--reach bind``: bind on close acts only at a prefix where a select-list obligation
+    keeps the FROM clause open, so the answers it can change are those with such a prefix
+    (or a repair round, or no statement, or one the grammar refuses)."""
+    from ..scope.helpers import scoped
+
+    again = _load("defog_again")
+    g = scoped("world_1")
+    recs = {
+        0: {"db": "world_1", "sql": "SELECT T2.Name FROM city AS T1 JOIN country AS T2"},
+        1: {"db": "world_1", "sql": "SELECT Name FROM country WHERE Population > 1"},
+        2: {"db": "world_1", "sql": "SELECT Name FROM country", "repairs": ["checker"]},
+        3: {"db": "world_1", "sql": ""},
+        4: {"db": "world_1", "sql": "SELECT FROM country"},
+        5: {"db": "world_1", "sql": "SELECT Name FROM country WHERE Code IN (SELECT T.x FROM t)"},
+        6: {
+            "db": "world_1",
+            "sql": "SELECT Name FROM country WHERE Code IN (SELECT Code FROM city)",
+        },
+    }
+    assert again.bind_reach_qids(recs, lambda db: g) == [0, 2, 3, 4, 5]
+
+
+def test_a_pass_over_a_partial_pass_carries_through_both():
+    """A pass lists the answers it reaches (``reach``); over a partial pass it is completed
+    once that pass is, from the answers that pass carried in turn; a ``bind`` pass is
+    paired with the own-database pass of the pass it is partial over."""
+    again = _load("defog_again")
+    base = {q: {"sql": "SELECT a FROM t", "correct": False} for q in range(4)}
+    seven = {0: {"sql": "SELECT a FROM t GROUPBY (a)", "correct": True, "over": "bigwhole6"}}
+    nine = {1: {"correct": True, "over": "bigwhole7", "reach": [1, 2]}}
+    by = {"bigwhole6": dict(base), "bigwhole7": dict(seven), "bigwhole9": dict(nine)}
+    again.carry_over(by)
+    assert "bigwhole9" not in by and sorted(by["bigwhole7"]) == [0, 1, 2, 3]
+    nine[2] = {"correct": True, "over": "bigwhole7", "reach": [1, 2]}
+    by = {"bigwhole9": dict(nine), "bigwhole7": dict(seven), "bigwhole6": dict(base)}
+    again.carry_over(by)
+    got = by["bigwhole9"]
+    assert sorted(got) == [0, 1, 2, 3] and [got[q]["correct"] for q in range(4)] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert got[0].get("carried") and not got[1].get("carried")
+    # a bind pass reaches no one-schema catalog: paired with its base's own-database pass
+    by["whole7"] = {}
+    assert again._own_pair(by, "bigwhole9") == "whole9"  # the led-alias pass: its own tag
+    by["bigwhole9"][1]["rule"] = "bind"
+    assert again._own_pair(by, "bigwhole9") == "whole7"

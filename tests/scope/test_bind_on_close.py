@@ -10,10 +10,13 @@ import functools
 
 import pytest
 
-from grid_sql.decode.bind import BindOnClose, JoinLink
+from grid_sql.ask.asker import role_grammar_for
+from grid_sql.decode.bind import BindOnClose, snapshot_links
 from grid_sql.errors import OptionError
 from grid_sql.mask.guide import Guide
 from grid_sql.mask.vocab import Vocabulary, greedy_token_ids
+from grid_sql.policy import AppPolicy, narrow, sqlite_baseline
+from grid_sql.schema.model import ColumnInfo, ForeignKeyInfo, SchemaInfo, SchemaSnapshot, TableInfo
 
 from .helpers import DATA, scoped, snapshot
 
@@ -31,18 +34,9 @@ def guide(db: str, bind: bool = True) -> Guide:
     return Guide(scoped(db, bind), vocab())
 
 
-def links(db: str) -> list[JoinLink]:
-    return [
-        JoinLink(t.name, fk.columns, fk.referred_table, fk.referred_columns)
-        for s in snapshot(db).schemas
-        for t in s.tables
-        for fk in t.foreign_keys
-    ]
-
-
 @functools.cache
 def binder(db: str) -> BindOnClose:
-    return BindOnClose(guide(db), links(db))
+    return BindOnClose(guide(db), snapshot_links(snapshot(db)))
 
 
 def top_id(word: str) -> int:
@@ -117,14 +111,107 @@ CASES = [
 
 @pytest.mark.parametrize(("db", "text", "top", "want"), CASES)
 def test_span(db: str, text: str, top: str, want: bytes | None) -> None:
-    g = guide(db)
+    _check_span(guide(db), binder(db), text, top, want)
+
+
+def _fk(cols: str, table: str, ref: str, schema: str | None = None) -> ForeignKeyInfo:
+    return ForeignKeyInfo((cols,), table, (ref,), referred_schema=schema)
+
+
+def _t(name: str, *cols: str, fks: tuple[ForeignKeyInfo, ...] = ()) -> TableInfo:
+    return TableInfo(name, columns=tuple(ColumnInfo(c, "text") for c in cols), foreign_keys=fks)
+
+
+@functools.cache
+def schemas_binder() -> BindOnClose:
+    """A PostgreSQL catalog of several schemas (defog's big catalog in small): ``journal``
+    in two of them with different columns, ``airline`` only in ``atis``, a table of the
+    default schema, foreign keys inside schemas, and a role that may not read one table."""
+    snap = SchemaSnapshot(
+        "postgresql",
+        "public",
+        (
+            SchemaInfo("public", (_t("memo", "memo_id", "note", "code"),)),
+            SchemaInfo(
+                "atis",
+                (
+                    _t("airline", "airline_code", "airline_name"),
+                    _t(
+                        "flight",
+                        "flight_id",
+                        "airline_code",
+                        fks=(_fk("airline_code", "airline", "airline_code"),),
+                    ),
+                ),
+            ),
+            SchemaInfo("academic", (_t("journal", "jid", "name"),)),
+            SchemaInfo(
+                "scholar",
+                (
+                    _t("journal", "journalid", "journalname"),
+                    _t(
+                        "paper",
+                        "paperid",
+                        "journalid",
+                        "title",
+                        fks=(_fk("journalid", "journal", "journalid", "scholar"),),
+                    ),
+                    _t("secret", "journalname", "code"),
+                ),
+            ),
+        ),
+    )
+    app = AppPolicy.from_mapping(
+        {"verbs": ["select"], "tables": {"deny": ["scholar.secret"]}}, origin="test"
+    )
+    pol = narrow(sqlite_baseline(snap), app, snap)
+    g = Guide(role_grammar_for(snap, pol, scopes=True, bind_select_list=True), vocab())
+    return BindOnClose(g, snapshot_links(snap))
+
+
+SCHEMA_CASES = [
+    # the default schema lacks `airline`: the item is written with its schema (a bare
+    # `JOIN airline` is outside the language), along the foreign key inside `atis`
+    (
+        "SELECT airline_name FROM atis.flight",
+        " GROUP",
+        b" JOIN atis.airline ON airline.airline_code = flight.airline_code",
+    ),
+    (
+        "SELECT a.airline_name FROM atis.flight AS f",
+        " ORDER",
+        b" JOIN atis.airline AS a ON a.airline_code = f.airline_code",
+    ),
+    # namesakes: the key of `scholar.paper` leads to `scholar.journal`, not `academic`'s
+    (
+        "SELECT j.journalname FROM scholar.paper AS p",
+        " WHERE",
+        b" JOIN scholar.journal AS j ON j.journalid = p.journalid",
+    ),
+    # ... but `name` is only `academic.journal`'s (no key: the model writes the condition)
+    ("SELECT journal.name FROM scholar.paper", " WHERE", b" JOIN academic.journal ON"),
+    # a table of the default schema is written bare
+    ("SELECT note FROM atis.flight", ";", b" JOIN memo ON"),
+    # a table the role may not read is never written (`scholar.secret` has `code` too, and
+    # is of the schema FROM reads)
+    ("SELECT code FROM scholar.paper", " WHERE", b" JOIN memo ON"),
+]
+
+
+@pytest.mark.parametrize(("text", "top", "want"), SCHEMA_CASES)
+def test_span_on_several_schemas(text: str, top: str, want: bytes | None) -> None:
+    b = schemas_binder()
+    _check_span(b.guide, b, text, top, want)
+
+
+def _check_span(g: Guide, b: BindOnClose, text: str, top: str, want: bytes | None) -> None:
     m = g.matcher()
     m.accept_tokens(greedy_token_ids(vocab(), text.encode()))
-    got = binder(db).span(m.config, lambda: text.encode(), top_id(top))
+    got = b.span(m.config, lambda: text.encode(), top_id(top))
     assert got == want
     if got is not None:
         # the span is inside the exact mask token by token, and it binds the obligation
-        m.accept_tokens(binder(db).tokens(got))
+        m.accept_tokens(b.tokens(got))
         rt = g.runtime
         node = rt.finalize(m.config)
         assert node is not None
