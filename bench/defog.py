@@ -752,6 +752,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--big", action="store_true", help="--whole: on the big catalog")
     ap.add_argument("--over", default="", help="--whole: partial pass over tag B (ask_whole)")
     ap.add_argument("--reach", default="led_alias", choices=("led_alias", "bind"), help="--over")
+    ap.add_argument("--also", default="", help="--over: Q,Q,... asked too (prompts changed)")
     ap.add_argument("--shard", default="0/1", help="--whole, --again: K/N, every N-th from K")
     ap.add_argument("--notes", default=None, help="--report: a Markdown file to append")
     ap.add_argument("--out", default=str(BENCH / "RESULTS-defog.md"))
@@ -775,8 +776,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from defog_again import ask_again, ask_whole, rerun_big, rerun_refused
 
     if args.whole:
-        a = args
-        ask_whole(a.model, a.max_tokens, until, a.tag, a.free, a.shard, a.big, a.over, a.reach)
+        ask_whole(until, args)
         return 0
 
     if args.rerun_refused:

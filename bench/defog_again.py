@@ -74,6 +74,7 @@ def bind_reach_qids(records: dict[int, dict[str, Any]], grammar_of: Any) -> list
     acts only at such a prefix (it writes where the model's first choice would close
     there), so greedy decoding of any other statement picks the same tokens."""
     from grid_sql.parser import ParserRuntime
+    from grid_sql.parser.incremental import Configuration
 
     out = []
     for q, r in sorted(records.items()):
@@ -82,7 +83,7 @@ def bind_reach_qids(records: dict[int, dict[str, Any]], grammar_of: Any) -> list
             out.append(q)
             continue
         rt = ParserRuntime.for_grammar(grammar_of(r["db"]))
-        cfg = rt.initial
+        cfg: Configuration | None = rt.initial
         for i in range(len(sql) + 1):
             node = None if cfg is None else rt.finalize(cfg)
             if cfg is None or (node is not None and rt.blocked_closers(node)):
@@ -244,19 +245,11 @@ def rerun_big(model: str, max_tokens: int, until: float) -> None:
         write_record(path, q, "big_rerun", model, commit, run_asker(asker, q, where=BIG))
 
 
-def ask_whole(
-    model: str,
-    max_tokens: int,
-    until: float,
-    tag: str = "",
-    free: bool = False,
-    shard: str = "0/1",
-    big: bool = False,
-    over: str = "",
-    reach: str = "led_alias",
-) -> None:
+def ask_whole(until: float, opts: Any) -> None:
     """Every question asked again on its own database with the checkout's code: arm
-    ``whole<tag>`` (``free``: the unconstrained arm ``whole_free<tag>``). The headline's
+    ``whole<tag>`` (``free``: the unconstrained arm ``whole_free<tag>``); ``opts`` are
+    ``defog.py``'s options (``model``, ``max_tokens``, ``tag``, ``free``, ``shard``, ``big``,
+    ``over``, ``reach``, ``also``). The headline's
     answers come from several commits (the run went on across sessions); a whole pass gives
     the constrained arm's figures at one commit, and two passes paired show what the changes
     between them did. ``shard`` ``K/N`` asks every N-th question from the K-th (two
@@ -264,8 +257,12 @@ def ask_whole(
     ``big``: every question on the big catalog instead (arm ``bigwhole<tag>``), to pair with
     ``whole<tag>`` asked at the same commit (issue #25 §5: the big arm on all questions).
     ``over`` ``B``: a partial pass, only the questions of arm ``whole<B>`` (``bigwhole<B>``)
-    that the change can reach (``reach``: :func:`led_alias_qids`, :func:`bind_reach_qids`);
-    the report carries the others over (:func:`carry_over`)."""
+    that the change can reach (``reach``: :func:`led_alias_qids`, :func:`bind_reach_qids`),
+    and those of ``also`` (``Q,Q,...``: the questions whose prompt changed since their answer
+    in ``B``, by ``bench/defog_prompts.py`` in both checkouts); the report carries the
+    others over (:func:`carry_over`)."""
+    model, max_tokens, tag, free, big = opts.model, opts.max_tokens, opts.tag, opts.free, opts.big
+    shard, over, reach = opts.shard, opts.over, opts.reach
     from defog_big import BIG, ensure_big
 
     from grid_sql.ask.asker import Asker, load_backend
@@ -303,6 +300,7 @@ def ask_whole(
             reached = bind_reach_qids(by[base], lambda d: asker_for(BIG if big else d).grammar)
         else:
             reached = led_alias_qids(by[base])
+        reached = sorted(set(reached) | {int(x) for x in opts.also.split(",") if x})
         questions = [q for q in questions if q.qid in set(reached)]
         print(f"{len(reached)} answers of {base} reached ({reach})", file=sys.stderr)
     commit = _commit()
@@ -400,6 +398,11 @@ def _own_pair(by: dict[str, dict[int, dict[str, Any]]], arm: str) -> str:
     return _own_pair(by, base)
 
 
+def _rule(rs: dict[int, dict[str, Any]]) -> str:
+    """The reach rule of a partial pass (records before the ``rule`` field: ``led_alias``)."""
+    return next((r["rule"] for r in rs.values() if r.get("rule")), "led_alias")
+
+
 def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
     """The big catalog on every question (``--whole --big --tag T``) against the same
     questions on their own databases (``--whole --tag T``), each pair from one commit."""
@@ -425,7 +428,7 @@ def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
             + "."
             + "".join(
                 f" {name}: {c} answers carried over from the pass this one is partial over "
-                "(`--over`: answers the change cannot reach, `led_alias_qids`)."
+                f"(`--over`: answers the change cannot reach, `--reach {_rule(pair[name])}`)."
                 for name, c in carried.items()
                 if c
             )
