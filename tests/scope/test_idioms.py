@@ -89,6 +89,10 @@ POSTGRESQL = [
     "SELECT STRING_AGG(sbCustName, ', ' ORDER BY sbCustName) FROM sbCustomer",
     "SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY sbTxAmount) FROM sbTransaction",
     "SELECT sbTxCustId, SUM(sbTxAmount) FROM sbTransaction GROUP BY ROLLUP (sbTxCustId)",
+    "SELECT sbTxCustId, SUM(sbTxAmount) FROM sbTransaction "
+    "GROUP BY GROUPING SETS ((sbTxCustId), ())",
+    "SELECT sbTxCustId, sbTxType, GROUPING(sbTxCustId, sbTxType), COUNT(*) FROM sbTransaction "
+    "GROUP BY GROUPING SETS ((sbTxCustId, sbTxType), (sbTxCustId), CUBE (sbTxType))",
     "SELECT sbTxId FROM sbTransaction ORDER BY sbTxAmount DESC FETCH FIRST 5 ROWS ONLY",
     "SELECT TO_CHAR(sbTxDateTime, 'YYYY-MM') FROM sbTransaction",
     "SELECT sbTxDateTime::date, COUNT(*) FROM sbTransaction GROUP BY 1",
@@ -131,12 +135,6 @@ GAPS = [
         "postgresql",
         "SELECT d::date FROM generate_series('2023-01-01'::date, '2023-01-31'::date, "
         "INTERVAL '1 day') AS d",
-    ),
-    # not in the PostgreSQL grammar yet (ROLLUP (...) and CUBE (...) parse as calls)
-    (
-        "postgresql",
-        "SELECT sbTxCustId, SUM(sbTxAmount) FROM sbTransaction "
-        "GROUP BY GROUPING SETS ((sbTxCustId), ())",
     ),
 ]
 
