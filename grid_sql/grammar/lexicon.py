@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .fingerprint import fingerprint
 
@@ -53,10 +53,13 @@ class CategoryWords:
     fold_quoted_case: bool = False
     exclude: bool = False
     refused_prefixes: frozenset[bytes] = frozenset()
+    # ``words`` are already in folded form (a caller that keeps a large constant set
+    # folded once): not folded again; not part of the value
+    folded: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        folded = frozenset(self._fold(w) for w in self.words)
-        object.__setattr__(self, "words", folded)
+        if not self.folded:
+            object.__setattr__(self, "words", frozenset(self._fold(w) for w in self.words))
         if self.refused_prefixes:
             if not self.exclude or any(not p for p in self.refused_prefixes):
                 raise ValueError("refused_prefixes: non-empty words of a complement lexicon")

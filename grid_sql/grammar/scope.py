@@ -626,18 +626,21 @@ class ScopeRules:
         )
         return Restriction(names or frozenset().union(*cols.values()), True, True)
 
-    def refused_aliases(self, ctx: Context) -> frozenset[str]:
+    def refused_aliases(self, ctx: Context) -> tuple[frozenset[str], bool]:
         """The names a table may not be aliased as in the FROM clause being written
         (``ctx``'s innermost level open): those its FROM items so far expose, each by its
         alias or else its name (a duplicate alias, which the checker refuses in every
-        dialect and no fix can resolve). Items of unknown name refuse nothing."""
+        dialect and no fix can resolve), and ``alias_refuse``. Items of unknown name refuse
+        nothing. Returned in two parts, (the exposed names ``alias_refuse`` lacks, whether
+        ``alias_refuse`` applies), so a caller keeps the large constant part spelled once
+        (``ParserRuntime._alias_view``)."""
         if not ctx.levels or ctx.levels[-1].state != OPEN:
-            return frozenset()
+            return frozenset(), False
         if not self.fresh_exposed:
-            return self.alias_refuse
+            return frozenset(), True
         items = ctx.levels[-1].items
         exposed = frozenset(i.names[0] for i in items if i.names and i.names[0] != WILDCARD)
-        return exposed | self.alias_refuse
+        return exposed - self.alias_refuse, True
 
     def output_aliases(self, ctx: Context) -> frozenset[str] | None:
         """The output aliases a bare name at a sort key of the innermost level may name

@@ -171,23 +171,22 @@ class ScopedViews:
             p = p.parent
         if p is None or p.symbol != sem.n_table_name:
             return None  # a derived table, CTE or function: not modelled
-        refused = sem.refused_aliases(self.ctx_at(node))
-        static = sem.alias_refuse if refused >= sem.alias_refuse else frozenset()
+        extra, static = sem.refused_aliases(self.ctx_at(node))
         # a complement lexicon keeps every partial lexeme live, so only spellings some
         # longer lexeme extends are refused (bare and quoted ones; never `[q]`)
         if self._static_alias is None:  # ~1,000 names: spelled (and filtered) once per runtime
             every = self._spellings(
                 frozenset(n for n in sem.alias_refuse if n.isascii()), sem.t_ident
             )
-            self._static_alias = frozenset(w for w in every or () if w[:1] != b"[")
-        spelled = self._spellings(
-            frozenset(n for n in refused - static if n.isascii()), sem.t_ident
-        )
+            kept = frozenset(w for w in every or () if w[:1] != b"[")
+            self._static_alias = CategoryWords(kept, True, True).words  # in folded form
+        spelled = self._spellings(frozenset(n for n in extra if n.isascii()), sem.t_ident)
         spelled = frozenset(w for w in spelled or () if w[:1] != b"[")
-        if static:
-            spelled |= self._static_alias
+        base = self._static_alias if static else frozenset()
         led = self._blocked_keywords(node)
-        return self._exclude_view(b"X", spelled, sem, led) if spelled or led else None
+        if not (spelled or base or led):
+            return None
+        return self._exclude_view(b"X", spelled, sem, led, base)
 
     def _blocked_keywords(self: ParserRuntime, node: StackNode) -> frozenset[bytes]:  # type: ignore[misc]  # self: the runtime (module doc)
         """The spellings of the reserved keywords a select-list obligation blocks at
@@ -230,15 +229,21 @@ class ScopedViews:
         spelled: frozenset[bytes],
         sem: ScopeRules,
         led: frozenset[bytes] = frozenset(),
+        base: frozenset[bytes] = frozenset(),
     ) -> LexiconView:
-        """The lexicons with IDENT admitting every word but ``spelled`` and those that begin
-        with a word of ``led`` (memoized)."""
-        key = ("alias" if tag == b"X" else "output", spelled, led)
+        """The lexicons with IDENT admitting every word but those of ``spelled`` and
+        ``base`` and those that begin with a word of ``led`` (memoized). ``base`` is one of
+        the runtime's constant sets (``_static_alias``, ~1,000 spellings, already in folded
+        form): the memo is keyed by whether it applies, so a lookup never hashes or copies
+        it, and a new view does not fold it again (issue #26: 8 % of a cold reserve)."""
+        key = ("alias" if tag == b"X" else "output", spelled, led, bool(base))
         view = self._views.get(key)
         if view is None:
             lex = dict(self.lexicon)
+            extra = CategoryWords(spelled, True, True).words  # folded (lower case)
+            spelled = extra | base if base else extra
             lex[sem.t_ident] = CategoryWords(
-                spelled, True, True, exclude=True, refused_prefixes=led
+                spelled, True, True, exclude=True, refused_prefixes=led, folded=True
             )
             h = hashlib.blake2b(digest_size=16, person=b"grid-sql-scope")
             h.update(tag + sem.t_ident.to_bytes(4, "little"))
