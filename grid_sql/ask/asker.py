@@ -486,7 +486,9 @@ class Asker(InteractiveMixin, LiveGrantsMixin, GenerationSteps, ExecutionRepair)
             raise refusal(asked, None)  # before generating: nothing to seal or run
         last: tuple[str, list[Violation], list[str]] | None = None
         for rnd in range(start, rounds):
-            gen, mode = self._generate_or_fall_back(msgs, max_tokens, mode, on_step, repairs, rnd)
+            gen, mode = self._generate_or_fall_back(
+                msgs, max_tokens, mode, on_step, repairs, rnd, q
+            )
             timings["generation"] += gen.seconds
             timings["mask"] += gen.mask_seconds
             tokens += gen.n_tokens

@@ -93,7 +93,8 @@ class GenerationRequest:
     ``mode`` (whose grammar bounds what may be written), for the role's ``snapshot``.
     ``records``: the Asker seals audit records, so per-token records are wanted (a remote
     strategy replays the server's tokens for them). ``on_step``: called with each step
-    record as it is emitted, where the strategy has them as they happen."""
+    record as it is emitted, where the strategy has them as they happen. ``question``: the
+    question the messages ask (empty where unknown)."""
 
     messages: list[Message]
     max_tokens: int
@@ -101,6 +102,7 @@ class GenerationRequest:
     snapshot: SchemaSnapshot
     records: bool = True
     on_step: OnStep | None = None
+    question: str = ""  # the user's question (the local strategy ranks FROM items by it)
 
 
 class GenerationStrategy(abc.ABC):

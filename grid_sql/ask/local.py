@@ -17,7 +17,7 @@ from ..decode.records import StopReason
 from ..decode.serial import backend_lock
 from ..errors import GridSQLError, ModelError
 from ..mask.guide import Guide
-from .budget import check_room
+from .budget import LINK_ABOVE, check_room, linker_for
 from .components import guide_for
 from .generation import AskGeneration, GenerationRequest, GenerationStrategy
 
@@ -101,4 +101,10 @@ class LocalGeneration(GenerationStrategy):
         if b is None:
             links = snapshot_links(request.snapshot)
             b = self._binders[key] = BindOnClose(guide, links)
+        linker = linker_for(request.snapshot, request.mode.policy)
+        if request.question and len(linker.tables) > LINK_ABOVE:
+            # a catalog the prompt cannot show whole: candidates in the order the prompt's
+            # own linker ranks them for the question (smaller ones keep the name order
+            # every measurement of bind on close used)
+            b = b.ranked((t.schema, t.name) for t in linker.rank(request.question))
         return b

@@ -67,6 +67,7 @@ class GenerationSteps:
         on_step: OnStep | None,
         repairs: list[Repair],
         rnd: int,
+        question: str = "",
     ) -> tuple[AskGeneration, GenerationMode]:
         """:meth:`_generate`, and once more on the *unscoped* role grammar if the scoped one
         reaches a dead end (issue #29, defence in depth: Propositions 8/9 say it cannot, and
@@ -75,7 +76,7 @@ class GenerationSteps:
         as always. The incident is a ``dead_end`` repair entry, a ``dead-end-fallback`` flag
         in the retry's seal, and a warning in the log."""
         try:
-            gen = self._generate(msgs, max_tokens, mode, on_step)
+            gen = self._generate(msgs, max_tokens, mode, on_step, question)
             if any(r.kind == "dead_end" for r in repairs):  # a repair round after the fallback
                 gen.flags = ("dead-end-fallback",)
             return gen, mode
@@ -92,7 +93,7 @@ class GenerationSteps:
             plain = GenerationMode(
                 mode.policy, role_grammar_for(self.snapshot, mode.policy), mode.checker
             )
-            gen = self._generate(msgs, max_tokens, plain, on_step)
+            gen = self._generate(msgs, max_tokens, plain, on_step, question)
             gen.flags = ("dead-end-fallback",)
             return gen, plain
 
@@ -102,10 +103,17 @@ class GenerationSteps:
         max_tokens: int,
         mode: GenerationMode,
         on_step: OnStep | None = None,
+        question: str = "",
     ) -> AskGeneration:
         """One generation by the Asker's :attr:`generation` strategy."""
         request = GenerationRequest(
-            msgs, max_tokens, mode, self.snapshot, records=self.audit is not None, on_step=on_step
+            msgs,
+            max_tokens,
+            mode,
+            self.snapshot,
+            records=self.audit is not None,
+            on_step=on_step,
+            question=question,
         )
         return self.generation.generate(request)
 

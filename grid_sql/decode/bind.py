@@ -22,6 +22,7 @@ and it fires only where the grammar has already refused the close.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -121,6 +122,21 @@ class BindOnClose:
             self._links.setdefault(a, []).append((k.columns, b, k.referred_columns))
             self._links.setdefault(b, []).append((k.referred_columns, a, k.columns))
         self._shape: dict[int, str | None] = {}
+        self._rank: dict[_Key, int] = {}
+
+    def ranked(self, order: Iterable[tuple[str | None, str]]) -> BindOnClose:
+        """This policy with candidates of equal standing taken in ``order`` ((schema,
+        table), most relevant first; those it leaves out after, then by name) instead of by
+        name: on a catalog the prompt cannot show whole, the schema linker's order for the
+        question (``LocalGeneration``), so a distractor that happens to carry the column
+        and sort first (``audit_opportunity_old`` before ``review`` for ``rating``) is not
+        what gets written. A shallow copy: the per-catalog tables are shared, the order is
+        the copy's own (one per generation)."""
+        out = copy.copy(self)
+        out._rank = {}
+        for i, (schema, table) in enumerate(order):
+            out._rank.setdefault(self._key(schema, table), i)
+        return out
 
     # ------------------------------------------------------------------ the trigger
     def _closing_shape(self, token: int) -> str | None:
@@ -231,6 +247,7 @@ class BindOnClose:
                 not need <= cols[k],
                 not self._linked(k, in_from),
                 k[0] not in from_schemas,
+                self._rank.get(k, len(self._rank)),
                 k,
             )
         )

@@ -448,3 +448,32 @@ def test_a_generation_that_would_overflow_is_refused_before_the_model(qwen):
     check_room(qwen, qwen.n_ctx - 256, 256)
     with pytest.raises(ContextOverflowError, match="exceeds the context window"):
         check_room(qwen, qwen.n_ctx - 255, 256)
+
+
+def test_bind_on_close_takes_the_linkers_table_on_a_big_catalog(big_asker: Asker):
+    """Where the prompt cannot show the catalog whole, bind on close takes, among tables
+    of equal standing, the one the linker ranks highest for the question (here the real
+    ``InvoiceLine`` over ``album_log``, a distractor that carries ``Quantity`` and sorts
+    first by name); without a question it keeps the name order, as on small catalogs."""
+    from grid_sql.ask.generation import GenerationRequest
+    from grid_sql.ask.local import LocalGeneration
+    from grid_sql.mask.guide import Guide
+    from grid_sql.mask.vocab import Vocabulary, greedy_token_ids
+
+    mode = big_asker._mode(False)
+    vocab = Vocabulary.from_gguf(REPO.parent / "shared/data/tokenizers/ggml-vocab-qwen2.gguf")
+    guide = Guide(mode.grammar, vocab)
+    text = b"SELECT Quantity FROM Genre"
+    where = greedy_token_ids(vocab, b" WHERE")[0]
+    got = {}
+    for question in ("", "quantity of each invoice line"):
+        request = GenerationRequest([], 64, mode, big_asker.snapshot, question=question)
+        binder = LocalGeneration(big_asker)._binder(guide, request)
+        assert binder is not None
+        m = guide.matcher()
+        m.accept_tokens(greedy_token_ids(vocab, text))
+        got[question] = binder.span(m.config, lambda: text, where)
+    assert got == {
+        "": b" JOIN album_log ON",
+        "quantity of each invoice line": b" JOIN invoiceline ON",
+    }

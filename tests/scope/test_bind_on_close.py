@@ -157,6 +157,8 @@ def schemas_binder() -> BindOnClose:
                         fks=(_fk("journalid", "journal", "journalid", "scholar"),),
                     ),
                     _t("secret", "journalname", "code"),
+                    _t("a_audit", "audit_id", "rating"),
+                    _t("review", "review_id", "rating"),
                 ),
             ),
         ),
@@ -202,6 +204,22 @@ SCHEMA_CASES = [
 def test_span_on_several_schemas(text: str, top: str, want: bytes | None) -> None:
     b = schemas_binder()
     _check_span(b.guide, b, text, top, want)
+
+
+def test_ranked_candidates_follow_the_given_order() -> None:
+    """Two tables of one schema carry ``rating``, neither linked: by name the first is
+    ``a_audit``; ranked (the linker's order for the question, on a catalog the prompt
+    cannot show whole) the one ranked higher, and the shared policy keeps its name order."""
+    b = schemas_binder()
+    text = "SELECT rating FROM scholar.paper"
+    _check_span(b.guide, b, text, " WHERE", b" JOIN scholar.a_audit ON")
+    ranked = b.ranked([("scholar", "paper"), ("scholar", "review"), ("scholar", "a_audit")])
+    _check_span(b.guide, ranked, text, " WHERE", b" JOIN scholar.review ON")
+    _check_span(b.guide, b, text, " WHERE", b" JOIN scholar.a_audit ON")
+    # tables the order leaves out come after those it names
+    _check_span(
+        b.guide, b.ranked([("atis", "flight")]), text, " WHERE", b" JOIN scholar.a_audit ON"
+    )
 
 
 def _check_span(g: Guide, b: BindOnClose, text: str, top: str, want: bytes | None) -> None:
