@@ -436,7 +436,7 @@ def big_whole_section(by: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
                 ""
                 if own_arm == "whole" + arm[len("bigwhole") :]
                 else f" No own-database pass at this tag: `{own_arm}` is the pair of the pass "
-                "this one is partial over (the change reaches only catalogs of several schemas)."
+                "this one is partial over (a `--reach bind` pass asks the own databases nothing)."
             ),
             "",
             "| catalog | executes [95% Wilson] | EX [95% Wilson] | dead ends |",
