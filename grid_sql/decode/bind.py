@@ -218,8 +218,10 @@ class BindOnClose:
 
     def _pieces(self, items: tuple[Item, ...], text: bytes, refs: tuple[Ref, ...]) -> list[bytes]:
         """Candidate FROM items for the first unbound reference's qualifier (or bare
-        column), best first: a table not yet in FROM (``items``), one with a foreign key
-        to a FROM item (which gives the condition), one of a schema FROM already reads."""
+        column), best first: a table not yet in FROM (``items``), one that has the columns
+        read through the reference, one with a foreign key to a FROM item (which gives the
+        condition), one of a schema FROM already reads, then in :meth:`ranked` order, then
+        by name."""
         cols = self._cols
         ref = refs[0]
         in_from = {k for k in map(self._item_key, items) if k is not None}
