@@ -235,7 +235,8 @@ class ScopedViews:
         ``base`` and those that begin with a word of ``led`` (memoized). ``base`` is one of
         the runtime's constant sets (``_static_alias``, ~1,000 spellings, already in folded
         form): the memo is keyed by whether it applies, so a lookup never hashes or copies
-        it, and a new view does not fold it again (issue #26: 8 % of a cold reserve)."""
+        it, and a new view does not fold it again (issue #26: a tenth of the cold reserve,
+        bench/RESULTS-e2e.md)."""
         key = ("alias" if tag == b"X" else "output", spelled, led, bool(base))
         view = self._views.get(key)
         if view is None:
