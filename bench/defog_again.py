@@ -33,7 +33,6 @@ from defog import (
 )
 
 __all__ = [
-    "REACH",
     "ask_again",
     "ask_whole",
     "bind_reach_qids",
@@ -94,10 +93,10 @@ def bind_reach_qids(records: dict[int, dict[str, Any]], grammar_of: Any) -> list
     return out
 
 
-# what a partial pass (``--whole --over B --reach NAME``) asks again: the answers of ``B``
-# the change can reach; each pass's records list them (``reach``), so the report needs no
-# database. Records without the list are ``led_alias`` passes (they came first).
-REACH = ("led_alias", "bind")
+# What a partial pass (``--whole --over B --reach led_alias|bind``) asks again: the answers
+# of ``B`` the change can reach; each pass's records list them (``reach``, with the rule in
+# ``rule``), so the report needs no database. Records without the list are ``led_alias``
+# passes (they came first).
 
 
 def carry_over(by: dict[str, dict[int, dict[str, Any]]]) -> None:
